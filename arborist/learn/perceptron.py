@@ -1,0 +1,60 @@
+"""The averaged structured perceptron (CSP): Algorithm 1 of Dror and Reichart.
+
+Written against the Structure protocol only. For each example in turn, decode
+y* = argmax_y w . phi(x, y); if y* != y, w += phi(x, y) - phi(x, y*). Averaging
+(Collins 2002) uses the clock of `Weights`: the returned weights are the mean of
+w after every example.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..structure import Structure
+from .weights import Weights
+
+
+class Perceptron:
+    name = "perceptron"
+
+    def __init__(self, averaged: bool = True, shuffle: bool = True, seed: int = 0):
+        self.averaged = averaged
+        self.shuffle = shuffle
+        self.rng = np.random.default_rng(seed)
+        self.weights: Weights | None = None
+
+    def begin(self, structure: Structure, examples: list, hash_bits: int) -> None:
+        self.weights = Weights(hash_bits, averaged=self.averaged)
+
+    def epoch(self, structure: Structure, examples: list, tracker=None) -> dict:
+        """One pass over examples; returns training metrics (part accuracy, updates, words/s)."""
+        w = self.weights
+        order = self.rng.permutation(len(examples)) if self.shuffle else np.arange(len(examples))
+        correct = total = 0.0
+        updates = 0
+        start = time.perf_counter()
+        for count, i in enumerate(order, start=1):
+            x = examples[i]
+            gold = structure.gold(x)
+            pred = structure.argmax(x, structure.scores(x, w))
+            g, p = structure.indicator(x, gold), structure.indicator(x, pred)
+            correct += float((g * p).sum())
+            total += float(g.sum())
+            if not np.array_equal(g, p):
+                structure.add_features(x, g - p, w, 1.0)
+                updates += 1
+            w.tick()
+            if tracker is not None:
+                tracker.advance(1, train_accuracy=correct / max(total, 1.0))
+        seconds = time.perf_counter() - start
+        return {
+            "train_accuracy": correct / max(total, 1.0),
+            "updates": updates,
+            "epoch_seconds": seconds,
+            "examples_per_second": len(order) / max(seconds, 1e-9),
+        }
+
+    def prediction_weights(self) -> Weights:
+        """The weights to predict with: the average, for an averaged perceptron."""
+        return Weights(self.weights.bits, False, self.weights.averaged_array())

@@ -1,0 +1,47 @@
+"""Hashed weight vector with the averaging trick.
+
+Averaged perceptron (Collins 2002; Daume's trick): keep w and u = sum_t t * delta_t,
+where t is the number of examples seen before the update. After T examples the
+average of the T weight vectors w_1..w_T is w - u / T, computed in O(d) once.
+"""
+import numpy
+
+
+cdef class Weights:
+    def __init__(self, int bits=22, bint averaged=False, array=None):
+        if not 1 <= bits <= 32:
+            raise ValueError(f"hash bits must be in 1..32, got {bits}")
+        self.bits = bits
+        self.mask = (<uint64_t>1 << bits) - 1
+        self.averaged = averaged
+        if array is None:
+            array = numpy.zeros(1 << bits, dtype=numpy.float64)
+        elif array.shape != (1 << bits,) or array.dtype != numpy.float64:
+            raise ValueError(f"weight array must be float64 of size 2**{bits}, got {array.dtype} {array.shape}")
+        self.array = numpy.ascontiguousarray(array)
+        self.w = self.array
+        self.accumulator = numpy.zeros_like(self.array) if averaged else numpy.zeros(1)
+        self.u = self.accumulator
+        self.step = 0
+
+    def tick(self, int n=1):
+        """Advance the averaging clock by n examples."""
+        self.step += n
+
+    def add_sparse(self, indices, values, double scale=1.0):
+        """w[indices] += scale * values (repeated indices accumulate)."""
+        cdef const uint64_t[:] idx = numpy.ascontiguousarray(indices, dtype=numpy.uint64)
+        cdef const double[:] val = numpy.ascontiguousarray(values, dtype=numpy.float64)
+        cdef Py_ssize_t i
+        with nogil:
+            for i in range(idx.shape[0]):
+                self.add(idx[i] & self.mask, scale * val[i])
+
+    def averaged_array(self):
+        """The average of the weight vectors after each example seen so far."""
+        if not self.averaged or self.step == 0:
+            return self.array.copy()
+        return self.array - self.accumulator / self.step
+
+    def nonzero(self):
+        return int(numpy.count_nonzero(self.array))

@@ -1,0 +1,109 @@
+"""Models on disk: a directory with meta.json and .npy arrays, no pickle.
+
+Saving is atomic: the model is written to a temporary sibling directory and
+renamed into place, so an interrupted save never leaves a half-written model
+(and never destroys the previous one).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from .learn.weights import Weights
+from .parser.tree import DependencyTree
+from .sentence import Sentence
+
+FORMAT = "arborist-model"
+FORMAT_VERSION = 1
+
+
+class ModelError(ValueError):
+    pass
+
+
+class Parser:
+    """A trained dependency parser: a structure (feature configuration) and its weights."""
+
+    kind = "parser"
+
+    def __init__(self, structure: DependencyTree, weights: np.ndarray, info: dict | None = None):
+        self.structure = structure
+        self.weights = Weights(structure.hash_bits, False, np.ascontiguousarray(weights, dtype=np.float64))
+        self.info = dict(info or {})
+
+    def predict(self, sentence: Sentence) -> np.ndarray:
+        """Predicted heads (int32, n+1; heads[0] = -1)."""
+        s = self.structure
+        return s.argmax(sentence, s.scores(sentence, self.weights))
+
+    def parse(self, sentences: Iterable[Sentence]) -> Iterator[tuple[Sentence, np.ndarray]]:
+        for sentence in sentences:
+            yield sentence, self.predict(sentence)
+
+    def meta(self) -> dict:
+        from . import __version__
+
+        return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "kind": self.kind,
+            "arborist_version": __version__,
+            "structure": self.structure.config(),
+            "labels": {"deprel": []},
+            "info": self.info,
+        }
+
+    def save(self, path: str | os.PathLike) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+        try:
+            (tmp / "meta.json").write_text(json.dumps(self.meta(), indent=2) + "\n", encoding="utf-8")
+            np.save(tmp / "weights.npy", self.weights.array, allow_pickle=False)
+            old = None
+            if path.exists():
+                old = path.with_name(f".{path.name}.old{os.getpid()}")
+                os.replace(path, old)
+            os.replace(tmp, path)
+            if old is not None:
+                shutil.rmtree(old)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp)
+        return path
+
+
+def load(path: str | os.PathLike) -> Parser:
+    """Load a model directory; the format and its version are checked before anything else."""
+    path = Path(path)
+    meta_path = path / "meta.json"
+    if not meta_path.is_file():
+        raise ModelError(f"{path}: not an arborist model (no meta.json)")
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ModelError(f"{meta_path}: unreadable meta.json ({e})") from None
+    if meta.get("format") != FORMAT:
+        raise ModelError(f"{meta_path}: not an arborist model (format {meta.get('format')!r})")
+    version = meta.get("format_version")
+    if version != FORMAT_VERSION:
+        raise ModelError(
+            f"{meta_path}: model format version {version}, this arborist reads version {FORMAT_VERSION}; "
+            f"retrain the model or use the arborist version that wrote it ({meta.get('arborist_version')})"
+        )
+    if meta.get("kind") != Parser.kind:
+        raise ModelError(f"{meta_path}: unknown model kind {meta.get('kind')!r}")
+    structure = DependencyTree.from_config(meta["structure"])
+    try:
+        weights = np.load(path / "weights.npy", allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise ModelError(f"{path / 'weights.npy'}: cannot read weights ({e})") from None
+    if weights.shape != (1 << structure.hash_bits,):
+        raise ModelError(f"{path / 'weights.npy'}: shape {weights.shape} does not match hash_bits {structure.hash_bits}")
+    return Parser(structure, weights, meta.get("info"))

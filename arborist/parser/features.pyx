@@ -1,0 +1,257 @@
+"""First-order arc features (McDonald, Crammer and Pereira 2005), hashed.
+
+A template is a list of atoms, each an attribute of the head (h) or modifier (m)
+at an offset: "h.form h.xpos m.xpos", "h.xpos h+1.xpos m-1.xpos m.xpos". Every
+atom is a per-token value, so for each template the hash of its head-side atoms
+is computed once per token (H[t, i]) and likewise the modifier side (M[t, i]);
+the feature of arc (h, m) is then mix(H[t, h], M[t, m]), a few cycles. The
+special template "between.upos" adds one feature (h.upos, b, m.upos) per distinct
+UPOS tag b strictly between h and m. Every feature is used twice: on its own and
+conjoined with the arc's direction and binned distance.
+
+Scoring all (n+1)^2 arcs and adding a scaled feature vector of given arcs to the
+weights are the two operations; both enumerate features with the same code
+(`_visit_arc`), so the scores are exactly w . phi.
+"""
+from libc.stdint cimport uint64_t, uint32_t, int8_t
+from libc.math cimport INFINITY
+import numpy
+
+from ..learn.weights cimport Weights
+from ..sentence import ATTR_NAMES
+from ..strings import hash_string
+
+DEFAULT_TEMPLATES = (
+    # unigram: head
+    "h.form h.xpos", "h.form", "h.xpos", "h.prefix h.xpos", "h.prefix", "h.upos", "h.lemma h.upos",
+    # unigram: modifier
+    "m.form m.xpos", "m.form", "m.xpos", "m.prefix m.xpos", "m.prefix", "m.upos", "m.lemma m.upos",
+    # bigram
+    "h.form h.xpos m.form m.xpos", "h.xpos m.form m.xpos", "h.form m.form m.xpos",
+    "h.form h.xpos m.xpos", "h.form h.xpos m.form", "h.form m.form", "h.xpos m.xpos",
+    "h.prefix h.xpos m.prefix m.xpos", "h.xpos m.prefix m.xpos", "h.prefix m.prefix m.xpos",
+    "h.prefix h.xpos m.xpos", "h.prefix h.xpos m.prefix", "h.prefix m.prefix",
+    "h.upos m.upos", "h.upos m.form", "h.form m.upos", "h.lemma m.lemma",
+    # surrounding POS
+    "h.xpos h+1.xpos m-1.xpos m.xpos", "h-1.xpos h.xpos m-1.xpos m.xpos",
+    "h.xpos h+1.xpos m.xpos m+1.xpos", "h-1.xpos h.xpos m.xpos m+1.xpos",
+    "h-1.xpos h.xpos m.xpos", "h.xpos h+1.xpos m.xpos", "h.xpos m-1.xpos m.xpos", "h.xpos m.xpos m+1.xpos",
+    "h.upos h+1.upos m-1.upos m.upos", "h-1.upos h.upos m-1.upos m.upos",
+    "h.upos h+1.upos m.upos m+1.upos", "h-1.upos h.upos m.upos m+1.upos",
+    # in-between POS
+    "between.upos",
+)
+
+cdef int MAX_ATOMS = 4
+cdef int MAX_OFFSET = 2
+cdef uint64_t GOLDEN = 0x9E3779B97F4A7C15ULL
+cdef uint64_t BOS = hash_string("<S>")
+cdef uint64_t EOS = hash_string("</S>")
+N_DISTANCE_BINS = 11
+
+
+cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
+    # splitmix64 finalizer: a full-avalanche 64-bit mixer, much cheaper than murmur.
+    x ^= x >> 30
+    x *= 0xBF58476D1CE4E5B9ULL
+    x ^= x >> 27
+    x *= 0x94D049BB133111EBULL
+    x ^= x >> 31
+    return x
+
+
+cdef inline uint64_t combine(uint64_t seed, uint64_t value) noexcept nogil:
+    return mix64(seed ^ (value + GOLDEN + (seed << 6) + (seed >> 2)))
+
+
+cdef inline int distance_bin(int d) noexcept nogil:
+    if d <= 5:
+        return d - 1
+    if d <= 7:
+        return 5
+    if d <= 10:
+        return 6
+    if d <= 14:
+        return 7
+    if d <= 20:
+        return 8
+    if d <= 30:
+        return 9
+    return 10
+
+
+def parse_template(str template):
+    """'h-1.xpos m.form' -> ([(attr, offset)...] head side, [...] modifier side)."""
+    head, mod = [], []
+    for atom in template.split():
+        try:
+            where, attr = atom.split(".")
+            side, offset = where[0], int(where[1:] or 0)
+            if side not in "hm" or attr not in ATTR_NAMES or abs(offset) > MAX_OFFSET:
+                raise ValueError
+        except ValueError:
+            raise ValueError(
+                f"bad feature atom {atom!r} in template {template!r}: expected h|m[+-k].ATTR with "
+                f"|k| <= {MAX_OFFSET} and ATTR one of {', '.join(ATTR_NAMES)}"
+            ) from None
+        (head if side == "h" else mod).append((ATTR_NAMES.index(attr), offset))
+    if len(head) > MAX_ATOMS or len(mod) > MAX_ATOMS:
+        raise ValueError(f"template {template!r} has more than {MAX_ATOMS} atoms on one side")
+    return head, mod
+
+
+cdef class ArcFeatures:
+    """The first-order feature set: templates -> hashed indices into a weight vector."""
+
+    cdef readonly tuple templates
+    cdef readonly bint between
+    cdef readonly int bits
+    cdef list sides
+    cdef object atoms, seeds
+    cdef uint64_t between_seed_h, between_seed_m
+
+    def __init__(self, templates=DEFAULT_TEMPLATES, int bits=22):
+        self.templates = tuple(templates)
+        self.bits = bits
+        self.between = "between.upos" in self.templates
+        self.sides = [parse_template(t) for t in self.templates if t != "between.upos"]
+        self.between_seed_h = hash_string("between.upos/h")
+        self.between_seed_m = hash_string("between.upos/m")
+        # atoms[t, side, 2k] = attribute row, atoms[t, side, 2k+1] = offset; attribute -1 ends the list.
+        T = len(self.sides)
+        self.atoms = numpy.full((T, 2, 2 * MAX_ATOMS), -1, dtype=numpy.intc)
+        self.seeds = numpy.zeros((T, 2), dtype=numpy.uint64)
+        names = [t for t in self.templates if t != "between.upos"]
+        for t, sides in enumerate(self.sides):
+            for s, atoms in enumerate(sides):
+                self.seeds[t, s] = hash_string(f"{names[t]}/{'hm'[s]}")
+                for k, (attr, offset) in enumerate(atoms):
+                    self.atoms[t, s, 2 * k] = attr
+                    self.atoms[t, s, 2 * k + 1] = offset
+
+    def side_hashes(self, const uint64_t[:, :] attrs):
+        """H, M (T+1, n+1) uint64: per template, the hash of each token's head-side and modifier-side atoms.
+
+        Row T holds the in-between template's head and modifier UPOS hashes."""
+        cdef int n_tokens = attrs.shape[1], T = len(self.sides), t, i
+        H = numpy.empty((T + 1, n_tokens), dtype=numpy.uint64)
+        M = numpy.empty((T + 1, n_tokens), dtype=numpy.uint64)
+        cdef uint64_t[:, ::1] Hv = H, Mv = M
+        cdef const int[:, :, ::1] atoms = self.atoms
+        cdef const uint64_t[:, ::1] seeds = self.seeds
+        with nogil:
+            for t in range(T):
+                for i in range(n_tokens):
+                    Hv[t, i] = _side_hash(seeds[t, 0], atoms[t, 0], attrs, i, n_tokens)
+                    Mv[t, i] = _side_hash(seeds[t, 1], atoms[t, 1], attrs, i, n_tokens)
+            for i in range(n_tokens):
+                Hv[T, i] = combine(self.between_seed_h, attrs[3, i])
+                Mv[T, i] = combine(self.between_seed_m, attrs[3, i])
+        return H, M
+
+    def score(self, sentence, const double[::1] w):
+        """Scores of all arcs: (n+1, n+1) float64, S[h, m] = w . phi(h, m); invalid arcs 0."""
+        H, M = self.side_hashes(sentence.attrs)
+        cdef const uint64_t[:, ::1] Hv = H, Mv = M
+        cdef const int8_t[::1] upos = sentence.upos_id
+        cdef int n = sentence.n, h, m, T = len(self.sides)
+        cdef uint32_t between_mask
+        cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
+        cdef bint between = self.between
+        if w.shape[0] != <Py_ssize_t>(mask + 1):
+            raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{self.bits}")
+        out = numpy.zeros((n + 1, n + 1))
+        cdef double[:, ::1] S = out
+        with nogil:
+            for h in range(n + 1):
+                between_mask = 0
+                for m in range(h + 1, n + 1):
+                    if m - 1 > h:
+                        between_mask |= 1u << upos[m - 1]
+                    S[h, m] = _visit_arc(h, m, T, Hv, Mv, between, between_mask, mask, &w[0], None, 0.0)
+                between_mask = 0
+                for m in range(h - 1, 0, -1):
+                    if m + 1 < h:
+                        between_mask |= 1u << upos[m + 1]
+                    S[h, m] = _visit_arc(h, m, T, Hv, Mv, between, between_mask, mask, &w[0], None, 0.0)
+        return out
+
+    def add(self, sentence, coef, Weights weights, double scale=1.0):
+        """weights += scale * sum_{h,m} coef[h, m] * phi(h, m), over valid arcs with coef != 0."""
+        if weights.bits != self.bits:
+            raise ValueError(f"weights have 2**{weights.bits} entries, features expect 2**{self.bits}")
+        H, M = self.side_hashes(sentence.attrs)
+        cdef const uint64_t[:, ::1] Hv = H, Mv = M
+        cdef const int8_t[::1] upos = sentence.upos_id
+        cdef const double[:, :] C = numpy.asarray(coef, dtype=numpy.float64)
+        cdef int n = sentence.n, h, m, b, T = len(self.sides)
+        cdef uint32_t between_mask
+        cdef double value
+        cdef bint between = self.between
+        if C.shape[0] != n + 1 or C.shape[1] != n + 1:
+            raise ValueError(f"coefficients must be ({n + 1}, {n + 1}), got {tuple(C.shape)[:2]}")
+        with nogil:
+            for h in range(n + 1):
+                for m in range(1, n + 1):
+                    value = C[h, m]
+                    if value == 0.0 or h == m:
+                        continue
+                    between_mask = 0
+                    for b in range(min(h, m) + 1, max(h, m)):
+                        between_mask |= 1u << upos[b]
+                    _visit_arc(h, m, T, Hv, Mv, between, between_mask, weights.mask, NULL, weights,
+                               scale * value)
+
+    def arc_indices(self, sentence, int h, int m):
+        """The feature indices of one arc, in enumeration order (for tests and inspection)."""
+        cdef Weights probe = Weights(self.bits, False)
+        self.add(sentence, _one_hot(sentence.n, h, m), probe)
+        idx = numpy.flatnonzero(probe.array)
+        return numpy.repeat(idx, probe.array[idx].astype(numpy.int64)).astype(numpy.uint64)
+
+
+def _one_hot(int n, int h, int m):
+    c = numpy.zeros((n + 1, n + 1))
+    c[h, m] = 1.0
+    return c
+
+
+cdef inline uint64_t _side_hash(uint64_t seed, const int[::1] atoms, const uint64_t[:, :] attrs,
+                                int i, int n_tokens) noexcept nogil:
+    cdef int k, pos
+    cdef uint64_t value = seed
+    for k in range(0, atoms.shape[0], 2):
+        if atoms[k] < 0:
+            break
+        pos = i + atoms[k + 1]
+        value = combine(value, BOS if pos < 0 else EOS if pos >= n_tokens else attrs[atoms[k], pos])
+    return value
+
+
+cdef inline double _touch(uint64_t key, uint64_t mask, const double* w, Weights target, double value) noexcept nogil:
+    cdef uint64_t index = key & mask
+    if w != NULL:
+        return w[index]
+    target.add(index, value)
+    return 0.0
+
+
+cdef double _visit_arc(int h, int m, int T, const uint64_t[:, ::1] H, const uint64_t[:, ::1] M,
+                       bint between, uint32_t between_mask, uint64_t mask,
+                       const double* w, Weights target, double value) noexcept nogil:
+    """Sum w over the arc's features (w != NULL), or add `value` to each of them in `target`."""
+    cdef int t, b
+    cdef int d = m - h if m > h else h - m
+    cdef uint64_t key, dd = mix64(<uint64_t>((m > h) * 16 + distance_bin(d) + 1) * GOLDEN)
+    cdef double total = 0.0
+    for t in range(T):
+        key = mix64(H[t, h] ^ (M[t, m] * GOLDEN))
+        total += _touch(key, mask, w, target, value)
+        total += _touch(mix64(key ^ dd), mask, w, target, value)
+    if between and between_mask:
+        for b in range(32):
+            if between_mask & (1u << b):
+                key = mix64(H[T, h] ^ (M[T, m] * GOLDEN) ^ (<uint64_t>(b + 1) * 0xD6E8FEB86659FD93ULL))
+                total += _touch(key, mask, w, target, value)
+                total += _touch(mix64(key ^ dd), mask, w, target, value)
+    return total

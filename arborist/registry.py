@@ -1,0 +1,25 @@
+"""confection registries: the functions a .cfg file may name with '@'."""
+from __future__ import annotations
+
+import catalogue
+import confection
+
+
+class registry(confection.registry):
+    structures = catalogue.create("arborist", "structures", entry_points=False)
+    trainers = catalogue.create("arborist", "trainers", entry_points=False)
+
+
+@registry.structures("arborist.DependencyTree.v1")
+def dependency_tree(hash_bits: int = 22, single_root: bool = True, templates: list[str] | None = None):
+    from .parser.features import DEFAULT_TEMPLATES
+    from .parser.tree import DependencyTree
+
+    return DependencyTree(templates or DEFAULT_TEMPLATES, hash_bits=hash_bits, single_root=single_root)
+
+
+@registry.trainers("arborist.Perceptron.v1")
+def perceptron(averaged: bool = True, shuffle: bool = True, seed: int = 0):
+    from .learn.perceptron import Perceptron
+
+    return Perceptron(averaged=averaged, shuffle=shuffle, seed=seed)

@@ -1,0 +1,56 @@
+"""The Structure protocol: what a trainer may ask of a structured label space.
+
+Trainers (perceptron, EG, MaxEnDNet) see only these operations, so every trainer
+trains trees, chains and labels alike. `Parts` are numpy arrays (or tuples of
+arrays) over the structure's parts; arithmetic on them is element-wise. With
+`indicator`, everything else a trainer needs is arithmetic on parts:
+
+    score(y) = (scores * indicator(x, y)).sum()
+    loss(y)  = (part_cost(x, gold) * indicator(x, y)).sum()
+    perceptron update: add_features(x, indicator(x, gold) - indicator(x, pred), w, 1)
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+Parts = Any  # np.ndarray, or a tuple of arrays for structures with several part types
+Label = Any
+
+
+@runtime_checkable
+class Structure(Protocol):
+    def scores(self, x, w) -> Parts:
+        """w . phi(x, r) for every part r (w: a Weights object)."""
+
+    def argmax(self, x, scores: Parts) -> Label:
+        """The highest-scoring label (Eisner, Viterbi, max)."""
+
+    def cost_augmented_argmax(self, x, scores: Parts, gold: Label) -> Label:
+        """argmax of scores + part_cost(x, gold)."""
+
+    def marginals(self, x, scores: Parts) -> tuple[Parts, float]:
+        """mu_r = P(r in y) under p(y) ~ exp(score(y)), and log Z."""
+
+    def indicator(self, x, y: Label) -> Parts:
+        """1 for the parts of label y, 0 elsewhere."""
+
+    def part_cost(self, x, gold: Label) -> Parts:
+        """e_r: the Hamming loss spread over parts, loss(y) = sum_r e_r [r in y]."""
+
+    def add_features(self, x, coef: Parts, w, scale: float) -> None:
+        """w += scale * sum_r coef_r * phi(x, r)."""
+
+    def mix(self, gold: Label, pred: Label, positions: Sequence[int]) -> Label:
+        """The label that takes pred at `positions` and gold elsewhere (SWVP's m^J)."""
+
+    def gold(self, x) -> Label:
+        """The gold label stored with example x."""
+
+
+def part_accuracy(structure: Structure, x, gold: Label, pred: Label) -> tuple[float, float]:
+    """(correct, total) parts of gold found in pred: UAS counts for trees, token accuracy for chains."""
+    g = structure.indicator(x, gold)
+    p = structure.indicator(x, pred)
+    return float((g * p).sum()), float(g.sum())

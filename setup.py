@@ -1,0 +1,34 @@
+"""Cython extensions; everything else is in pyproject.toml."""
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+MODULES = [
+    "arborist.strings",
+    "arborist.learn.weights",
+    "arborist.parser.eisner",
+    "arborist.parser.features",
+]
+
+extensions = [
+    Extension(
+        name,
+        [name.replace(".", "/") + ".pyx"],
+        include_dirs=[numpy.get_include()],
+        extra_compile_args=["-O3"],
+    )
+    for name in MODULES
+]
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        compiler_directives={
+            "language_level": "3",
+            "boundscheck": False,
+            "wraparound": False,
+            "cdivision": True,
+            "initializedcheck": False,
+        },
+    )
+)
