@@ -1,0 +1,100 @@
+"""Hashed weights, averaging, and the perceptron against hand-computed updates."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from arborist.learn.perceptron import Perceptron
+from arborist.learn.weights import Weights
+from arborist.parser.tree import DependencyTree
+from arborist.sentence import Sentence
+
+
+def test_averaging_trick_equals_explicit_average():
+    rng = np.random.default_rng(0)
+    w = Weights(6, averaged=True)
+    explicit = np.zeros(64)
+    snapshots = []
+    for step in range(25):
+        if rng.random() < 0.7:
+            idx = rng.integers(0, 64, size=5).astype(np.uint64)
+            vals = rng.normal(size=5)
+            w.add_sparse(idx, vals, 0.5)
+            np.add.at(explicit, idx.astype(np.int64), 0.5 * vals)
+        w.tick()
+        snapshots.append(explicit.copy())
+    np.testing.assert_allclose(w.array, explicit)
+    np.testing.assert_allclose(w.averaged_array(), np.mean(snapshots, axis=0), atol=1e-12)
+
+
+def test_weights_validate_their_array():
+    with pytest.raises(ValueError):
+        Weights(4, False, np.zeros(15))
+    with pytest.raises(ValueError):
+        Weights(0)
+    w = Weights(4)
+    w.add_sparse(np.array([1, 1, 17], dtype=np.uint64), np.array([1.0, 2.0, 4.0]))
+    assert w.array[1] == 7.0 and w.nonzero() == 1  # 17 & 15 == 1: indices are masked
+
+
+class ToyTree(DependencyTree):
+    """Arc features chosen by hand: arc (h, m) has the single feature h * 10 + m."""
+
+    def __init__(self):
+        super().__init__(hash_bits=8)
+
+    def scores(self, x, w):
+        n = x.n
+        s = np.zeros((n + 1, n + 1))
+        for h in range(n + 1):
+            for m in range(1, n + 1):
+                if h != m:
+                    s[h, m] = w.array[h * 10 + m]
+        return s
+
+    def add_features(self, x, coef, w, scale=1.0):
+        idx = [h * 10 + m for h in range(coef.shape[0]) for m in range(1, coef.shape[1]) if coef[h, m] != 0]
+        vals = [coef[i // 10, i % 10] for i in idx]
+        w.add_sparse(np.array(idx, dtype=np.uint64), np.array(vals), scale)
+
+
+def toy(heads):
+    n = len(heads)
+    return Sentence.from_columns(["w"] * n, None, ["X"] * n, ["X"] * n, heads)
+
+
+def test_perceptron_matches_hand_computed_updates():
+    # Sentence of 2 words, gold 0->2->1. With zero weights Eisner (ties -> first split)
+    # predicts some tree; we compute every step by hand with the toy features.
+    structure = ToyTree()
+    x1, x2 = toy([2, 0]), toy([0, 1])
+    trainer = Perceptron(averaged=True, shuffle=False)
+    trainer.begin(structure, [x1, x2], 8)
+
+    w = np.zeros(256)
+    history, updates = [], 0
+    for x in (x1, x2, x1, x2):
+        scores = structure.scores(x, Weights(8, False, w.copy()))
+        pred = structure.argmax(x, scores)
+        if not np.array_equal(pred, x.heads):
+            updates += 1
+            for m in (1, 2):
+                w[x.heads[m] * 10 + m] += 1
+                w[pred[m] * 10 + m] -= 1
+        history.append(w.copy())
+    m1 = trainer.epoch(structure, [x1, x2])
+    m2 = trainer.epoch(structure, [x1, x2])
+    np.testing.assert_array_equal(trainer.weights.array, w)
+    np.testing.assert_allclose(trainer.prediction_weights().array, np.mean(history, axis=0))
+    assert m1["updates"] + m2["updates"] == updates > 0
+
+
+def test_non_projective_gold_does_not_stop_training():
+    # 1 <- 3, 2 <- 4 crossing arcs: gold is non-projective, training still runs.
+    structure = DependencyTree(hash_bits=12)
+    x = Sentence.from_columns(["a", "b", "c", "d"], None, ["NOUN"] * 4, ["NN"] * 4, [3, 4, 0, 3])
+    trainer = Perceptron(shuffle=False)
+    trainer.begin(structure, [x], 12)
+    for _ in range(3):
+        metrics = trainer.epoch(structure, [x])
+    assert metrics["updates"] == 1 and metrics["train_accuracy"] < 1.0

@@ -1,0 +1,198 @@
+"""DependencyTree and the Eisner kernels against brute-force enumeration."""
+from __future__ import annotations
+
+import itertools
+from functools import lru_cache
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arborist.parser.eisner import eisner_argmax, eisner_marginals
+from arborist.parser.tree import DependencyTree
+from arborist.sentence import Sentence
+
+from protocol import check_gradient, check_protocol
+
+HASH_BITS = 14
+WORDS = ["the", "dog", "saw", "a", "cat", "in", "Paris", "today", "."]
+TAGS = [("DET", "DT"), ("NOUN", "NN"), ("VERB", "VBD"), ("DET", "DT"), ("NOUN", "NN"), ("ADP", "IN"),
+        ("PROPN", "NNP"), ("NOUN", "NN"), ("PUNCT", ".")]
+
+
+def is_projective(heads) -> bool:
+    n = len(heads) - 1
+    for m in range(1, n + 1):
+        h = heads[m]
+        for k in range(min(h, m) + 1, max(h, m)):
+            a = k
+            while a not in (h, 0):
+                a = heads[a]
+            if a != h:
+                return False
+    return True
+
+
+def is_tree(heads) -> bool:
+    n = len(heads) - 1
+    for m in range(1, n + 1):
+        seen, a = set(), m
+        while a != 0:
+            if a in seen or heads[a] == a:
+                return False
+            seen.add(a)
+            a = heads[a]
+    return True
+
+
+@lru_cache(maxsize=None)
+def projective_trees(n: int, single_root: bool) -> tuple:
+    """Every projective tree over n words, by filtering all head assignments."""
+    out = []
+    for hs in itertools.product(range(n + 1), repeat=n):
+        heads = (-1,) + hs
+        if any(heads[m] == m for m in range(1, n + 1)) or not is_tree(heads):
+            continue
+        if single_root and hs.count(0) != 1:
+            continue
+        if is_projective(heads):
+            out.append(np.array(heads, dtype=np.int32))
+    return tuple(out)
+
+
+def test_enumeration_counts():
+    # Known counts of projective dependency trees: single-root 1, 2, 7, 30, 143, 728
+    # (A006013 shifted), any number of roots 1, 3, 12, 55, 273 (A001764).
+    assert [len(projective_trees(n, True)) for n in range(1, 7)] == [1, 2, 7, 30, 143, 728]
+    assert [len(projective_trees(n, False)) for n in range(1, 6)] == [1, 3, 12, 55, 273]
+
+
+def sentence(n: int) -> Sentence:
+    words = [WORDS[i % len(WORDS)] for i in range(n)]
+    tags = [TAGS[i % len(TAGS)] for i in range(n)]
+    heads = [0] + [1] * (n - 1)  # a valid single-root tree as gold
+    return Sentence.from_columns(words, words, [u for u, _ in tags], [x for _, x in tags], heads)
+
+
+def random_scores(rng, n, scale=2.0):
+    return rng.normal(size=(n + 1, n + 1)) * scale
+
+
+def hamming(gold, y):
+    return int((np.asarray(gold[1:]) != np.asarray(y[1:])).sum())
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6])
+def test_protocol_against_brute_force(n, single_root):
+    rng = np.random.default_rng(100 * n + single_root)
+    structure = DependencyTree(hash_bits=HASH_BITS, single_root=single_root)
+    labels = projective_trees(n, single_root)
+    x = sentence(n)
+    for _ in range(2):
+        scores = random_scores(rng, n)
+        gold = labels[int(rng.integers(len(labels)))]
+        check_protocol(structure, x, scores, labels, gold, hamming, rng, HASH_BITS)
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_marginals_are_gradient_of_log_z(n, single_root):
+    rng = np.random.default_rng(n)
+    structure = DependencyTree(hash_bits=HASH_BITS, single_root=single_root)
+    check_gradient(structure, sentence(n), random_scores(rng, n))
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_marginals_of_each_modifier_sum_to_one(single_root):
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 10, 40):
+        mu, _ = eisner_marginals(random_scores(rng, n), single_root)
+        np.testing.assert_allclose(mu[:, 1:].sum(axis=0), 1.0, atol=1e-9)
+        assert (mu >= -1e-12).all() and np.all(mu[:, 0] == 0) and np.all(np.diag(mu) == 0)
+        if single_root:
+            assert np.isclose(mu[0].sum(), 1.0)
+
+
+def test_no_overflow_with_large_scores():
+    rng = np.random.default_rng(3)
+    for n in (5, 50, 120):
+        mu, logz = eisner_marginals(random_scores(rng, n, scale=1e4))
+        assert np.isfinite(logz) and np.isfinite(mu).all()
+        np.testing.assert_allclose(mu[:, 1:].sum(axis=0), 1.0, atol=1e-6)
+
+
+def test_forbidden_arcs_are_never_used():
+    rng = np.random.default_rng(5)
+    n = 6
+    scores = random_scores(rng, n)
+    scores[2, 3] = scores[0, 1] = -np.inf
+    heads, _ = eisner_argmax(scores)
+    assert heads[3] != 2 and heads[1] != 0
+    mu, _ = eisner_marginals(scores)
+    assert mu[2, 3] == 0 and mu[0, 1] == 0
+    labels = [y for y in projective_trees(n, True) if y[3] != 2 and y[1] != 0]
+    values = [sum(scores[y[m], m] for m in range(1, n + 1)) for y in labels]
+    assert np.isclose(sum(scores[heads[m], m] for m in range(1, n + 1)), max(values))
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 60), seed=st.integers(0, 2**32 - 1), scale=st.sampled_from([0.1, 1.0, 10.0, 1e4]))
+def test_single_root_argmax_is_a_projective_tree_with_one_root_child(n, seed, scale):
+    rng = np.random.default_rng(seed)
+    scores = random_scores(rng, n, scale)
+    scores[0, 1:] += scale * 3  # tempt the decoder to attach many words to the root
+    heads, best = eisner_argmax(scores, single_root=True)
+    assert heads[0] == -1 and int((heads[1:] == 0).sum()) == 1
+    assert is_tree(tuple(heads)) and is_projective(tuple(heads))
+    assert np.isclose(best, scores[heads[1:], np.arange(1, n + 1)].sum())
+
+
+def test_multi_root_argmax_can_attach_several_words_to_root():
+    scores = np.zeros((4, 4))
+    scores[0, 1:] = 10.0
+    heads, _ = eisner_argmax(scores, single_root=False)
+    assert list(heads[1:]) == [0, 0, 0]
+    heads, _ = eisner_argmax(scores, single_root=True)
+    assert int((heads[1:] == 0).sum()) == 1
+
+
+def test_feature_scores_match_enumerated_indices():
+    rng = np.random.default_rng(11)
+    structure = DependencyTree(hash_bits=16)
+    x = sentence(9)
+    w = rng.normal(size=1 << 16)
+    from arborist.learn.weights import Weights
+
+    scores = structure.scores(x, Weights(16, False, w))
+    for h in range(10):
+        for m in range(1, 10):
+            if h == m:
+                continue
+            idx = structure.features.arc_indices(x, h, m)
+            assert np.isclose(scores[h, m], w[idx.astype(np.int64)].sum())
+    assert np.all(scores[:, 0] == 0) and np.all(np.diag(scores) == 0)
+
+
+def test_features_depend_on_direction_distance_and_words():
+    structure = DependencyTree(hash_bits=20)
+    x = sentence(9)
+    f = structure.features
+    a, b = set(f.arc_indices(x, 2, 5).tolist()), set(f.arc_indices(x, 5, 2).tolist())
+    assert a != b
+    # Features of an arc depend on its words: the same positions in another sentence differ.
+    y = Sentence.from_columns(["x"] * 9, None, ["X"] * 9, ["XX"] * 9, [0] + [1] * 8)
+    assert set(f.arc_indices(y, 2, 5).tolist()) != a
+    # Template counts: 2 features (plain and direction+distance) per template, plus between-POS.
+    n_templates = len([t for t in f.templates if t != "between.upos"])
+    assert len(f.arc_indices(x, 2, 3)) == 2 * n_templates  # adjacent: nothing in between
+    between_tags = len({x.upos_id[k] for k in (3, 4)})
+    assert len(f.arc_indices(x, 2, 5)) == 2 * n_templates + 2 * between_tags
+
+
+def test_bad_templates_are_rejected():
+    with pytest.raises(ValueError, match="bad feature atom"):
+        DependencyTree(["h.colour"])
+    with pytest.raises(ValueError, match="bad feature atom"):
+        DependencyTree(["h+5.form"])
