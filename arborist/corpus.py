@@ -37,15 +37,15 @@ def read_conllu(path: str | os.PathLike, require_heads: bool = False) -> Iterato
     first, has_content, after_blank = 1, False, False
     with open(path, "rb") as f:
         for number, raw in enumerate(f, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise CorpusError(path, number, f"invalid UTF-8 ({e.reason} at byte {e.start})") from None
-            blank = line.strip() == ""
+            blank = raw.strip() == b""
             if not blank and after_blank:
                 # A sentence is its lines up to and including the blank lines after it.
                 yield _parse_block(block, path, first, require_heads)
                 block, first, has_content, after_blank = [], number, False, False
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise CorpusError(path, number, f"invalid UTF-8 ({e.reason} at byte {e.start})") from None
             block.append(line)
             has_content = has_content or not blank
             after_blank = has_content and blank
@@ -87,6 +87,8 @@ def _parse_block(lines: list[str], path, first: int, require_heads: bool) -> Sen
                 heads.append(int(head))
             except ValueError:
                 raise CorpusError(path, number, f"HEAD {head!r} is not an integer") from None
+            if heads[-1] < 0:
+                raise CorpusError(path, number, f"HEAD {heads[-1]} out of range (a head is 0..n)")
         forms.append(columns[1])
         lemmas.append(columns[2])
         upos.append(columns[3])

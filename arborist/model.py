@@ -64,13 +64,22 @@ class Parser:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
         try:
+            # mkdtemp makes a private (0700) directory; a model is as readable as any directory.
+            umask = os.umask(0)
+            os.umask(umask)
+            tmp.chmod(0o777 & ~umask)
             (tmp / "meta.json").write_text(json.dumps(self.meta(), indent=2) + "\n", encoding="utf-8")
             np.save(tmp / "weights.npy", self.weights.array, allow_pickle=False)
             old = None
             if path.exists():
                 old = path.with_name(f".{path.name}.old{os.getpid()}")
                 os.replace(path, old)
-            os.replace(tmp, path)
+            try:
+                os.replace(tmp, path)
+            except BaseException:
+                if old is not None:
+                    os.replace(old, path)  # put the previous model back
+                raise
             if old is not None:
                 shutil.rmtree(old)
         finally:
@@ -89,8 +98,8 @@ def load(path: str | os.PathLike) -> Parser:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ModelError(f"{meta_path}: unreadable meta.json ({e})") from None
-    if meta.get("format") != FORMAT:
-        raise ModelError(f"{meta_path}: not an arborist model (format {meta.get('format')!r})")
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ModelError(f"{meta_path}: not an arborist model (no 'format': '{FORMAT}' entry)")
     version = meta.get("format_version")
     if version != FORMAT_VERSION:
         raise ModelError(
@@ -99,11 +108,17 @@ def load(path: str | os.PathLike) -> Parser:
         )
     if meta.get("kind") != Parser.kind:
         raise ModelError(f"{meta_path}: unknown model kind {meta.get('kind')!r}")
-    structure = DependencyTree.from_config(meta["structure"])
+    try:
+        structure = DependencyTree.from_config(meta["structure"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise ModelError(f"{meta_path}: invalid 'structure' entry ({type(e).__name__}: {e})") from None
     try:
         weights = np.load(path / "weights.npy", allow_pickle=False)
     except (OSError, ValueError) as e:
         raise ModelError(f"{path / 'weights.npy'}: cannot read weights ({e})") from None
-    if weights.shape != (1 << structure.hash_bits,):
-        raise ModelError(f"{path / 'weights.npy'}: shape {weights.shape} does not match hash_bits {structure.hash_bits}")
+    if weights.dtype != np.float64 or weights.shape != (1 << structure.hash_bits,):
+        raise ModelError(
+            f"{path / 'weights.npy'}: {weights.dtype} {weights.shape} does not match hash_bits {structure.hash_bits} "
+            f"(expected float64 ({1 << structure.hash_bits},))"
+        )
     return Parser(structure, weights, meta.get("info"))

@@ -1,16 +1,24 @@
-"""64-bit string hashes, identical to spaCy's (`nlp.vocab.strings[s]`).
+"""64-bit string ids, identical to spaCy's (`nlp.vocab.strings[s]`).
 
-Token attributes reach the kernels as these hashes, so a CoNLL-U file and a spaCy
-`Doc` give the feature extractors the same input.
+Token attributes reach the kernels as these ids, so a CoNLL-U file and a spaCy
+`Doc` give the feature extractors the same input. spaCy gives its built-in
+symbols ("NOUN", "nsubj", "_", ...) fixed small ids and the empty string 0;
+every other string is murmurhash2-64 of its UTF-8 bytes with seed 1.
 """
 from libc.stdint cimport uint64_t
 from murmurhash.mrmr cimport hash64
 
 import numpy
+from spacy.symbols import IDS as _SPACY_SYMBOLS
+
+cdef dict SYMBOLS = dict(_SPACY_SYMBOLS)
+SYMBOLS[""] = 0
 
 
 cpdef uint64_t hash_string(str text):
-    # spaCy's StringStore: murmurhash2 64-bit of the UTF-8 bytes, seed 1.
+    cdef object symbol = SYMBOLS.get(text)
+    if symbol is not None:
+        return symbol
     cdef bytes utf8 = text.encode("utf8")
     return hash64(<char*>utf8, len(utf8), 1)
 

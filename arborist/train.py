@@ -20,6 +20,15 @@ from .registry import registry
 from .tracking import ConsoleTracker
 
 
+TRAINING_DEFAULTS = {
+    "train_path": None,
+    "dev_path": None,
+    "max_epochs": 15,
+    "patience": 0,
+    "max_train_sentences": 0,
+}
+
+
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Config:
     return Config().from_disk(path, overrides=overrides or {})
 
@@ -46,7 +55,14 @@ def train(config: Config, output: str | Path | None = None, tracker=None) -> tup
     resolved = registry.resolve(config, validate=True)
     structure = resolved["structure"]
     trainer = resolved["trainer"]
-    settings = resolved["training"]
+    settings = {**TRAINING_DEFAULTS, **resolved["training"]}
+    unknown = sorted(set(settings) - set(TRAINING_DEFAULTS))
+    if unknown:
+        raise ValueError(f"unknown [training] setting(s): {', '.join(unknown)}; known: {', '.join(TRAINING_DEFAULTS)}")
+    if not isinstance(settings["max_epochs"], int) or settings["max_epochs"] < 1:
+        raise ValueError(f"training.max_epochs must be a positive integer, got {settings['max_epochs']!r}")
+    if not settings["train_path"]:
+        raise ValueError("training.train_path is not set")
     tracker = tracker or ConsoleTracker(columns=("train_accuracy", "dev_uas", "updates", "epoch_seconds"))
 
     train_set = read_corpus(settings["train_path"], require_heads=True)

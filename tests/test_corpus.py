@@ -287,7 +287,7 @@ ERROR_CASES = {
         "columns",
     ),
     "tab_in_form": (
-        GOOD + row(1, "A", 0, "root") + row(2, "B\tC", 1) + "\n",
+        GOOD + row(1, "A", 0, "root") + row(2, "B\tC", 1, lemma="bc") + "\n",
         6,
         "found 11",
     ),
@@ -384,11 +384,6 @@ def test_underscore_heads_accepted_without_require_heads(tmp_path):
 
 
 def test_negative_head_is_rejected(tmp_path):
-    # BUG: HEAD '-1' is parsed as an integer and then treated like '_' (unknown),
-    # because read_conllu uses -1 as the "missing" marker. A sentence whose words
-    # all have HEAD -1 is silently accepted as "no heads" instead of raising
-    # "HEAD -1 out of range"; with other heads present the error wrongly says
-    # "HEAD is '_'".
     path = write_text(tmp_path / "neg.conllu", row(1, "A", -1, "root") + "\n")
     with pytest.raises(CorpusError) as info:
         list(read_conllu(path))
@@ -408,13 +403,14 @@ def test_read_conllu_is_a_generator(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "bad_tail",
+    "bad_tail, line",
     [
-        pytest.param(row(1, "A", 0, "root").encode() + b"2\tB\tb\n\n", id="columns"),
-        pytest.param(b"1\t\xff\tb\tX\t_\t_\t0\troot\t_\t_\n\n", id="utf8"),
+        pytest.param(row(1, "A", 0, "root").encode() + b"2\tB\tb\n\n", 6, id="columns"),
+        pytest.param(row(1, "A", 0, "root").encode() + b"2\t\xff\tb\tX\t_\t_\t1\tdep\t_\t_\n\n", 6, id="utf8"),
+        pytest.param(row(1, "A", 0, "root").encode() + row(2, "B", 7).encode() + b"\n", 6, id="tree"),
     ],
 )
-def test_streaming_yields_first_sentence_before_error(bad_tail, tmp_path):
+def test_streaming_yields_first_sentence_before_error(bad_tail, line, tmp_path):
     path = write_text(tmp_path / "tail.conllu", GOOD.encode() + bad_tail)
     gen = read_conllu(path)
     first = next(gen)
@@ -422,8 +418,17 @@ def test_streaming_yields_first_sentence_before_error(bad_tail, tmp_path):
     assert list(first.heads) == [-1, 2, 0]
     with pytest.raises(CorpusError) as info:
         next(gen)
-    assert info.value.line in (5, 6)
-    assert str(info.value).startswith(f"{path}:{info.value.line}:")
+    assert str(info.value).startswith(f"{path}:{line}:"), str(info.value)
+
+
+def test_streaming_yields_complete_sentence_before_utf8_error_on_next_line(tmp_path):
+    path = write_text(tmp_path / "tail.conllu", GOOD.encode() + b"1\t\xff\tb\tX\t_\t_\t0\troot\t_\t_\n\n")
+    gen = read_conllu(path)
+    first = next(gen)
+    assert first.forms == [ROOT, "Dogs", "bark"]
+    with pytest.raises(CorpusError) as info:
+        next(gen)
+    assert str(info.value).startswith(f"{path}:5:")
 
 
 # ---------------------------------------------------------------------------
@@ -433,8 +438,18 @@ def test_hash_string_matches_spacy():
     spacy = pytest.importorskip("spacy")
     strings = spacy.blank("en").vocab.strings
     assert hash_string("dog") == strings["dog"]
-    for text in ["Dog", "NOUN", "<ROOT>", "n't", "", "naïve", "東京", "emoji 🙂"]:
+    # Ordinary strings (not among spaCy's built-in symbols).
+    for text in ["Dog", "NN", "<ROOT>", "n't", "naïve", "東京", "emoji 🙂", "case", "flat"]:
         assert hash_string(text) == strings[text], text
+
+
+def test_hash_string_matches_spacy_for_symbol_strings():
+    spacy = pytest.importorskip("spacy")
+    nlp = spacy.blank("en")
+    for text in ["NOUN", "PUNCT", "_", "mark", ""]:
+        assert hash_string(text) == nlp.vocab.strings[text], text
+    sentence = Sentence.from_columns(["mark"], upos=["NOUN"])
+    assert sentence.attrs[FORM, 1] == nlp("mark")[0].orth
 
 
 def test_sentence_attrs_are_string_hashes(crlf_file):

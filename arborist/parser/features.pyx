@@ -5,15 +5,15 @@ at an offset: "h.form h.xpos m.xpos", "h.xpos h+1.xpos m-1.xpos m.xpos". Every
 atom is a per-token value, so for each template the hash of its head-side atoms
 is computed once per token (H[t, i]) and likewise the modifier side (M[t, i]);
 the feature of arc (h, m) is then mix(H[t, h], M[t, m]), a few cycles. The
-special template "between.upos" adds one feature (h.upos, b, m.upos) per distinct
-UPOS tag b strictly between h and m. Every feature is used twice: on its own and
+special templates "between.upos" and "between.xpos" add one feature (h.tag, b, m.tag)
+per distinct tag b strictly between h and m. Every feature is used twice: on its own and
 conjoined with the arc's direction and binned distance.
 
 Scoring all (n+1)^2 arcs and adding a scaled feature vector of given arcs to the
 weights are the two operations; both enumerate features with the same code
 (`_visit_arc`), so the scores are exactly w . phi.
 """
-from libc.stdint cimport uint64_t, uint32_t, int8_t
+from libc.stdint cimport uint64_t, int8_t
 from libc.math cimport INFINITY
 import numpy
 
@@ -39,7 +39,7 @@ DEFAULT_TEMPLATES = (
     "h.upos h+1.upos m-1.upos m.upos", "h-1.upos h.upos m-1.upos m.upos",
     "h.upos h+1.upos m.upos m+1.upos", "h-1.upos h.upos m.upos m+1.upos",
     # in-between POS
-    "between.upos",
+    "between.upos", "between.xpos",
 )
 
 cdef int MAX_ATOMS = 4
@@ -100,28 +100,36 @@ def parse_template(str template):
     return head, mod
 
 
+cdef int MAX_BETWEEN = 4
+
+
 cdef class ArcFeatures:
     """The first-order feature set: templates -> hashed indices into a weight vector."""
 
     cdef readonly tuple templates
-    cdef readonly bint between
     cdef readonly int bits
     cdef list sides
-    cdef object atoms, seeds
-    cdef uint64_t between_seed_h, between_seed_m
+    cdef object atoms, seeds, between_rows
 
     def __init__(self, templates=DEFAULT_TEMPLATES, int bits=22):
         self.templates = tuple(templates)
         self.bits = bits
-        self.between = "between.upos" in self.templates
-        self.sides = [parse_template(t) for t in self.templates if t != "between.upos"]
-        self.between_seed_h = hash_string("between.upos/h")
-        self.between_seed_m = hash_string("between.upos/m")
+        pair = [t for t in self.templates if not t.startswith("between.")]
+        between = [t for t in self.templates if t.startswith("between.")]
+        for t in between:
+            if t[len("between."):] not in ATTR_NAMES:
+                raise ValueError(f"bad feature atom {t!r}: expected between.ATTR with ATTR one of {', '.join(ATTR_NAMES)}")
+        if len(between) > MAX_BETWEEN:
+            raise ValueError(f"at most {MAX_BETWEEN} in-between templates")
+        self.between_rows = numpy.array([ATTR_NAMES.index(t[len("between."):]) for t in between], dtype=numpy.intc)
+        self.sides = [parse_template(t) for t in pair]
+        # Pair templates, then one head/modifier side per in-between template (h.ATTR, m.ATTR).
+        self.sides += [([(row, 0)], [(row, 0)]) for row in self.between_rows]
+        names = pair + between
         # atoms[t, side, 2k] = attribute row, atoms[t, side, 2k+1] = offset; attribute -1 ends the list.
         T = len(self.sides)
         self.atoms = numpy.full((T, 2, 2 * MAX_ATOMS), -1, dtype=numpy.intc)
         self.seeds = numpy.zeros((T, 2), dtype=numpy.uint64)
-        names = [t for t in self.templates if t != "between.upos"]
         for t, sides in enumerate(self.sides):
             for s, atoms in enumerate(sides):
                 self.seeds[t, s] = hash_string(f"{names[t]}/{'hm'[s]}")
@@ -130,12 +138,10 @@ cdef class ArcFeatures:
                     self.atoms[t, s, 2 * k + 1] = offset
 
     def side_hashes(self, const uint64_t[:, :] attrs):
-        """H, M (T+1, n+1) uint64: per template, the hash of each token's head-side and modifier-side atoms.
-
-        Row T holds the in-between template's head and modifier UPOS hashes."""
+        """H, M (T, n+1) uint64: per template, the hash of each token's head-side and modifier-side atoms."""
         cdef int n_tokens = attrs.shape[1], T = len(self.sides), t, i
-        H = numpy.empty((T + 1, n_tokens), dtype=numpy.uint64)
-        M = numpy.empty((T + 1, n_tokens), dtype=numpy.uint64)
+        H = numpy.empty((T, n_tokens), dtype=numpy.uint64)
+        M = numpy.empty((T, n_tokens), dtype=numpy.uint64)
         cdef uint64_t[:, ::1] Hv = H, Mv = M
         cdef const int[:, :, ::1] atoms = self.atoms
         cdef const uint64_t[:, ::1] seeds = self.seeds
@@ -144,36 +150,52 @@ cdef class ArcFeatures:
                 for i in range(n_tokens):
                     Hv[t, i] = _side_hash(seeds[t, 0], atoms[t, 0], attrs, i, n_tokens)
                     Mv[t, i] = _side_hash(seeds[t, 1], atoms[t, 1], attrs, i, n_tokens)
-            for i in range(n_tokens):
-                Hv[T, i] = combine(self.between_seed_h, attrs[3, i])
-                Mv[T, i] = combine(self.between_seed_m, attrs[3, i])
         return H, M
+
+    def between_ids(self, attrs):
+        """Per in-between template: each token's value as a sentence-local id (< 64), and id -> value hash.
+
+        In-between features fire once per distinct value, so a 64-bit mask of local ids
+        is the set of values between h and m."""
+        n_between = len(self.between_rows)
+        ids = numpy.zeros((n_between, attrs.shape[1]), dtype=numpy.int8)
+        values = numpy.zeros((n_between, 64), dtype=numpy.uint64)
+        for j, row in enumerate(self.between_rows):
+            uniq, inverse = numpy.unique(attrs[row], return_inverse=True)
+            # More than 64 distinct tags in one sentence: fold the rest (never seen in UD).
+            ids[j] = inverse % 64
+            values[j, : min(len(uniq), 64)] = uniq[:64]
+        return ids, values
 
     def score(self, sentence, const double[::1] w):
         """Scores of all arcs: (n+1, n+1) float64, S[h, m] = w . phi(h, m); invalid arcs 0."""
         H, M = self.side_hashes(sentence.attrs)
-        cdef const uint64_t[:, ::1] Hv = H, Mv = M
-        cdef const int8_t[::1] upos = sentence.upos_id
-        cdef int n = sentence.n, h, m, T = len(self.sides)
-        cdef uint32_t between_mask
+        ids_arr, values_arr = self.between_ids(sentence.attrs)
+        cdef const uint64_t[:, ::1] Hv = H, Mv = M, values = values_arr
+        cdef const int8_t[:, ::1] ids = ids_arr
+        cdef int n = sentence.n, h, m, j, B = len(self.between_rows), T = len(self.sides) - B
+        cdef uint64_t masks[4]
         cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
-        cdef bint between = self.between
         if w.shape[0] != <Py_ssize_t>(mask + 1):
             raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{self.bits}")
         out = numpy.zeros((n + 1, n + 1))
         cdef double[:, ::1] S = out
         with nogil:
             for h in range(n + 1):
-                between_mask = 0
+                for j in range(B):
+                    masks[j] = 0
                 for m in range(h + 1, n + 1):
                     if m - 1 > h:
-                        between_mask |= 1u << upos[m - 1]
-                    S[h, m] = _visit_arc(h, m, T, Hv, Mv, between, between_mask, mask, &w[0], None, 0.0)
-                between_mask = 0
+                        for j in range(B):
+                            masks[j] |= (<uint64_t>1) << ids[j, m - 1]
+                    S[h, m] = _visit_arc(h, m, T, B, Hv, Mv, masks, values, mask, &w[0], None, 0.0)
+                for j in range(B):
+                    masks[j] = 0
                 for m in range(h - 1, 0, -1):
                     if m + 1 < h:
-                        between_mask |= 1u << upos[m + 1]
-                    S[h, m] = _visit_arc(h, m, T, Hv, Mv, between, between_mask, mask, &w[0], None, 0.0)
+                        for j in range(B):
+                            masks[j] |= (<uint64_t>1) << ids[j, m + 1]
+                    S[h, m] = _visit_arc(h, m, T, B, Hv, Mv, masks, values, mask, &w[0], None, 0.0)
         return out
 
     def add(self, sentence, coef, Weights weights, double scale=1.0):
@@ -181,13 +203,13 @@ cdef class ArcFeatures:
         if weights.bits != self.bits:
             raise ValueError(f"weights have 2**{weights.bits} entries, features expect 2**{self.bits}")
         H, M = self.side_hashes(sentence.attrs)
-        cdef const uint64_t[:, ::1] Hv = H, Mv = M
-        cdef const int8_t[::1] upos = sentence.upos_id
+        ids_arr, values_arr = self.between_ids(sentence.attrs)
+        cdef const uint64_t[:, ::1] Hv = H, Mv = M, values = values_arr
+        cdef const int8_t[:, ::1] ids = ids_arr
         cdef const double[:, :] C = numpy.asarray(coef, dtype=numpy.float64)
-        cdef int n = sentence.n, h, m, b, T = len(self.sides)
-        cdef uint32_t between_mask
+        cdef int n = sentence.n, h, m, b, j, B = len(self.between_rows), T = len(self.sides) - B
+        cdef uint64_t masks[4]
         cdef double value
-        cdef bint between = self.between
         if C.shape[0] != n + 1 or C.shape[1] != n + 1:
             raise ValueError(f"coefficients must be ({n + 1}, {n + 1}), got {tuple(C.shape)[:2]}")
         with nogil:
@@ -196,11 +218,11 @@ cdef class ArcFeatures:
                     value = C[h, m]
                     if value == 0.0 or h == m:
                         continue
-                    between_mask = 0
-                    for b in range(min(h, m) + 1, max(h, m)):
-                        between_mask |= 1u << upos[b]
-                    _visit_arc(h, m, T, Hv, Mv, between, between_mask, weights.mask, NULL, weights,
-                               scale * value)
+                    for j in range(B):
+                        masks[j] = 0
+                        for b in range(min(h, m) + 1, max(h, m)):
+                            masks[j] |= (<uint64_t>1) << ids[j, b]
+                    _visit_arc(h, m, T, B, Hv, Mv, masks, values, weights.mask, NULL, weights, scale * value)
 
     def arc_indices(self, sentence, int h, int m):
         """The feature indices of one arc, in enumeration order (for tests and inspection)."""
@@ -236,11 +258,14 @@ cdef inline double _touch(uint64_t key, uint64_t mask, const double* w, Weights 
     return 0.0
 
 
-cdef double _visit_arc(int h, int m, int T, const uint64_t[:, ::1] H, const uint64_t[:, ::1] M,
-                       bint between, uint32_t between_mask, uint64_t mask,
+cdef double _visit_arc(int h, int m, int T, int B, const uint64_t[:, ::1] H, const uint64_t[:, ::1] M,
+                       uint64_t* masks, const uint64_t[:, ::1] values, uint64_t mask,
                        const double* w, Weights target, double value) noexcept nogil:
-    """Sum w over the arc's features (w != NULL), or add `value` to each of them in `target`."""
-    cdef int t, b
+    """Sum w over the arc's features (w != NULL), or add `value` to each of them in `target`.
+
+    Rows 0..T-1 of H and M are pair templates; rows T..T+B-1 the in-between templates,
+    whose features (h value, b value, m value) fire once per distinct b in masks[j]."""
+    cdef int t, b, j
     cdef int d = m - h if m > h else h - m
     cdef uint64_t key, dd = mix64(<uint64_t>((m > h) * 16 + distance_bin(d) + 1) * GOLDEN)
     cdef double total = 0.0
@@ -248,10 +273,12 @@ cdef double _visit_arc(int h, int m, int T, const uint64_t[:, ::1] H, const uint
         key = mix64(H[t, h] ^ (M[t, m] * GOLDEN))
         total += _touch(key, mask, w, target, value)
         total += _touch(mix64(key ^ dd), mask, w, target, value)
-    if between and between_mask:
-        for b in range(32):
-            if between_mask & (1u << b):
-                key = mix64(H[T, h] ^ (M[T, m] * GOLDEN) ^ (<uint64_t>(b + 1) * 0xD6E8FEB86659FD93ULL))
+    for j in range(B):
+        if masks[j] == 0:
+            continue
+        for b in range(64):
+            if masks[j] & ((<uint64_t>1) << b):
+                key = mix64(H[T + j, h] ^ (M[T + j, m] * GOLDEN) ^ mix64(values[j, b]))
                 total += _touch(key, mask, w, target, value)
                 total += _touch(mix64(key ^ dd), mask, w, target, value)
     return total

@@ -1,0 +1,462 @@
+"""Tests for model save/load (arborist.model) and the command line (arborist.cli)."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import arborist.model as model_module
+from arborist.cli import app
+from arborist.corpus import read_conllu
+from arborist.model import FORMAT_VERSION, ModelError, Parser, load
+from arborist.parser.tree import DependencyTree
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_DEV = REPO / "corpora" / "sample" / "sample-dev.conllu"
+HASH_BITS = 12
+
+
+def random_parser(seed: int = 0) -> Parser:
+    weights = np.random.default_rng(seed).normal(size=2**HASH_BITS)
+    return Parser(DependencyTree(hash_bits=HASH_BITS), weights, {"note": f"seed {seed}"})
+
+
+def dev_sentences():
+    return list(read_conllu(SAMPLE_DEV, require_heads=True))
+
+
+def listing(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+def is_tree(heads: np.ndarray) -> bool:
+    """heads[0] == -1, every word has a head in 0..n and reaches 0 without a cycle."""
+    n = len(heads) - 1
+    if heads[0] != -1 or not all(0 <= h <= n for h in heads[1:]):
+        return False
+    for start in range(1, n + 1):
+        node, steps = start, 0
+        while node != 0:
+            node = heads[node]
+            steps += 1
+            if steps > n:
+                return False
+    return True
+
+
+def output_of(result) -> str:
+    """stdout and stderr of a CliRunner result."""
+    text = result.output
+    try:
+        err = result.stderr
+    except ValueError:  # older click: stderr mixed into output
+        err = ""
+    return text + ("" if err and err in text else err or "")
+
+
+# ---------------------------------------------------------------------------
+# 1. Save / load round trip
+# ---------------------------------------------------------------------------
+def test_save_load_round_trip(tmp_path):
+    parser = random_parser()
+    target = tmp_path / "models" / "parser"
+    returned = parser.save(target)
+    assert Path(returned) == target
+    assert listing(target) == ["meta.json", "weights.npy"]
+
+    loaded = load(target)
+    assert isinstance(loaded, Parser)
+    np.testing.assert_array_equal(loaded.weights.array, parser.weights.array)
+    assert loaded.weights.array.dtype == np.float64
+    assert loaded.structure.config() == parser.structure.config()
+    assert loaded.structure.hash_bits == HASH_BITS
+    assert loaded.info == {"note": "seed 0"}
+
+    sentences = dev_sentences()
+    assert sentences
+    for sentence in sentences:
+        expected = parser.predict(sentence)
+        got = loaded.predict(sentence)
+        np.testing.assert_array_equal(got, expected)
+        assert got[0] == -1 and len(got) == sentence.n + 1
+        assert is_tree(got)
+
+    weights = np.load(target / "weights.npy", allow_pickle=False)
+    assert weights.shape == (2**HASH_BITS,)
+    np.testing.assert_array_equal(weights, parser.weights.array)
+
+    meta = json.loads((target / "meta.json").read_text(encoding="utf-8"))
+    assert meta["format"] == "arborist-model"
+    assert meta["format_version"] == FORMAT_VERSION
+    assert meta["kind"] == "parser"
+    assert meta["structure"]["hash_bits"] == HASH_BITS
+
+
+def test_load_via_package_entry_point(tmp_path):
+    import arborist
+
+    random_parser(3).save(tmp_path / "m")
+    assert isinstance(arborist.load(tmp_path / "m"), arborist.Parser)
+    assert isinstance(arborist.load(str(tmp_path / "m")), arborist.Parser)
+
+
+# ---------------------------------------------------------------------------
+# 2. Loading errors
+# ---------------------------------------------------------------------------
+@pytest.fixture
+def saved(tmp_path) -> Path:
+    return random_parser().save(tmp_path / "model")
+
+
+def test_load_missing_meta(saved):
+    (saved / "meta.json").unlink()
+    with pytest.raises(ModelError, match="no meta.json"):
+        load(saved)
+
+
+def test_load_missing_directory(tmp_path):
+    with pytest.raises(ModelError, match="meta.json"):
+        load(tmp_path / "does-not-exist")
+
+
+def test_load_wrong_format_version(saved):
+    meta_path = saved / "meta.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta["format_version"] = FORMAT_VERSION + 98
+    meta_path.write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(ModelError) as info:
+        load(saved)
+    message = str(info.value)
+    assert f"format version {FORMAT_VERSION + 98}" in message
+    assert f"reads version {FORMAT_VERSION}" in message
+    assert str(meta_path) in message
+
+
+def test_load_wrong_format(saved):
+    meta_path = saved / "meta.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta["format"] = "something-else"
+    meta_path.write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(ModelError, match="not an arborist model"):
+        load(saved)
+
+
+def test_load_unreadable_meta(saved):
+    (saved / "meta.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ModelError, match="unreadable meta.json"):
+        load(saved)
+
+
+@pytest.mark.parametrize("shape", [(2**HASH_BITS - 1,), (2**(HASH_BITS + 1),), (2, 2**(HASH_BITS - 1))])
+def test_load_wrong_weights_shape(saved, shape):
+    np.save(saved / "weights.npy", np.zeros(shape), allow_pickle=False)
+    with pytest.raises(ModelError) as info:
+        load(saved)
+    message = str(info.value)
+    assert "shape" in message and str(shape) in message
+    assert f"hash_bits {HASH_BITS}" in message
+
+
+def test_load_missing_weights(saved):
+    (saved / "weights.npy").unlink()
+    with pytest.raises(ModelError, match="cannot read weights"):
+        load(saved)
+
+
+def test_load_pickled_weights_refused(saved):
+    np.save(saved / "weights.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(ModelError, match="cannot read weights"):
+        load(saved)
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        pytest.param("[]", id="json-list"),
+        pytest.param('{"format": "arborist-model", "format_version": 1, "kind": "parser"}', id="no-structure"),
+        pytest.param(
+            '{"format": "arborist-model", "format_version": 1, "kind": "parser", "structure": {}}',
+            id="empty-structure",
+        ),
+    ],
+)
+def test_load_malformed_meta_gives_model_error(saved, meta):
+    (saved / "meta.json").write_text(meta, encoding="utf-8")
+    with pytest.raises(ModelError):
+        load(saved)
+
+
+# ---------------------------------------------------------------------------
+# 3. Atomic save
+# ---------------------------------------------------------------------------
+def test_save_over_existing_model_replaces_it(tmp_path):
+    parent = tmp_path / "models"
+    target = parent / "parser"
+    first, second = random_parser(1), random_parser(2)
+    first.save(target)
+    second.save(target)
+    loaded = load(target)
+    np.testing.assert_array_equal(loaded.weights.array, second.weights.array)
+    assert loaded.info == {"note": "seed 2"}
+    assert listing(parent) == ["parser"]  # no temporary or '.old' directories left
+    assert listing(target) == ["meta.json", "weights.npy"]
+    # A third save over it, with a stale extra file in the old model, removes the file too.
+    (target / "stale.txt").write_text("x")
+    first.save(target)
+    assert listing(target) == ["meta.json", "weights.npy"]
+    assert listing(parent) == ["parser"]
+    np.testing.assert_array_equal(load(target).weights.array, first.weights.array)
+
+
+def test_failed_save_keeps_previous_model(tmp_path, monkeypatch):
+    parent = tmp_path / "models"
+    target = parent / "parser"
+    first, second = random_parser(1), random_parser(2)
+    first.save(target)
+    before = {name: (target / name).read_bytes() for name in listing(target)}
+
+    def failing_save(*args, **kwargs):
+        raise OSError("disk full (simulated)")
+
+    monkeypatch.setattr(np, "save", failing_save)
+    with pytest.raises(OSError, match="simulated"):
+        second.save(target)
+    monkeypatch.undo()
+
+    assert listing(parent) == ["parser"]
+    assert {name: (target / name).read_bytes() for name in listing(target)} == before
+    loaded = load(target)
+    np.testing.assert_array_equal(loaded.weights.array, first.weights.array)
+
+
+def test_failed_first_save_leaves_nothing(tmp_path, monkeypatch):
+    parent = tmp_path / "models"
+    parent.mkdir()
+
+    def failing_save(*args, **kwargs):
+        raise OSError("disk full (simulated)")
+
+    monkeypatch.setattr(np, "save", failing_save)
+    with pytest.raises(OSError):
+        random_parser().save(parent / "parser")
+    monkeypatch.undo()
+    assert listing(parent) == []
+
+
+def test_failed_final_rename_keeps_previous_model(tmp_path, monkeypatch):
+    parent = tmp_path / "models"
+    target = parent / "parser"
+    first = random_parser(1)
+    first.save(target)
+    real_replace = os.replace
+
+    def flaky_replace(src, dst):
+        # the new model's rename fails; moving the previous model back still works
+        if Path(dst) == target and ".old" not in Path(src).name:
+            raise OSError("rename failed (simulated)")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(model_module.os, "replace", flaky_replace)
+    with pytest.raises(OSError, match="simulated"):
+        random_parser(2).save(target)
+    monkeypatch.undo()
+
+    loaded = load(target)
+    np.testing.assert_array_equal(loaded.weights.array, first.weights.array)
+    assert listing(parent) == ["parser"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_saved_model_directory_has_default_permissions(tmp_path):
+    parent = tmp_path / "models"
+    parent.mkdir()
+    reference = parent / "reference"
+    reference.mkdir()
+    saved = random_parser().save(parent / "parser")
+    assert stat.S_IMODE(saved.stat().st_mode) == stat.S_IMODE(reference.stat().st_mode)
+
+
+# ---------------------------------------------------------------------------
+# 4. Command line
+# ---------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, runner):
+    """Train the quickstart config for 2 epochs once; returns (model dir, CliRunner result)."""
+    out = tmp_path_factory.mktemp("cli") / "quick-model"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(REPO)
+        result = runner.invoke(
+            app, ["train", "configs/quickstart.cfg", "--output", str(out), "--set", "training.max_epochs=2"]
+        )
+    assert result.exit_code == 0, output_of(result) + repr(result.exception)
+    return out, result
+
+
+def test_cli_train_writes_loadable_model(trained):
+    model_dir, result = trained
+    assert listing(model_dir) == ["meta.json", "weights.npy"]
+    assert listing(model_dir.parent) == [model_dir.name]
+    parser = load(model_dir)
+    assert parser.structure.hash_bits == 18  # from configs/quickstart.cfg
+    assert parser.info["best_epoch"] in (1, 2)
+    assert "dev_uas" in parser.info["dev"]
+    assert "max_epochs = 2" in parser.info["config"]
+    assert "best epoch" in output_of(result)
+
+
+def test_cli_evaluate_json(trained, runner, monkeypatch):
+    model_dir, _ = trained
+    monkeypatch.chdir(REPO)
+    result = runner.invoke(app, ["evaluate", str(model_dir), "corpora/sample/sample-dev.conllu", "--json"])
+    assert result.exit_code == 0, output_of(result)
+    scores = json.loads(result.stdout)
+    for key in ("uas", "uas_nopunct", "exact_match"):
+        assert key in scores
+        assert 0.0 <= scores[key] <= 100.0
+    assert scores["uas"] > 50
+    assert "las" not in scores  # the model predicts no labels
+    sentences = dev_sentences()
+    assert scores["sentences"] == len(sentences)
+    assert scores["words"] == sum(s.n for s in sentences)
+    # The CLI reports what the library computes.
+    from arborist.evaluate import attachment_scores
+
+    parser = load(model_dir)
+    expected = attachment_scores((s, h, None) for s, h in parser.parse(sentences))
+    assert scores == pytest.approx(expected)
+
+
+def test_cli_evaluate_table(trained, runner, monkeypatch):
+    model_dir, _ = trained
+    monkeypatch.chdir(REPO)
+    result = runner.invoke(app, ["evaluate", str(model_dir), "corpora/sample/sample-dev.conllu"])
+    assert result.exit_code == 0, output_of(result)
+    assert "UAS" in result.stdout and "exact match" in result.stdout
+
+
+def test_cli_parse_writes_valid_trees(trained, runner, monkeypatch, tmp_path):
+    model_dir, _ = trained
+    monkeypatch.chdir(REPO)
+    out_dir = tmp_path / "parsed"
+    result = runner.invoke(
+        app, ["parse", str(model_dir), "corpora/sample/sample-dev.conllu", "--output-dir", str(out_dir)]
+    )
+    assert result.exit_code == 0, output_of(result)
+    written = out_dir / "sample-dev.conllu"
+    assert listing(out_dir) == ["sample-dev.conllu"]
+    parsed = list(read_conllu(written, require_heads=True))
+    gold = dev_sentences()
+    assert len(parsed) == len(gold)
+    for p, g in zip(parsed, gold):
+        assert p.forms == g.forms
+        assert is_tree(p.heads)
+        assert int((p.heads[1:] == 0).sum()) == 1  # quickstart.cfg: single_root = true
+    # Only the HEAD column differs from the input.
+    original = SAMPLE_DEV.read_bytes().splitlines(keepends=True)
+    new = written.read_bytes().splitlines(keepends=True)
+    assert len(original) == len(new)
+    for old_line, new_line in zip(original, new):
+        old_cols, new_cols = old_line.split(b"\t"), new_line.split(b"\t")
+        assert len(old_cols) == len(new_cols)
+        if len(old_cols) == 10:
+            assert old_cols[:6] + old_cols[7:] == new_cols[:6] + new_cols[7:]
+        else:
+            assert old_line == new_line
+
+
+def test_cli_parse_raw_input_without_heads(trained, runner, tmp_path):
+    model_dir, _ = trained
+    raw = tmp_path / "raw.conllu"
+    lines = []
+    for line in SAMPLE_DEV.read_text(encoding="utf-8").splitlines(keepends=True):
+        cols = line.split("\t")
+        if len(cols) == 10 and cols[0].isdigit():
+            cols[6], cols[7] = "_", "_"
+        lines.append("\t".join(cols))
+    raw.write_text("".join(lines), encoding="utf-8")
+    out_dir = tmp_path / "out"
+    result = runner.invoke(app, ["parse", str(model_dir), str(raw), "--output-dir", str(out_dir)])
+    assert result.exit_code == 0, output_of(result)
+    parsed = list(read_conllu(out_dir / "raw.conllu", require_heads=True))
+    assert len(parsed) == len(dev_sentences())
+    assert all(is_tree(s.heads) for s in parsed)
+
+
+def malformed_dev(tmp_path) -> tuple[Path, int]:
+    """The sample dev file with a non-integer HEAD on one word line; returns (path, line)."""
+    lines = SAMPLE_DEV.read_text(encoding="utf-8").splitlines(keepends=True)
+    word_lines = [i for i, line in enumerate(lines) if line.split("\t")[0].isdigit()]
+    index = word_lines[len(word_lines) // 2]
+    cols = lines[index].split("\t")
+    cols[6] = "seven"
+    lines[index] = "\t".join(cols)
+    path = tmp_path / "bad-dev.conllu"
+    path.write_text("".join(lines), encoding="utf-8")
+    return path, index + 1
+
+
+def test_cli_evaluate_malformed_file(trained, runner, tmp_path):
+    model_dir, _ = trained
+    bad, line = malformed_dev(tmp_path)
+    result = runner.invoke(app, ["evaluate", str(model_dir), str(bad), "--json"])
+    assert result.exit_code != 0
+    assert f"{bad}:{line}:" in output_of(result)
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_cli_parse_malformed_file_writes_nothing(trained, runner, tmp_path):
+    model_dir, _ = trained
+    bad, line = malformed_dev(tmp_path)
+    out_dir = tmp_path / "out"
+    result = runner.invoke(app, ["parse", str(model_dir), str(bad), "--output-dir", str(out_dir)])
+    assert result.exit_code != 0
+    assert f"{bad}:{line}:" in output_of(result)
+    assert listing(out_dir) == []
+
+
+def test_cli_evaluate_not_a_model(runner, tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = runner.invoke(app, ["evaluate", str(empty), "corpora/sample/sample-dev.conllu"])
+    assert result.exit_code != 0
+    assert "meta.json" in output_of(result)
+
+
+def test_cli_train_bad_set(runner, monkeypatch, tmp_path):
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "never"
+    result = runner.invoke(
+        app, ["train", "configs/quickstart.cfg", "--output", str(out), "--set", "training.max_epochs"]
+    )
+    assert result.exit_code != 0
+    assert "--set expects section.key=value" in output_of(result)
+    assert not out.exists()
+
+
+def test_cli_train_bad_set_without_section(runner, monkeypatch, tmp_path):
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "never"
+    result = runner.invoke(app, ["train", "configs/quickstart.cfg", "--output", str(out), "--set", "max_epochs=2"])
+    assert result.exit_code != 0
+    assert "--set expects" in output_of(result)
+    assert not out.exists()
+
+
+def test_cli_train_zero_epochs_does_not_claim_a_model(runner, monkeypatch, tmp_path):
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "zero"
+    result = runner.invoke(
+        app, ["train", "configs/quickstart.cfg", "--output", str(out), "--set", "training.max_epochs=0"]
+    )
+    assert result.exit_code != 0 or out.exists(), output_of(result)
