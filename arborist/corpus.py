@@ -58,7 +58,7 @@ def read_corpus(path, require_heads: bool = True) -> list[Sentence]:
 
 
 def _parse_block(lines: list[str], path, first: int, require_heads: bool) -> Sentence:
-    forms, lemmas, upos, xpos, heads, deprels, word_lines = [], [], [], [], [], [], []
+    forms, lemmas, upos, xpos, feats, heads, deprels, word_lines = [], [], [], [], [], [], [], []
     head_lines: list[int] = []
     for offset, line in enumerate(lines):
         text = line.rstrip("\r\n")
@@ -93,6 +93,7 @@ def _parse_block(lines: list[str], path, first: int, require_heads: bool) -> Sen
         lemmas.append(columns[2])
         upos.append(columns[3])
         xpos.append(columns[4])
+        feats.append(columns[5])
         deprels.append(columns[DEPREL_COL])
         word_lines.append(offset)
         head_lines.append(number)
@@ -106,7 +107,7 @@ def _parse_block(lines: list[str], path, first: int, require_heads: bool) -> Sen
     if all(known):
         _check_tree(heads, head_lines, path, first)
     return Sentence.from_columns(
-        forms, lemmas, upos, xpos, heads if all(known) else None, deprels,
+        forms, lemmas, upos, xpos, feats, heads if all(known) else None, deprels,
         lines=list(lines), word_lines=word_lines, source=str(path), first_line=first,
     )
 

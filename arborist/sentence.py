@@ -13,8 +13,8 @@ import numpy as np
 from .strings import hash_strings
 
 # Rows of Sentence.attrs.
-FORM, LOWER, LEMMA, UPOS, XPOS, PREFIX = range(6)
-ATTR_NAMES = ("form", "lower", "lemma", "upos", "xpos", "prefix")
+FORM, LOWER, LEMMA, UPOS, XPOS, PREFIX, FEATS = range(7)
+ATTR_NAMES = ("form", "lower", "lemma", "upos", "xpos", "prefix", "feats")
 PREFIX_LENGTH = 5  # McDonald, Crammer and Pereira (2005): 5-character prefixes
 ROOT = "<ROOT>"
 
@@ -39,7 +39,7 @@ class Sentence:
     """
 
     forms: list[str]
-    attrs: np.ndarray  # uint64 (6, n+1)
+    attrs: np.ndarray  # uint64 (7, n+1)
     upos_id: np.ndarray  # int8 (n+1,)
     heads: np.ndarray  # int32 (n+1,)
     deprels: list[str]  # length n+1, deprels[0] = ''
@@ -64,6 +64,7 @@ class Sentence:
         lemmas: list[str] | None = None,
         upos: list[str] | None = None,
         xpos: list[str] | None = None,
+        feats: list[str] | None = None,
         heads: list[int] | None = None,
         deprels: list[str] | None = None,
         **provenance,
@@ -73,10 +74,12 @@ class Sentence:
         lemmas = lemmas or ["_"] * n
         upos = upos or ["_"] * n
         xpos = xpos or ["_"] * n
+        feats = feats or ["_"] * n
         all_forms = [ROOT] + list(forms)
         lower = [ROOT] + [f.lower() for f in forms]
         prefix = [ROOT] + [f.lower()[:PREFIX_LENGTH] for f in forms]
-        columns = (all_forms, lower, [ROOT] + list(lemmas), [ROOT] + list(upos), [ROOT] + list(xpos), prefix)
+        columns = (all_forms, lower, [ROOT] + list(lemmas), [ROOT] + list(upos), [ROOT] + list(xpos), prefix,
+                   [ROOT] + list(feats))
         attrs = np.stack([hash_strings(col) for col in columns])
         upos_id = np.array([UPOS_ROOT] + [UPOS_ID.get(t, UPOS_OTHER) for t in upos], dtype=np.int8)
         head_arr = np.full(n + 1, -1, dtype=np.int32)

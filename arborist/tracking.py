@@ -19,32 +19,32 @@ class ConsoleTracker:
         self._header_done = False
 
     def start_epoch(self, epoch: int, total: int) -> None:
-        self._progress = Progress(
-            TextColumn(f"epoch {epoch}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]}"),
-            TextColumn("{task.fields[acc]}"),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=self.console,
-            transient=True,
-        )
-        self._progress.start()
-        self._task = self._progress.add_task("train", total=total, rate="", acc="")
+        if self._progress is None:
+            self._progress = Progress(
+                TextColumn("epoch {task.fields[epoch]}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[rate]}"),
+                TextColumn("{task.fields[acc]}"),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self._progress.start()
+        self._task = self._progress.add_task("train", total=total, epoch=epoch, rate="", acc="")
 
     def advance(self, n: int = 1, train_accuracy: float | None = None) -> None:
-        if self._progress is None:
+        if self._progress is None or self._task is None:
             return
-        task = self._progress.tasks[0]
-        speed = task.speed or 0.0
+        speed = self._progress.tasks[-1].speed or 0.0
         acc = f"train acc {100 * train_accuracy:5.2f}" if train_accuracy is not None else ""
         self._progress.update(self._task, advance=n, rate=f"{speed:7.0f} sent/s", acc=acc)
 
     def end_epoch(self, epoch: int, metrics: dict) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
+        if self._progress is not None and self._task is not None:
+            self._progress.remove_task(self._task)
+            self._task = None
         keys = [k for k in self.columns if k in metrics] or list(metrics)
         if not self._header_done:
             self.console.print("  ".join(f"{k:>14}" for k in ["epoch"] + keys))
@@ -63,5 +63,5 @@ class ConsoleTracker:
 
 def _fmt(value) -> str:
     if isinstance(value, float):
-        return f"{value:.2f}" if abs(value) >= 0.01 or value == 0 else f"{value:.2e}"
+        return f"{value:.2f}" if abs(value) >= 0.01 or value == 0 else f"{value:.4f}"
     return str(value)

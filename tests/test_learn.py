@@ -60,7 +60,7 @@ class ToyTree(DependencyTree):
 
 def toy(heads):
     n = len(heads)
-    return Sentence.from_columns(["w"] * n, None, ["X"] * n, ["X"] * n, heads)
+    return Sentence.from_columns(["w"] * n, None, ["X"] * n, ["X"] * n, heads=heads)
 
 
 def test_perceptron_matches_hand_computed_updates():
@@ -92,7 +92,7 @@ def test_perceptron_matches_hand_computed_updates():
 def test_non_projective_gold_does_not_stop_training():
     # 1 <- 3, 2 <- 4 crossing arcs: gold is non-projective, training still runs.
     structure = DependencyTree(hash_bits=12)
-    x = Sentence.from_columns(["a", "b", "c", "d"], None, ["NOUN"] * 4, ["NN"] * 4, [3, 4, 0, 3])
+    x = Sentence.from_columns(["a", "b", "c", "d"], None, ["NOUN"] * 4, ["NN"] * 4, heads=[3, 4, 0, 3])
     trainer = Perceptron(shuffle=False)
     trainer.begin(structure, [x], 12)
     for _ in range(3):

@@ -72,7 +72,7 @@ def sentence(n: int) -> Sentence:
     words = [WORDS[i % len(WORDS)] for i in range(n)]
     tags = [TAGS[i % len(TAGS)] for i in range(n)]
     heads = [0] + [1] * (n - 1)  # a valid single-root tree as gold
-    return Sentence.from_columns(words, words, [u for u, _ in tags], [x for _, x in tags], heads)
+    return Sentence.from_columns(words, words, [u for u, _ in tags], [x for _, x in tags], heads=heads)
 
 
 def random_scores(rng, n, scale=2.0):
@@ -182,7 +182,7 @@ def test_features_depend_on_direction_distance_and_words():
     a, b = set(f.arc_indices(x, 2, 5).tolist()), set(f.arc_indices(x, 5, 2).tolist())
     assert a != b
     # Features of an arc depend on its words: the same positions in another sentence differ.
-    y = Sentence.from_columns(["x"] * 9, None, ["X"] * 9, ["XX"] * 9, [0] + [1] * 8)
+    y = Sentence.from_columns(["x"] * 9, None, ["X"] * 9, ["XX"] * 9, heads=[0] + [1] * 8)
     assert set(f.arc_indices(y, 2, 5).tolist()) != a
     # Template counts: 2 features (plain and direction+distance) per template, plus between-POS.
     n_templates = len([t for t in f.templates if not t.startswith("between.")])
