@@ -38,6 +38,13 @@ DEFAULT_TEMPLATES = (
     "h-1.xpos h.xpos m.xpos", "h.xpos h+1.xpos m.xpos", "h.xpos m-1.xpos m.xpos", "h.xpos m.xpos m+1.xpos",
     "h.upos h+1.upos m-1.upos m.upos", "h-1.upos h.upos m-1.upos m.upos",
     "h.upos h+1.upos m.upos m+1.upos", "h-1.upos h.upos m.upos m+1.upos",
+    # words around head and modifier
+    "h.form m-1.xpos m.xpos", "h.form m.xpos m+1.xpos", "h-1.xpos h.xpos m.form", "h.xpos h+1.xpos m.form",
+    "h.form h-1.form", "h.form h+1.form", "m.form m-1.form", "m.form m+1.form",
+    "h.lower m.lower h.xpos m.xpos", "h.upos m.upos m.lower", "h.lower h.upos m.upos",
+    # morphological features (the FEATS column)
+    "h.feats", "m.feats", "h.feats m.feats", "h.xpos h.feats m.xpos m.feats", "h.feats m.xpos", "h.xpos m.feats",
+    "h.form m.feats", "h.feats m.form",
     # in-between POS
     "between.upos", "between.xpos",
 )
