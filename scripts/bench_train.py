@@ -1,9 +1,11 @@
-"""Training speed: seconds per perceptron epoch on a treebank (first order).
+"""Training speed: seconds per epoch of a config's trainer on its training set.
 
-Runs `--epochs` epochs of the averaged perceptron on the training file and
-reports the median epoch time (dev evaluation is not included). Writes JSON.
+Builds the structure and trainer from the config (default: the en_ewt
+first-order perceptron), runs `--epochs` epochs on the training file and reports
+the median epoch time; reading the corpus and dev evaluation are not timed.
+Writes JSON.
 
-    python scripts/bench_train.py [--corpus ../shared/corpora/ud/en_ewt/en_ewt-ud-train.conllu]
+    python scripts/bench_train.py [--config configs/en_ewt_perceptron.cfg] [--epochs 3]
 """
 from __future__ import annotations
 
@@ -14,21 +16,21 @@ import time
 from pathlib import Path
 
 from arborist.corpus import read_corpus
-from arborist.learn.perceptron import Perceptron
-from arborist.parser.tree import DependencyTree
+from arborist.registry import registry
+from arborist.train import load_config
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", default="../shared/corpora/ud/en_ewt/en_ewt-ud-train.conllu")
+    ap.add_argument("--config", default="configs/en_ewt_perceptron.cfg")
     ap.add_argument("--epochs", type=int, default=3)
-    ap.add_argument("--hash-bits", type=int, default=None)
     ap.add_argument("--output", default="scripts/results/bench_train.json")
     args = ap.parse_args()
 
-    sentences = read_corpus(args.corpus)
-    structure = DependencyTree() if args.hash_bits is None else DependencyTree(hash_bits=args.hash_bits)
-    trainer = Perceptron(seed=0)
+    config = load_config(args.config)
+    resolved = registry.resolve(config)
+    structure, trainer = resolved["structure"], resolved["trainer"]
+    sentences = read_corpus(resolved["training"]["train_path"])
     trainer.begin(structure, sentences, structure.hash_bits)
     epochs = []
     for _ in range(args.epochs):
@@ -37,8 +39,9 @@ def main() -> None:
         epochs.append(time.perf_counter() - start)
     result = {
         "benchmark": "train",
-        "trainer": "perceptron",
-        "corpus": args.corpus,
+        "config": args.config,
+        "trainer": type(trainer).__name__,
+        "corpus": resolved["training"]["train_path"],
         "sentences": len(sentences),
         "words": sum(s.n for s in sentences),
         "hash_bits": structure.hash_bits,

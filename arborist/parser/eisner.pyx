@@ -169,25 +169,41 @@ def _check_scores(scores):
     return S
 
 
+cdef class _Chart:
+    """The four Eisner charts, the shared inner sums and the back-pointers for one sentence length."""
+    cdef int n, root_child
+    cdef double[:, ::1] Ir, Il, Cr, Cl, B
+    cdef int[:, ::1] bp_b, bp_cr, bp_cl
+    cdef double[::1] terms
+
+    def __init__(self, int n):
+        shape = (n + 1, n + 1)
+        self.n = n
+        self.Ir, self.Il = numpy.full(shape, -INFINITY), numpy.full(shape, -INFINITY)
+        self.Cr, self.Cl = numpy.full(shape, -INFINITY), numpy.full(shape, -INFINITY)
+        self.B = numpy.full(shape, -INFINITY)
+        self.bp_b = numpy.zeros(shape, dtype=numpy.intc)
+        self.bp_cr, self.bp_cl = numpy.zeros(shape, dtype=numpy.intc), numpy.zeros(shape, dtype=numpy.intc)
+        self.terms = numpy.empty(n + 1)
+
+    cdef double fill(self, const double[:, ::1] S, bint single_root, bint use_max) noexcept nogil:
+        return _fill(S, self.n, single_root, use_max, self.Ir, self.Il, self.Cr, self.Cl, self.B,
+                     self.bp_b, self.bp_cr, self.bp_cl, &self.terms[0], &self.root_child)
+
+
 def eisner_argmax(scores, bint single_root=True):
     """Highest-scoring projective tree: heads (int32, n+1), heads[0] = -1; and its score."""
     cdef const double[:, ::1] S = _check_scores(scores)
-    cdef int n = S.shape[0] - 1, root_child = 0
-    shape = (n + 1, n + 1)
-    cdef double[:, ::1] Ir = numpy.full(shape, -INFINITY), Il = numpy.full(shape, -INFINITY)
-    cdef double[:, ::1] Cr = numpy.full(shape, -INFINITY), Cl = numpy.full(shape, -INFINITY)
-    cdef double[:, ::1] B = numpy.full(shape, -INFINITY)
-    cdef int[:, ::1] bp_b = numpy.zeros(shape, dtype=numpy.intc)
-    cdef int[:, ::1] bp_cr = numpy.zeros(shape, dtype=numpy.intc), bp_cl = numpy.zeros(shape, dtype=numpy.intc)
-    cdef double[::1] terms = numpy.empty(n + 1)
+    cdef int n = S.shape[0] - 1
+    cdef _Chart chart = _Chart(n)
     cdef int[::1] stack = numpy.empty(3 * (4 * n + 8), dtype=numpy.intc)
     heads_arr = numpy.full(n + 1, -1, dtype=numpy.intc)
     cdef int[::1] heads = heads_arr
     cdef double best
     with nogil:
-        best = _fill(S, n, single_root, True, Ir, Il, Cr, Cl, B, bp_b, bp_cr, bp_cl, &terms[0], &root_child)
+        best = chart.fill(S, single_root, True)
         if best > -INFINITY:
-            _backtrack(n, single_root, root_child, bp_b, bp_cr, bp_cl, heads, &stack[0])
+            _backtrack(n, single_root, chart.root_child, chart.bp_b, chart.bp_cr, chart.bp_cl, heads, &stack[0])
     if best == -INFINITY:
         raise ValueError("no projective tree has a finite score (all trees use a forbidden arc)")
     return heads_arr.astype(numpy.int32), best
@@ -196,23 +212,18 @@ def eisner_argmax(scores, bint single_root=True):
 def eisner_marginals(scores, bint single_root=True):
     """Arc marginals mu[h, m] = P(h -> m) over projective trees, and log Z."""
     cdef const double[:, ::1] S = _check_scores(scores)
-    cdef int n = S.shape[0] - 1, root_child = 0
+    cdef int n = S.shape[0] - 1
+    cdef _Chart chart = _Chart(n)
     shape = (n + 1, n + 1)
-    cdef double[:, ::1] Ir = numpy.full(shape, -INFINITY), Il = numpy.full(shape, -INFINITY)
-    cdef double[:, ::1] Cr = numpy.full(shape, -INFINITY), Cl = numpy.full(shape, -INFINITY)
-    cdef double[:, ::1] B = numpy.full(shape, -INFINITY)
-    cdef int[:, ::1] bp_b = numpy.zeros(shape, dtype=numpy.intc)
-    cdef int[:, ::1] bp_cr = numpy.zeros(shape, dtype=numpy.intc), bp_cl = numpy.zeros(shape, dtype=numpy.intc)
-    cdef double[::1] terms = numpy.empty(n + 1)
     cdef double[:, ::1] gIr = numpy.zeros(shape), gIl = numpy.zeros(shape)
     cdef double[:, ::1] gCr = numpy.zeros(shape), gCl = numpy.zeros(shape)
     mu_arr = numpy.zeros(shape)
     cdef double[:, ::1] mu = mu_arr
     cdef double logz
     with nogil:
-        logz = _fill(S, n, single_root, False, Ir, Il, Cr, Cl, B, bp_b, bp_cr, bp_cl, &terms[0], &root_child)
+        logz = chart.fill(S, single_root, False)
         if logz > -INFINITY:
-            _outside(S, n, single_root, logz, Ir, Il, Cr, Cl, B, gIr, gIl, gCr, gCl, mu)
+            _outside(S, n, single_root, logz, chart.Ir, chart.Il, chart.Cr, chart.Cl, chart.B, gIr, gIl, gCr, gCl, mu)
     if logz == -INFINITY:
         raise ValueError("no projective tree has a finite score (all trees use a forbidden arc)")
     return mu_arr, logz
