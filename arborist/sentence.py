@@ -18,15 +18,6 @@ ATTR_NAMES = ("form", "lower", "lemma", "upos", "xpos", "prefix", "feats")
 PREFIX_LENGTH = 5  # McDonald, Crammer and Pereira (2005): 5-character prefixes
 ROOT = "<ROOT>"
 
-# The 17 UD universal POS tags; in-between features use these small ids.
-UPOS_TAGS = (
-    "ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM",
-    "PART", "PRON", "PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X",
-)
-UPOS_ID = {tag: i for i, tag in enumerate(UPOS_TAGS)}
-UPOS_OTHER = len(UPOS_TAGS)  # '_' or a non-UD tag
-UPOS_ROOT = UPOS_OTHER + 1
-
 
 @dataclass
 class Sentence:
@@ -40,7 +31,6 @@ class Sentence:
 
     forms: list[str]
     attrs: np.ndarray  # uint64 (7, n+1)
-    upos_id: np.ndarray  # int8 (n+1,)
     heads: np.ndarray  # int32 (n+1,)
     deprels: list[str]  # length n+1, deprels[0] = ''
     upos: list[str]
@@ -81,14 +71,12 @@ class Sentence:
         columns = (all_forms, lower, [ROOT] + list(lemmas), [ROOT] + list(upos), [ROOT] + list(xpos), prefix,
                    [ROOT] + list(feats))
         attrs = np.stack([hash_strings(col) for col in columns])
-        upos_id = np.array([UPOS_ROOT] + [UPOS_ID.get(t, UPOS_OTHER) for t in upos], dtype=np.int8)
         head_arr = np.full(n + 1, -1, dtype=np.int32)
         if heads is not None:
             head_arr[1:] = heads
         return cls(
             forms=all_forms,
             attrs=attrs,
-            upos_id=upos_id,
             heads=head_arr,
             deprels=[""] + list(deprels or ["_"] * n),
             upos=[ROOT] + list(upos),

@@ -252,7 +252,6 @@ def test_multiword_tokens_and_empty_nodes_are_not_words(crlf_file):
         assert s.heads[0] == -1
         assert s.attrs.shape == (len(ATTR_NAMES), s.n + 1)
         assert s.attrs.dtype == np.uint64
-        assert s.upos_id.shape == (s.n + 1,)
         assert len(s.deprels) == s.n + 1 and s.deprels[0] == ""
         assert len(s.word_lines) == s.n
         assert s.has_heads
