@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-import numpy as np
-
 Parts = Any  # np.ndarray, or a tuple of arrays for structures with several part types
 Label = Any
 
@@ -48,9 +46,3 @@ class Structure(Protocol):
     def gold(self, x) -> Label:
         """The gold label stored with example x."""
 
-
-def part_accuracy(structure: Structure, x, gold: Label, pred: Label) -> tuple[float, float]:
-    """(correct, total) parts of gold found in pred: UAS counts for trees, token accuracy for chains."""
-    g = structure.indicator(x, gold)
-    p = structure.indicator(x, pred)
-    return float((g * p).sum()), float(g.sum())
