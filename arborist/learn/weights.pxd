@@ -10,8 +10,13 @@ cdef class Weights:
     cdef double[::1] w
     cdef double[::1] u
     cdef public double step            # examples seen so far (the averaging clock)
+    cdef public double sq_norm_change  # sum over adds of the change in ||w||^2 (EG's dual change)
 
     cdef inline void add(self, uint64_t index, double value) noexcept nogil:
-        self.w[index] += value
+        cdef double old = self.w[index]
+        self.w[index] = old + value
+        # (old + v)^2 - old^2, summed in the order the adds happen: exact even when
+        # an update touches the same hashed index many times.
+        self.sq_norm_change += value * (old + old + value)
         if self.averaged:
             self.u[index] += self.step * value

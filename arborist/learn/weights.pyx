@@ -23,6 +23,7 @@ cdef class Weights:
         self.accumulator = numpy.zeros_like(self.array) if averaged else numpy.zeros(1)
         self.u = self.accumulator
         self.step = 0
+        self.sq_norm_change = 0.0
 
     def tick(self, int n=1):
         """Advance the averaging clock by n examples."""

@@ -176,60 +176,52 @@ cdef class ArcFeatures:
 
     def score(self, sentence, const double[::1] w):
         """Scores of all arcs: (n+1, n+1) float64, S[h, m] = w . phi(h, m); invalid arcs 0."""
-        H, M = self.side_hashes(sentence.attrs)
-        ids_arr, values_arr = self.between_ids(sentence.attrs)
-        cdef const uint64_t[:, ::1] Hv = H, Mv = M, values = values_arr
-        cdef const int8_t[:, ::1] ids = ids_arr
-        cdef int n = sentence.n, h, m, j, B = len(self.between_rows), T = len(self.sides) - B
-        cdef uint64_t masks[4]
         cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
         if w.shape[0] != <Py_ssize_t>(mask + 1):
             raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{self.bits}")
-        out = numpy.zeros((n + 1, n + 1))
-        cdef double[:, ::1] S = out
-        with nogil:
-            for h in range(n + 1):
-                for j in range(B):
-                    masks[j] = 0
-                for m in range(h + 1, n + 1):
-                    if m - 1 > h:
-                        for j in range(B):
-                            masks[j] |= (<uint64_t>1) << ids[j, m - 1]
-                    S[h, m] = _visit_arc(h, m, T, B, Hv, Mv, masks, values, mask, &w[0], None, 0.0)
-                for j in range(B):
-                    masks[j] = 0
-                for m in range(h - 1, 0, -1):
-                    if m + 1 < h:
-                        for j in range(B):
-                            masks[j] |= (<uint64_t>1) << ids[j, m + 1]
-                    S[h, m] = _visit_arc(h, m, T, B, Hv, Mv, masks, values, mask, &w[0], None, 0.0)
+        out = numpy.zeros((sentence.n + 1, sentence.n + 1))
+        self._sweep(sentence, &w[0], None, out, 1.0)
         return out
 
     def add(self, sentence, coef, Weights weights, double scale=1.0):
         """weights += scale * sum_{h,m} coef[h, m] * phi(h, m), over valid arcs with coef != 0."""
         if weights.bits != self.bits:
             raise ValueError(f"weights have 2**{weights.bits} entries, features expect 2**{self.bits}")
+        C = numpy.asarray(coef, dtype=numpy.float64)
+        if C.shape != (sentence.n + 1, sentence.n + 1):
+            raise ValueError(f"coefficients must be ({sentence.n + 1}, {sentence.n + 1}), got {C.shape}")
+        self._sweep(sentence, NULL, weights, C, scale)
+
+    cdef _sweep(self, sentence, const double* w, Weights target, arcs, double scale):
+        """Visit every arc once, h outwards: score into `arcs` (w != NULL), or add
+        scale * arcs[h, m] * phi(h, m) to `target`. The in-between masks grow by one
+        token per step outwards from h, so a sweep is O(n^2) whatever the arc values."""
         H, M = self.side_hashes(sentence.attrs)
         ids_arr, values_arr = self.between_ids(sentence.attrs)
         cdef const uint64_t[:, ::1] Hv = H, Mv = M, values = values_arr
         cdef const int8_t[:, ::1] ids = ids_arr
-        cdef const double[:, :] C = numpy.asarray(coef, dtype=numpy.float64)
-        cdef int n = sentence.n, h, m, b, j, B = len(self.between_rows), T = len(self.sides) - B
+        cdef double[:, :] A = arcs
+        cdef int n = sentence.n, h, m, j, B = len(self.between_rows), T = len(self.sides) - B
+        cdef int step, first, stop
         cdef uint64_t masks[4]
-        cdef double value
-        if C.shape[0] != n + 1 or C.shape[1] != n + 1:
-            raise ValueError(f"coefficients must be ({n + 1}, {n + 1}), got {tuple(C.shape)[:2]}")
+        cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
         with nogil:
             for h in range(n + 1):
-                for m in range(1, n + 1):
-                    value = C[h, m]
-                    if value == 0.0 or h == m:
-                        continue
+                for step in range(-1, 2, 2):
                     for j in range(B):
                         masks[j] = 0
-                        for b in range(min(h, m) + 1, max(h, m)):
-                            masks[j] |= (<uint64_t>1) << ids[j, b]
-                    _visit_arc(h, m, T, B, Hv, Mv, masks, values, weights.mask, NULL, weights, scale * value)
+                    first = h + step
+                    stop = n + 1 if step == 1 else 0
+                    m = first
+                    while m != stop and m >= 0:
+                        if m != first:
+                            for j in range(B):
+                                masks[j] |= (<uint64_t>1) << ids[j, m - step]
+                        if w != NULL:
+                            A[h, m] = _visit_arc(h, m, T, B, Hv, Mv, masks, values, mask, w, None, 0.0)
+                        elif A[h, m] != 0.0:
+                            _visit_arc(h, m, T, B, Hv, Mv, masks, values, mask, NULL, target, scale * A[h, m])
+                        m += step
 
     def arc_indices(self, sentence, int h, int m):
         """The feature indices of one arc, in enumeration order (for tests and inspection)."""

@@ -1,0 +1,402 @@
+"""Exponentiated-gradient training on the CRF and M3N duals (seeds/001, seeds/000).
+
+Both duals minimize a convex Q(alpha) over one distribution alpha_i per example:
+
+    Q_LL(alpha) = sum_i sum_y alpha_iy log alpha_iy + ||w(alpha)||^2 / (2C)     (CRF)
+    Q_MM(alpha) = -sum_i sum_y alpha_iy e_iy     + ||w(alpha)||^2 / (2C)     (M3N)
+    w(alpha)    = sum_i [phi(x_i, y_i) - sum_r mu_ir phi(x_i, r)]
+
+alpha_i is never materialized: it is the Gibbs distribution sigma(theta_i) of a
+vector theta_i over the structure's parts (§4), whose marginals mu_i and log Z
+come from the structure's inside-outside. Lemma 1's updates, with s_ir =
+w(alpha) . phi(x_i, r) / C:
+
+    CRF: theta_i <- theta_i - eta (theta_i - s_i)
+    M3N: theta_i <- theta_i + eta (e_i + s_i)
+
+and the sum over labels in Q reduces to parts:
+    sum_y alpha_y log alpha_y = sum_r mu_r theta_r - log Z(theta)    (CRF)
+    sum_y alpha_y e_y        = sum_r mu_r e_r                        (M3N)
+
+w(alpha) lives in a `Weights` (unscaled; the model predicts with w(alpha)/C) and
+changes only by the visited example's contribution, sum_r (mu_old - mu_new)_r
+phi_r. `Weights` sums the change of ||w||^2 as it adds, which gives the exact
+change of Q for one example without a pass over the data (§7), so the adaptive
+rate (halve eta_i until Q improves, then multiply it by 1.05) costs one feature
+pass per rate tried.
+
+Reported objectives follow the paper: primal P(w(alpha)/C), dual -Q(alpha)
+(a lower bound on the primal minimum), gap = P + Q >= 0.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ..structure import Structure
+from .weights import Weights
+
+OBJECTIVES = ("crf", "m3n")
+SCHEDULES = ("random", "cyclic", "batch")
+ETA_CANDIDATES = tuple(2.0 ** k for k in range(2, -13, -1))  # 4 ... 1/4096
+
+
+class EG:
+    """Online (randomized or cyclic) and batch EG for the CRF ("crf") or M3N ("m3n") dual."""
+
+    name = "eg"
+    columns = ("train_accuracy", "dev_uas", "primal", "dual", "relative_gap", "C",
+               "effective_iterations", "mean_eta", "epoch_seconds")
+
+    def __init__(
+        self,
+        objective: str = "crf",
+        C: float = 1.0,
+        schedule: str = "random",
+        eta: float | None = None,
+        eta_search_fraction: float = 0.1,
+        eta_search_share: float = 0.95,
+        eta_growth: float = 1.05,
+        max_halvings: int = 20,
+        objectives_every: int = 1,
+        anneal: bool = False,
+        anneal_factor: float = 0.7,
+        anneal_tolerance: float = 1e-3,
+        C_min: float = 0.0,
+        seed: int = 0,
+    ):
+        if objective not in OBJECTIVES:
+            raise ValueError(f"EG objective must be one of {OBJECTIVES}, got {objective!r}")
+        if schedule not in SCHEDULES:
+            raise ValueError(f"EG schedule must be one of {SCHEDULES}, got {schedule!r}")
+        if not C > 0:
+            raise ValueError(f"C must be positive, got {C}")
+        if eta is not None and not eta > 0:
+            raise ValueError(f"eta must be positive, got {eta}")
+        if not 0 < anneal_factor < 1:
+            raise ValueError(f"anneal_factor must be in (0, 1), got {anneal_factor}")
+        self.objective = objective
+        self.C = float(C)
+        self.schedule = schedule
+        self.eta_ini = eta
+        self.eta_search_fraction = eta_search_fraction
+        self.eta_search_share = eta_search_share
+        self.eta_growth = eta_growth
+        self.max_halvings = max_halvings
+        self.objectives_every = 1 if anneal else max(1, int(objectives_every))
+        self.anneal = anneal
+        self.anneal_factor = anneal_factor
+        self.anneal_tolerance = anneal_tolerance
+        self.C_min = C_min
+        self.rng = np.random.default_rng(seed)
+        self.weights: Weights | None = None
+        self.annealing_table: list[dict] = []
+        self.epochs_done = 0
+        self.accepted_changes: list[float] | None = None  # set to [] to record every accepted dQ (tests)
+
+    # -- state ---------------------------------------------------------------
+    def begin(self, structure: Structure, examples: list, hash_bits: int) -> None:
+        """theta_i = 0 for every example, w = w(sigma(0)), and eta_ini (searched unless given)."""
+        self.search_visits = 0
+        if self.eta_ini is None:
+            self.eta_ini = self._search_eta(structure, examples, hash_bits)
+        self._init_state(structure, examples, hash_bits, self.eta_ini)
+
+    def _init_state(self, structure, examples, hash_bits, eta):
+        n = len(examples)
+        self.weights = Weights(hash_bits, averaged=False)
+        self.theta, self.mu = [], []
+        self.logz = np.zeros(n)
+        self.term = np.zeros(n)  # example i's part of the sum over labels in Q (see module doc)
+        for i, x in enumerate(examples):
+            gold = structure.gold(x)
+            theta = np.zeros_like(structure.part_cost(x, gold), dtype=np.float64)
+            mu, logz = structure.marginals(x, theta)
+            self.theta.append(theta)
+            self.mu.append(mu)
+            self.logz[i] = logz
+            self.term[i] = self._term(structure, x, gold, theta, mu, logz)
+            structure.add_features(x, structure.indicator(x, gold) - mu, self.weights, 1.0)
+        self.sq_norm = float(self.weights.array @ self.weights.array)
+        self.eta = np.full(n, float(eta))
+        self.batch_eta = float(eta)
+        self.visits = 0
+        self.halvings = 0
+        self.stalls = 0
+        self.iterations_at_C = 0.0
+
+    def _term(self, structure, x, gold, theta, mu, logz) -> float:
+        if self.objective == "crf":
+            return float((mu * theta).sum() - logz)
+        return -float((mu * structure.part_cost(x, gold)).sum())
+
+    def _theta_update(self, structure, x, gold, theta, s, eta):
+        if self.objective == "crf":
+            return theta - eta * (theta - s)
+        return theta + eta * (structure.part_cost(x, gold) + s)
+
+    def dual_value(self) -> float:
+        """Q(alpha) for the current state (minimized; -Q is the reported dual)."""
+        return float(self.term.sum() + self.sq_norm / (2.0 * self.C))
+
+    # -- one example ---------------------------------------------------------
+    def visit(self, structure: Structure, x, i: int, adaptive: bool = True) -> tuple[bool, float]:
+        """One online EG update of example i (Figure 3), with the adaptive rate of §7.
+
+        Returns (accepted, dQ). Each rate tried counts as one visit."""
+        gold = structure.gold(x)
+        s = structure.scores(x, self.weights) / self.C
+        eta = self.eta[i]
+        for attempt in range(self.max_halvings + 1 if adaptive else 1):
+            accepted, dq = self._try(structure, x, gold, i, s, eta)
+            if accepted:
+                # Grow the rate only on a real improvement: an example already at its
+                # optimum (dQ = 0) would otherwise grow eta, and theta, without bound.
+                self.eta[i] = eta * self.eta_growth if adaptive and dq < 0 else eta
+                return True, dq
+            eta *= 0.5
+            self.halvings += adaptive
+        self.stalls += 1  # no rate improved Q (only at numerical convergence): leave i as it was
+        return False, dq
+
+    def _try(self, structure, x, gold, i, s, eta) -> tuple[bool, float]:
+        self.visits += 1
+        theta = self._theta_update(structure, x, gold, self.theta[i], s, eta)
+        mu, logz = structure.marginals(x, theta)
+        term = self._term(structure, x, gold, theta, mu, logz)
+        w = self.weights
+        w.sq_norm_change = 0.0
+        structure.add_features(x, self.mu[i] - mu, w, 1.0)
+        d_norm = w.sq_norm_change
+        dq = term - self.term[i] + d_norm / (2.0 * self.C)
+        tolerance = self._tolerance(theta, term, self.term[i])
+        if dq <= tolerance:
+            if dq >= -tolerance:
+                dq = 0.0  # a change below rounding is no change
+            self.theta[i], self.mu[i], self.logz[i], self.term[i] = theta, mu, logz, term
+            self.sq_norm += d_norm
+            if self.accepted_changes is not None:
+                self.accepted_changes.append(dq)
+            return True, dq
+        structure.add_features(x, mu - self.mu[i], w, 1.0)  # undo
+        return False, dq
+
+    def _tolerance(self, theta, *terms) -> float:
+        """The rounding error of dQ. Marginals come from exp(inside + outside - log Z),
+        whose absolute error grows with the size of theta; ||w||^2 is a long sum."""
+        scale = 1.0 + float(np.abs(theta).max(initial=0.0))
+        return 1e-13 * (scale * (1.0 + sum(abs(t) for t in terms)) + self.sq_norm / self.C)
+
+    # -- epochs --------------------------------------------------------------
+    def epoch(self, structure: Structure, examples: list, tracker=None) -> dict:
+        """One epoch: n online visits (random or cyclic order), or one accepted batch step."""
+        n = len(examples)
+        visits_before, halvings_before, stalls_before = self.visits, self.halvings, self.stalls
+        start = time.perf_counter()
+        if self.schedule == "batch":
+            self._batch_step(structure, examples, tracker)
+        else:
+            order = self.rng.integers(n, size=n) if self.schedule == "random" else np.arange(n)
+            for i in order:
+                self.visit(structure, examples[i], int(i))
+                if tracker is not None:
+                    tracker.advance(1)
+        seconds = time.perf_counter() - start
+        self.epochs_done += 1
+        self.iterations_at_C += (self.visits - visits_before) / n
+        metrics = {
+            "C": self.C,
+            "effective_iterations": self.effective_iterations(n),
+            "visits": self.visits - visits_before,
+            "halvings": self.halvings - halvings_before,
+            "stalls": self.stalls - stalls_before,
+            "mean_eta": float(self.batch_eta if self.schedule == "batch" else self.eta.mean()),
+            "epoch_seconds": seconds,
+            "examples_per_second": n / max(seconds, 1e-9),
+        }
+        if self.epochs_done % self.objectives_every == 0:
+            start = time.perf_counter()
+            metrics.update(self.objectives(structure, examples))
+            metrics["objective_seconds"] = time.perf_counter() - start
+        return metrics
+
+    def effective_iterations(self, n: int) -> float:
+        """Examples visited (every rate tried counts) divided by n, as §7 defines it."""
+        return self.visits / n
+
+    def _batch_step(self, structure, examples, tracker):
+        """Figure 1: every theta_i moves at once, with the gradient at the same alpha.
+
+        One global rate, halved until Q improves and then multiplied by 1.05 (the
+        batch analogue of §7's rule); every rate tried costs n visits."""
+        C = self.C
+        scores = [structure.scores(x, self.weights) / C for x in examples]
+        eta = self.batch_eta
+        for attempt in range(self.max_halvings + 1):
+            w_new = Weights(self.weights.bits, False, self.weights.array.copy())
+            new_state = []
+            d_terms = 0.0
+            for i, x in enumerate(examples):
+                gold = structure.gold(x)
+                theta = self._theta_update(structure, x, gold, self.theta[i], scores[i], eta)
+                mu, logz = structure.marginals(x, theta)
+                term = self._term(structure, x, gold, theta, mu, logz)
+                structure.add_features(x, self.mu[i] - mu, w_new, 1.0)
+                new_state.append((theta, mu, logz, term))
+                d_terms += term - self.term[i]
+                if tracker is not None:
+                    tracker.advance(1)
+            self.visits += len(examples)
+            sq_norm = float(w_new.array @ w_new.array)
+            dq = d_terms + (sq_norm - self.sq_norm) / (2.0 * C)
+            largest = max((t for t, _, _, _ in new_state), key=lambda t: float(np.abs(t).max(initial=0.0)))
+            tolerance = self._tolerance(largest, *self.term, *(term for _, _, _, term in new_state))
+            if dq <= tolerance:
+                if dq >= -tolerance:
+                    dq = 0.0  # a change below rounding is no change
+                for i, (theta, mu, logz, term) in enumerate(new_state):
+                    self.theta[i], self.mu[i], self.logz[i], self.term[i] = theta, mu, logz, term
+                self.weights, self.sq_norm = w_new, sq_norm
+                self.batch_eta = eta * self.eta_growth if dq < 0 else eta
+                if self.accepted_changes is not None:
+                    self.accepted_changes.append(dq)
+                return
+            eta *= 0.5
+            self.halvings += 1
+        self.stalls += 1
+
+    # -- objectives ----------------------------------------------------------
+    def objectives(self, structure: Structure, examples: list) -> dict:
+        """Primal P(w(alpha)/C), dual -Q(alpha), their gap, and training accuracy (one pass)."""
+        C = self.C
+        loss = 0.0
+        correct = total = 0.0
+        for x in examples:
+            gold = structure.gold(x)
+            s = structure.scores(x, self.weights) / C
+            g = structure.indicator(x, gold)
+            gold_score = float((s * g).sum())
+            if self.objective == "crf":
+                loss += structure.marginals(x, s)[1] - gold_score
+            else:
+                y = structure.cost_augmented_argmax(x, s, gold)
+                ind = structure.indicator(x, y)
+                loss += float(((s + structure.part_cost(x, gold)) * ind).sum()) - gold_score
+            pred = structure.indicator(x, structure.argmax(x, s))
+            correct += float((pred * g).sum())
+            total += float(g.sum())
+        # Re-sync the running ||w||^2 with the array (it drifts by rounding only).
+        self.sq_norm = float(self.weights.array @ self.weights.array)
+        primal = loss + self.sq_norm / (2.0 * C)
+        dual = -self.dual_value()
+        gap = primal - dual
+        return {
+            "primal": primal,
+            "dual": dual,
+            "duality_gap": gap,
+            "relative_gap": gap / abs(primal) if primal else 0.0,
+            "train_accuracy": correct / max(total, 1.0),
+        }
+
+    def finish_epoch(self, metrics: dict) -> bool:
+        """C-annealing (§7.1.2): once the gap is within tolerance x primal, record the row
+        (C, iterations, total iterations, dev UAS), multiply C by the factor and keep the
+        dual state (warm start). Returns True when training should stop."""
+        if not self.anneal or "relative_gap" not in metrics:
+            return False
+        if metrics["relative_gap"] > self.anneal_tolerance:
+            return False
+        self.annealing_table.append({
+            "C": self.C,
+            "iterations": self.iterations_at_C,
+            "total_iterations": metrics["effective_iterations"],
+            "dev_uas": metrics.get("dev_uas"),
+            "primal": metrics["primal"],
+            "relative_gap": metrics["relative_gap"],
+        })
+        self.iterations_at_C = 0.0
+        if self.C * self.anneal_factor < self.C_min:
+            return True
+        self.C *= self.anneal_factor
+        self.sq_norm = float(self.weights.array @ self.weights.array)
+        return False
+
+    def prediction_weights(self) -> Weights:
+        """The primal solution w = w(alpha) / C."""
+        return Weights(self.weights.bits, False, self.weights.array / self.C)
+
+    # -- eta_ini (§7) ----------------------------------------------------------
+    def _search_eta(self, structure, examples, hash_bits) -> float:
+        """The largest rate that improves Q on >= 95% of visits of one randomized pass
+        over a fixed 10% of the data, each candidate from a fresh state."""
+        n = len(examples)
+        size = max(1, int(round(self.eta_search_fraction * n)))
+        subset = [examples[i] for i in sorted(self.rng.choice(n, size=size, replace=False))]
+        chosen = ETA_CANDIDATES[-1]
+        seed = int(self.rng.integers(2**31))
+        for eta in ETA_CANDIDATES:
+            share = self.improvement_share(structure, subset, hash_bits, eta, seed)
+            self.search_visits += size
+            if share >= self.eta_search_share:
+                chosen = eta
+                break
+        self.eta_search_result = {"eta": chosen, "subset": size, "visits": self.search_visits}
+        return chosen
+
+    def improvement_share(self, structure, examples, hash_bits, eta, seed) -> float:
+        """Share of visits of one randomized pass at a fixed rate that improve Q, from theta = 0."""
+        probe = EG(self.objective, self.C, "random", max_halvings=0, seed=seed)
+        probe._init_state(structure, examples, hash_bits, eta)
+        order = probe.rng.integers(len(examples), size=len(examples))
+        improved = sum(probe.visit(structure, examples[i], int(i), adaptive=False)[0] for i in order)
+        return improved / len(examples)
+
+    # -- checkpoints -----------------------------------------------------------
+    def state(self) -> tuple[dict, dict]:
+        """(arrays, meta) that `restore` turns back into this exact trainer state."""
+        sizes = np.array([t.size for t in self.theta], dtype=np.int64)
+        arrays = {
+            "weights": self.weights.array,
+            "theta": np.concatenate([t.ravel() for t in self.theta]) if self.theta else np.zeros(0),
+            "theta_sizes": sizes,
+            "eta": self.eta,
+        }
+        meta = {
+            "trainer": self.name, "objective": self.objective, "C": self.C, "batch_eta": self.batch_eta,
+            "eta_ini": self.eta_ini, "visits": self.visits, "halvings": self.halvings, "stalls": self.stalls,
+            "iterations_at_C": self.iterations_at_C, "epochs_done": self.epochs_done,
+            "annealing_table": self.annealing_table, "rng": self.rng.bit_generator.state,
+        }
+        return arrays, meta
+
+    def restore(self, structure: Structure, examples: list, arrays: dict, meta: dict) -> None:
+        if meta.get("trainer") != self.name or meta.get("objective") != self.objective:
+            raise ValueError(f"checkpoint is for {meta.get('trainer')}/{meta.get('objective')}, "
+                             f"not {self.name}/{self.objective}")
+        sizes = arrays["theta_sizes"]
+        if len(sizes) != len(examples):
+            raise ValueError(f"checkpoint has dual state for {len(sizes)} examples, the training set has {len(examples)}")
+        self.weights = Weights(int(np.log2(arrays["weights"].size)), False, arrays["weights"].copy())
+        offsets = np.concatenate([[0], np.cumsum(sizes)])
+        self.theta, self.mu = [], []
+        self.logz = np.zeros(len(examples))
+        self.term = np.zeros(len(examples))
+        for i, x in enumerate(examples):
+            gold = structure.gold(x)
+            shape = structure.part_cost(x, gold).shape
+            if math.prod(shape) != sizes[i]:
+                raise ValueError(f"checkpoint dual state of example {i} has {sizes[i]} parts, expected {math.prod(shape)}")
+            theta = arrays["theta"][offsets[i]:offsets[i + 1]].reshape(shape).copy()
+            mu, logz = structure.marginals(x, theta)
+            self.theta.append(theta)
+            self.mu.append(mu)
+            self.logz[i] = logz
+            self.term[i] = self._term(structure, x, gold, theta, mu, logz)
+        self.sq_norm = float(self.weights.array @ self.weights.array)
+        self.eta = arrays["eta"].copy()
+        for key in ("C", "batch_eta", "eta_ini", "visits", "halvings", "stalls", "iterations_at_C", "epochs_done",
+                    "annealing_table"):
+            setattr(self, key, meta[key])
+        self.rng.bit_generator.state = meta["rng"]
