@@ -19,21 +19,24 @@ def _fail(message: str, code: int = 1):
 @app.command()
 def train(
     config: Path = typer.Argument(..., exists=True, dir_okay=False, help="confection .cfg file"),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="model directory to write (best dev epoch)"),
+    output: Optional[Path] = typer.Option(
+        None, "--output", "-o", help="output directory: model-best/, checkpoint/ and training.json"
+    ),
     overrides: List[str] = typer.Option([], "--set", help="override a config value: section.key=value"),
+    resume: bool = typer.Option(False, "--resume", help="continue the run in --output from its last checkpoint"),
 ):
-    """Train a model from a config; the best epoch on dev is written to --output."""
+    """Train a model from a config; the best epoch on dev is written to OUTPUT/model-best."""
     from .corpus import CorpusError
     from .train import load_config, parse_overrides, train as run
 
     try:
         cfg = load_config(config, parse_overrides(overrides))
-        _, summary = run(cfg, output)
+        _, summary = run(cfg, output, resume=resume)
     except (CorpusError, ValueError, OSError) as e:
         _fail(str(e))
     typer.echo(
         f"best epoch {summary['best_epoch']}: dev UAS {summary['best_dev_uas']:.2f}"
-        + (f"; model written to {output}" if output else ""),
+        + (f"; model written to {output / 'model-best'}" if output else ""),
         err=True,
     )
 

@@ -60,37 +60,53 @@ class Parser:
         }
 
     def save(self, path: str | os.PathLike) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
-        try:
-            # mkdtemp makes a private (0700) directory; a model is as readable as any directory.
-            umask = os.umask(0)
-            os.umask(umask)
-            tmp.chmod(0o777 & ~umask)
+        def write(tmp: Path) -> None:
             (tmp / "meta.json").write_text(json.dumps(self.meta(), indent=2) + "\n", encoding="utf-8")
             np.save(tmp / "weights.npy", self.weights.array, allow_pickle=False)
-            old = None
-            if path.exists():
-                old = path.with_name(f".{path.name}.old{os.getpid()}")
-                os.replace(path, old)
-            try:
-                os.replace(tmp, path)
-            except BaseException:
-                if old is not None:
-                    os.replace(old, path)  # put the previous model back
-                raise
+
+        return write_directory(path, write)
+
+
+def write_directory(path: str | os.PathLike, write) -> Path:
+    """Atomically replace directory `path` by what write(tmp_dir) puts in a fresh one.
+
+    On any failure the previous directory stays (or is put back) as it was."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        # mkdtemp makes a private (0700) directory; a model is as readable as any directory.
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)
+        write(tmp)
+        old = None
+        if path.exists():
+            old = path.with_name(f".{path.name}.old{os.getpid()}")
+            os.replace(path, old)
+        try:
+            os.replace(tmp, path)
+        except BaseException:
             if old is not None:
-                shutil.rmtree(old)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp)
-        return path
+                os.replace(old, path)  # put the previous directory back
+            raise
+        if old is not None:
+            shutil.rmtree(old)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return path
+
+
+BEST_MODEL = "model-best"  # inside a training output directory, as `spacy train` names it
 
 
 def load(path: str | os.PathLike) -> Parser:
-    """Load a model directory; the format and its version are checked before anything else."""
+    """Load a model directory (or a training output directory's model-best); the format
+    and its version are checked before anything else."""
     path = Path(path)
+    if not (path / "meta.json").exists() and (path / BEST_MODEL / "meta.json").is_file():
+        path = path / BEST_MODEL  # a training output directory: its best model
     meta_path = path / "meta.json"
     if not meta_path.is_file():
         raise ModelError(f"{path}: not an arborist model (no meta.json)")

@@ -1,8 +1,8 @@
 """The Structure protocol: what a trainer may ask of a structured label space.
 
 Trainers (perceptron, EG, MaxEnDNet) see only these operations, so every trainer
-trains trees, chains and labels alike. `Parts` are numpy arrays (or tuples of
-arrays) over the structure's parts; arithmetic on them is element-wise. With
+trains trees, chains and labels alike. `Parts` are numpy arrays over the
+structure's parts; arithmetic on them is element-wise. With
 `indicator`, everything else a trainer needs is arithmetic on parts:
 
     score(y) = (scores * indicator(x, y)).sum()
@@ -13,7 +13,11 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-Parts = Any  # np.ndarray, or a tuple of arrays for structures with several part types
+# A numpy array over the structure's parts. A structure with several part types
+# (arcs and siblings of a second-order tree) packs them into one array and hands
+# out views, so trainers do plain element-wise arithmetic on a single array: EG
+# keeps theta_i in exactly this shape.
+Parts = Any
 Label = Any
 
 

@@ -304,9 +304,11 @@ def trained(tmp_path_factory, runner):
 
 def test_cli_train_writes_loadable_model(trained):
     model_dir, result = trained
-    assert listing(model_dir) == ["meta.json", "weights.npy"]
+    assert listing(model_dir) == ["checkpoint", "model-best", "training.json"]
+    assert listing(model_dir / "model-best") == ["meta.json", "weights.npy"]
     assert listing(model_dir.parent) == [model_dir.name]
-    parser = load(model_dir)
+    parser = load(model_dir)  # a run directory loads as its model-best
+    assert np.array_equal(parser.weights.array, load(model_dir / "model-best").weights.array)
     assert parser.structure.hash_bits == 18  # from configs/quickstart.cfg
     assert parser.info["best_epoch"] in (1, 2)
     assert "dev_uas" in parser.info["dev"]

@@ -104,6 +104,12 @@ class EG:
             self.eta_ini = self._search_eta(structure, examples, hash_bits)
         self._init_state(structure, examples, hash_bits, self.eta_ini)
 
+    def setup_report(self) -> dict:
+        if not getattr(self, "eta_search_result", None):
+            return {"eta_ini": self.eta_ini}
+        r = self.eta_search_result
+        return {"eta_ini": r["eta"], "eta_search_visits": r["visits"], "eta_search_subset": r["subset"]}
+
     def _init_state(self, structure, examples, hash_bits, eta):
         n = len(examples)
         self.weights = Weights(hash_bits, averaged=False)
@@ -378,7 +384,7 @@ class EG:
         sizes = arrays["theta_sizes"]
         if len(sizes) != len(examples):
             raise ValueError(f"checkpoint has dual state for {len(sizes)} examples, the training set has {len(examples)}")
-        self.weights = Weights(int(np.log2(arrays["weights"].size)), False, arrays["weights"].copy())
+        self.weights = Weights(int(arrays["weights"].size).bit_length() - 1, False, arrays["weights"].copy())
         offsets = np.concatenate([[0], np.cumsum(sizes)])
         self.theta, self.mu = [], []
         self.logz = np.zeros(len(examples))

@@ -17,6 +17,7 @@ from .weights import Weights
 
 class Perceptron:
     name = "perceptron"
+    columns = ("train_accuracy", "dev_uas", "updates", "epoch_seconds")
 
     def __init__(self, averaged: bool = True, shuffle: bool = True, seed: int = 0):
         self.averaged = averaged
@@ -54,6 +55,28 @@ class Perceptron:
             "epoch_seconds": seconds,
             "examples_per_second": len(order) / max(seconds, 1e-9),
         }
+
+    def finish_epoch(self, metrics: dict) -> bool:
+        """Nothing to schedule between epochs; never asks to stop."""
+        return False
+
+    def state(self) -> tuple[dict, dict]:
+        """(arrays, meta) that `restore` turns back into this exact trainer state."""
+        arrays = {"weights": self.weights.array, "accumulator": self.weights.accumulator}
+        meta = {"trainer": self.name, "averaged": self.averaged, "step": self.weights.step,
+                "rng": self.rng.bit_generator.state}
+        return arrays, meta
+
+    def restore(self, structure: Structure, examples: list, arrays: dict, meta: dict) -> None:
+        if meta.get("trainer") != self.name or meta.get("averaged") != self.averaged:
+            raise ValueError(f"checkpoint is for trainer {meta.get('trainer')!r} (averaged={meta.get('averaged')}), "
+                             f"not {self.name!r} (averaged={self.averaged})")
+        bits = int(arrays["weights"].size).bit_length() - 1
+        self.weights = Weights(bits, self.averaged, arrays["weights"].copy())
+        if self.averaged:
+            self.weights.accumulator[:] = arrays["accumulator"]
+        self.weights.step = meta["step"]
+        self.rng.bit_generator.state = meta["rng"]
 
     def prediction_weights(self) -> Weights:
         """The weights to predict with: the average, for an averaged perceptron."""

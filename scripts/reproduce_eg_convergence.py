@@ -1,0 +1,185 @@
+"""Reproduce the comparison of §7.2 (Figure 12) of seeds/001: the CRF primal against
+effective iterations for EG, L-BFGS and SGD, first-order parsing, gold tags.
+
+    python scripts/reproduce_eg_convergence.py --sentences 2000 --iterations 30
+
+For each C: randomized online EG with the adaptive rate of §7 (eta_ini searched
+on 10% of the data), scipy's L-BFGS-B from w = 0, and SGD with eta0 chosen from
+{1, 0.1, 0.01, 0.001} by dev UAS after one epoch. Effective iterations = example
+visits / n: every rate EG tries is a visit, and EG is also charged its
+initialization pass (w(alpha) at theta = 0) and its eta_ini search; every
+L-BFGS function evaluation (line search included) is n visits; an SGD step is
+one (the epochs spent choosing eta0 are charged too). The primal values for the
+curves are computed outside the count. Writes JSON and a PNG to scripts/results/.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from arborist.corpus import read_corpus  # noqa: E402
+from arborist.learn.baselines import SGD, CRFPrimal, lbfgs  # noqa: E402
+from arborist.learn.eg import EG  # noqa: E402
+from arborist.model import Parser  # noqa: E402
+from arborist.parser.tree import DependencyTree  # noqa: E402
+from arborist.train import evaluate_parser  # noqa: E402
+
+CORPUS = ROOT.parent / "shared" / "corpora" / "ud" / "en_ewt"
+
+
+def log(*args):
+    print(*args, file=sys.stderr, flush=True)
+
+
+def dev_uas(structure, weights, dev):
+    return evaluate_parser(Parser(structure, weights), dev)["uas"]
+
+
+def run_eg(structure, train, dev, C, bits, iterations, seed):
+    n = len(train)
+    eg = EG("crf", C=C, seed=seed, objectives_every=10**9)
+    start = time.perf_counter()
+    eg.begin(structure, train, bits)
+    charged = 1.0 + eg.search_visits / n  # the initialization pass and the eta_ini search
+    primal = CRFPrimal(structure, train, C, bits)
+    w = eg.prediction_weights().array
+    curve = [{"effective_iterations": charged, "primal": primal.value(w), "dev_uas": dev_uas(structure, w, dev),
+              "seconds": time.perf_counter() - start}]
+    while curve[-1]["effective_iterations"] < iterations:
+        eg.epoch(structure, train)
+        m = eg.objectives(structure, train)
+        w = eg.prediction_weights().array
+        curve.append({"effective_iterations": charged + eg.effective_iterations(n), "primal": m["primal"],
+                      "dual": m["dual"], "relative_gap": m["relative_gap"], "dev_uas": dev_uas(structure, w, dev),
+                      "mean_eta": float(eg.eta.mean()), "seconds": time.perf_counter() - start})
+        log(f"  EG C={C}: {curve[-1]}")
+    return {"eta_ini": eg.eta_ini, "curve": curve}
+
+
+def run_lbfgs(structure, train, dev, C, bits, iterations):
+    curve = []
+
+    def record(point):
+        curve.append(point)
+        log(f"  L-BFGS C={C}: {point}")
+
+    w = lbfgs(structure, train, C, bits, max_evaluations=iterations, callback=record)
+    if curve:
+        curve[-1]["dev_uas"] = dev_uas(structure, w, dev)
+    return {"curve": curve}
+
+
+def run_sgd(structure, train, dev, C, bits, iterations, seed, rates=(1.0, 0.1, 0.01, 0.001)):
+    n = len(train)
+    trials = {}
+    for eta0 in rates:
+        sgd = SGD(C=C, eta0=eta0, seed=seed)
+        sgd.begin(structure, train, bits)
+        try:
+            sgd.epoch(structure, train)
+            trials[eta0] = dev_uas(structure, sgd.prediction_weights().array, dev)
+        except (ValueError, FloatingPointError) as e:  # a rate too large for this C
+            trials[eta0] = float("nan")
+            log(f"  SGD eta0={eta0}: {e}")
+        log(f"  SGD C={C} eta0={eta0}: dev UAS after one epoch {trials[eta0]:.2f}")
+    eta0 = max((r for r in rates if not math.isnan(trials[r])), key=lambda r: trials[r])
+    charged = float(len(rates))  # the epochs spent choosing eta0
+    sgd = SGD(C=C, eta0=eta0, seed=seed)
+    sgd.begin(structure, train, bits)
+    start = time.perf_counter()
+    curve = []
+    while not curve or curve[-1]["effective_iterations"] < iterations:
+        m = sgd.epoch(structure, train)
+        curve.append({"effective_iterations": charged + sgd.steps / n, "primal": m["primal"],
+                      "dev_uas": dev_uas(structure, sgd.prediction_weights().array, dev),
+                      "seconds": time.perf_counter() - start})
+        log(f"  SGD C={C}: {curve[-1]}")
+    return {"eta0": eta0, "eta0_trials": trials, "curve": curve}
+
+
+def first_within(curve, threshold):
+    for point in curve:
+        if point["primal"] <= threshold:
+            return point["effective_iterations"]
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--train", default=str(CORPUS / "en_ewt-ud-train.conllu"))
+    ap.add_argument("--dev", default=str(CORPUS / "en_ewt-ud-dev.conllu"))
+    ap.add_argument("--sentences", type=int, default=2000, help="the first N training sentences (0 = all)")
+    ap.add_argument("--C", type=float, nargs="+", default=[1.0, 10.0, 100.0])
+    ap.add_argument("--iterations", type=float, default=30, help="effective iterations per method")
+    ap.add_argument("--hash-bits", type=int, default=22)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=str(ROOT / "scripts" / "results" / "eg_convergence"))
+    args = ap.parse_args()
+
+    train = read_corpus(args.train)
+    if args.sentences:
+        train = train[: args.sentences]
+    dev = read_corpus(args.dev)
+    structure = DependencyTree(hash_bits=args.hash_bits)
+    log(f"train: {len(train)} sentences, {sum(s.n for s in train)} words; dev {len(dev)} sentences")
+    results = {"train": args.train, "sentences": len(train), "words": sum(s.n for s in train),
+               "hash_bits": args.hash_bits, "iterations": args.iterations, "runs": {}}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for C in args.C:
+        log(f"C = {C}")
+        runs = {
+            "EG": run_eg(structure, train, dev, C, args.hash_bits, args.iterations, args.seed),
+            "L-BFGS": run_lbfgs(structure, train, dev, C, args.hash_bits, int(args.iterations)),
+            "SGD": run_sgd(structure, train, dev, C, args.hash_bits, args.iterations, args.seed),
+        }
+        best = min(p["primal"] for r in runs.values() for p in r["curve"])
+        threshold = best * 1.01
+        summary = {"best_primal": best, "within_1_percent": {k: first_within(r["curve"], threshold)
+                                                              for k, r in runs.items()}}
+        eg_at, lb_at = summary["within_1_percent"]["EG"], summary["within_1_percent"]["L-BFGS"]
+        summary["eg_faster_than_lbfgs"] = eg_at is not None and (lb_at is None or eg_at < lb_at)
+        results["runs"][str(C)] = {"summary": summary, **runs}
+        log(f"C = {C}: {summary}")
+        out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
+    plot(results, out.with_suffix(".png"))
+    print(json.dumps({C: r["summary"] for C, r in results["runs"].items()}, indent=2))
+
+
+def plot(results, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = results["runs"]
+    fig, axes = plt.subplots(1, len(runs), figsize=(5 * len(runs), 4), squeeze=False)
+    for ax, (C, r) in zip(axes[0], runs.items()):
+        best = r["summary"]["best_primal"]
+        for name, style in (("EG", "-o"), ("L-BFGS", "-s"), ("SGD", "-^")):
+            xs = [p["effective_iterations"] for p in r[name]["curve"]]
+            ys = [p["primal"] for p in r[name]["curve"]]
+            ax.plot(xs, ys, style, markersize=3, label=name)
+        ax.axhline(best * 1.01, color="grey", linestyle=":", label="best + 1%")
+        ax.set_yscale("log")
+        ax.set_ylim(best * 0.98, best * 3)
+        ax.set_xlabel("effective iterations")
+        ax.set_ylabel("primal objective")
+        ax.set_title(f"C = {C}")
+        ax.legend()
+    fig.suptitle(f"CRF primal, first-order parsing, {results['sentences']} en_ewt training sentences")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+if __name__ == "__main__":
+    main()

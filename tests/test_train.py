@@ -1,0 +1,134 @@
+"""The training driver with every trainer: checkpoints, resume, C-annealing reports."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from confection import Config
+
+from arborist.model import load
+from arborist.train import annealing_markdown, load_checkpoint, train
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "corpora" / "sample"
+
+TRAINERS = {
+    "perceptron": '''
+[trainer]
+@trainers = "arborist.Perceptron.v1"
+seed = 3
+''',
+    "eg": '''
+[trainer]
+@trainers = "arborist.EG.v1"
+objective = "m3n"
+C = 5.0
+seed = 3
+''',
+}
+
+
+def config(trainer: str, max_epochs: int, extra: str = "") -> Config:
+    text = f'''
+[structure]
+@structures = "arborist.DependencyTree.v1"
+hash_bits = 16
+
+{TRAINERS[trainer]}
+{extra}
+
+[training]
+train_path = "{SAMPLE / 'sample-train.conllu'}"
+dev_path = "{SAMPLE / 'sample-dev.conllu'}"
+max_epochs = {max_epochs}
+max_train_sentences = 40
+'''
+    return Config().from_str(text)
+
+
+class Quiet:
+    """A tracker that prints nothing, and can interrupt training part-way through an epoch."""
+
+    def __init__(self, interrupt_at: tuple[int, int] | None = None):
+        self.interrupt_at = interrupt_at
+        self.epoch = 0
+        self.seen = 0
+
+    def start_epoch(self, epoch, total):
+        self.epoch, self.seen = epoch, 0
+
+    def advance(self, n=1, **kwargs):
+        self.seen += n
+        if self.interrupt_at == (self.epoch, self.seen):
+            raise KeyboardInterrupt
+
+    def end_epoch(self, epoch, metrics):
+        pass
+
+    def message(self, text):
+        pass
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("trainer", ["perceptron", "eg"])
+def test_interrupted_then_resumed_run_equals_uninterrupted(trainer, tmp_path):
+    cfg = config(trainer, 4)
+    _, straight = train(cfg, tmp_path / "straight", Quiet())
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, tmp_path / "resumed", Quiet(interrupt_at=(3, 17)))
+    state, _ = load_checkpoint(tmp_path / "resumed" / "checkpoint")
+    assert state["epoch"] == 2  # the interrupted epoch is lost, nothing before it
+    _, resumed = train(cfg, tmp_path / "resumed", Quiet(), resume=True)
+    a = load_checkpoint(tmp_path / "straight" / "checkpoint")[1]
+    b = load_checkpoint(tmp_path / "resumed" / "checkpoint")[1]
+    assert sorted(a) == sorted(b)
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    assert [h["dev_uas"] for h in straight["history"]] == [h["dev_uas"] for h in resumed["history"]]
+    assert np.array_equal(load(tmp_path / "straight").weights.array, load(tmp_path / "resumed").weights.array)
+
+
+def test_resume_refuses_a_different_config(tmp_path):
+    train(config("perceptron", 1), tmp_path / "run", Quiet())
+    with pytest.raises(ValueError, match="different config"):
+        train(config("perceptron", 2), tmp_path / "run", Quiet(), resume=True)
+    with pytest.raises(ValueError, match="no checkpoint"):
+        train(config("perceptron", 2), tmp_path / "elsewhere", Quiet(), resume=True)
+
+
+def test_eg_training_reports_objectives_and_annealing(tmp_path):
+    cfg = config("eg", 40).merge(Config().from_str('''
+[trainer]
+objective = "crf"
+C = 20.0
+anneal = true
+anneal_factor = 0.5
+anneal_tolerance = 0.01
+C_min = 4.0
+'''))
+    _, summary = train(cfg, tmp_path / "run", Quiet())
+    for row in summary["history"]:
+        assert row["primal"] >= row["dual"] - 1e-9 * abs(row["primal"])
+        assert {"effective_iterations", "mean_eta", "halvings", "duality_gap", "dev_uas"} <= set(row)
+    table = summary["annealing"]
+    assert [row["C"] for row in table] == [20.0, 10.0, 5.0]
+    assert all(row["relative_gap"] <= 0.01 and row["dev_uas"] is not None for row in table)
+    report = json.loads((tmp_path / "run" / "training.json").read_text())
+    assert report["annealing"] == table
+    markdown = annealing_markdown(table)
+    assert markdown.splitlines()[0] == "| C | Iterations | Total Iterations | Dev UAS |"
+    assert len(markdown.splitlines()) == 2 + len(table)
+
+
+def test_every_trainer_offers_the_trainer_interface():
+    from arborist.learn import Trainer
+    from arborist.learn.baselines import SGD
+    from arborist.learn.eg import EG
+    from arborist.learn.perceptron import Perceptron
+
+    for trainer in (Perceptron(), EG(), SGD()):
+        assert isinstance(trainer, Trainer), type(trainer).__name__
