@@ -8,6 +8,8 @@ MODULES = [
     "arborist.learn.weights",
     "arborist.parser.eisner",
     "arborist.parser.features",
+    "arborist.tagger.viterbi",
+    "arborist.tagger.features",
 ]
 
 extensions = [

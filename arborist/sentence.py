@@ -38,6 +38,7 @@ class Sentence:
     word_lines: list[int] = field(default_factory=list)
     source: str = "<memory>"
     first_line: int = 1
+    xpos: list[str] = field(default_factory=list)  # like upos (xpos[0] is the root), the tagger's input/gold
 
     @property
     def n(self) -> int:
@@ -80,5 +81,6 @@ class Sentence:
             heads=head_arr,
             deprels=[""] + list(deprels or ["_"] * n),
             upos=[ROOT] + list(upos),
+            xpos=[ROOT] + list(xpos),
             **provenance,
         )

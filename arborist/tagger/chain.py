@@ -1,0 +1,167 @@
+"""LinearChain: first- or second-order tag sequences behind the Structure protocol.
+
+A label is an int32 array of tag ids, length n: entry i is the tag of word i+1
+of the Sentence (the root is not tagged). Parts are one float64 array
+(see `arborist.tagger.viterbi` for the details):
+
+  order 1: [t, prev, cur]         shape (n, K+1, K)
+  order 2: [t, prev2, prev, cur]  shape (n, K+1, K+1, K)
+
+where index K of a previous-tag axis is START (the tag before the sentence).
+Only the parts consistent with START being exactly the positions before the
+sentence are valid (`valid_parts`); every label uses one valid part per word.
+Invalid entries of a score array are ignored by every operation, and are 0 in
+scores, indicators, part costs and marginals.
+
+The Hamming loss (wrong tags) is spread on parts as cost 1 on every valid part
+whose current tag differs from the gold tag at that position.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ..sentence import Sentence
+from .features import ChainFeatures
+from .viterbi import chain_argmax, chain_marginals, chain_shape, valid_parts
+
+ATTRIBUTES = ("upos", "xpos")
+MISSING = "_"
+
+
+class LinearChain:
+    name = "chain"
+
+    def __init__(self, tags: Sequence[str], attribute: str = "upos", order: int = 1, hash_bits: int = 20):
+        if attribute not in ATTRIBUTES:
+            raise ValueError(f"chain attribute must be one of {ATTRIBUTES}, got {attribute!r}")
+        tags = tuple(tags)
+        if len(set(tags)) != len(tags):
+            duplicates = sorted({t for t in tags if tags.count(t) > 1})
+            raise ValueError(f"duplicate tags: {', '.join(duplicates)}")
+        self.tags = tags
+        self.attribute = attribute
+        self.order = int(order)
+        self.features = ChainFeatures(tags, self.order, hash_bits)  # checks order, hash bits, K >= 1
+        self.tag_ids = {t: i for i, t in enumerate(tags)}
+        self._valid: dict[int, np.ndarray] = {}
+
+    @classmethod
+    def from_sentences(cls, sentences: Iterable[Sentence], attribute: str = "upos", order: int = 1,
+                       hash_bits: int = 20) -> "LinearChain":
+        """The chain over every tag of `attribute` in `sentences` (sorted; '_', a missing tag, is not one)."""
+        if attribute not in ATTRIBUTES:
+            raise ValueError(f"chain attribute must be one of {ATTRIBUTES}, got {attribute!r}")
+        tags: set[str] = set()
+        for x in sentences:
+            tags.update(_column(x, attribute))
+        tags.discard(MISSING)
+        if not tags:
+            raise ValueError(f"no {attribute.upper()} tags in the sentences (every {attribute.upper()} is '_')")
+        return cls(sorted(tags), attribute, order, hash_bits)
+
+    @property
+    def hash_bits(self) -> int:
+        return self.features.bits
+
+    @property
+    def n_tags(self) -> int:
+        return len(self.tags)
+
+    def config(self) -> dict:
+        return {
+            "structure": self.name,
+            "tags": list(self.tags),
+            "attribute": self.attribute,
+            "order": self.order,
+            "hash_bits": self.hash_bits,
+        }
+
+    @classmethod
+    def from_config(cls, config: dict) -> "LinearChain":
+        return cls(config["tags"], config["attribute"], config["order"], config["hash_bits"])
+
+    def shape(self, n: int) -> tuple[int, ...]:
+        return chain_shape(n, self.n_tags, self.order)
+
+    def valid_parts(self, n: int) -> np.ndarray:
+        """Boolean mask of the valid parts of an n-word sentence."""
+        mask = self._valid.get(n)
+        if mask is None:
+            mask = self._valid[n] = valid_parts(n, self.n_tags, self.order)
+            mask.flags.writeable = False
+        return mask
+
+    def tag_names(self, label) -> list[str]:
+        return [self.tags[i] for i in label]
+
+    # -- the protocol -------------------------------------------------------
+    def scores(self, x: Sentence, w) -> np.ndarray:
+        return self.features.score(x, w.array)
+
+    def argmax(self, x: Sentence, scores: np.ndarray) -> np.ndarray:
+        return chain_argmax(scores)[0]
+
+    def cost_augmented_argmax(self, x: Sentence, scores: np.ndarray, gold: np.ndarray) -> np.ndarray:
+        return self.argmax(x, scores + self.part_cost(x, gold))
+
+    def marginals(self, x: Sentence, scores: np.ndarray) -> tuple[np.ndarray, float]:
+        return chain_marginals(scores)
+
+    def _part_index(self, y: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Index arrays of the parts of label y: (t, prev, cur) or (t, prev2, prev, cur)."""
+        y = np.asarray(y, dtype=np.intp)
+        n, K = len(y), self.n_tags
+        padded = np.concatenate([np.full(self.order, K, dtype=np.intp), y])  # START before the sentence
+        t = np.arange(n)
+        history = tuple(padded[t + k] for k in range(self.order))  # (prev2,) prev
+        return (t, *history, y)
+
+    def indicator(self, x: Sentence, y: np.ndarray) -> np.ndarray:
+        out = np.zeros(self.shape(len(y)))
+        out[self._part_index(y)] = 1.0
+        return out
+
+    def part_cost(self, x: Sentence, gold: np.ndarray) -> np.ndarray:
+        n, K = len(gold), self.n_tags
+        cur = np.arange(K)
+        wrong = (cur[None, :] != np.asarray(gold)[:, None]).astype(np.float64)  # (n, K)
+        cost = np.zeros(self.shape(n))
+        cost[...] = wrong.reshape((n,) + (1,) * self.order + (K,))
+        cost[~self.valid_parts(n)] = 0.0
+        return cost
+
+    def add_features(self, x: Sentence, coef: np.ndarray, w, scale: float = 1.0) -> None:
+        self.features.add(x, coef, w, scale)
+
+    def mix(self, gold: np.ndarray, pred: np.ndarray, positions: Sequence[int]) -> np.ndarray:
+        # A position is an index into the label (word m is position m - 1): take pred's tag there.
+        out = np.array(gold, dtype=np.int32, copy=True)
+        idx = np.asarray(positions, dtype=np.intp)
+        out[idx] = np.asarray(pred)[idx]
+        return out
+
+    def gold(self, x: Sentence) -> np.ndarray:
+        tags = _column(x, self.attribute)
+        out = np.empty(len(tags), dtype=np.int32)
+        ids = self.tag_ids
+        for i, tag in enumerate(tags):
+            tag_id = ids.get(tag)
+            if tag_id is None:
+                raise ValueError(
+                    f"{x.source}:{x.first_line}: {self.attribute.upper()} tag {tag!r} of word {i + 1} "
+                    f"({x.forms[i + 1]!r}) is not one of the chain's {self.n_tags} tags"
+                    + (" (the tag is missing)" if tag == MISSING else "")
+                )
+            out[i] = tag_id
+        return out
+
+
+def _column(x: Sentence, attribute: str) -> list[str]:
+    """The words' tags (without the root) of `attribute`."""
+    tags = x.upos if attribute == "upos" else x.xpos
+    if len(tags) != x.n + 1:
+        raise ValueError(f"{x.source}:{x.first_line}: the sentence has no {attribute.upper()} column "
+                         f"({len(tags)} values for {x.n} words and the root)")
+    return tags[1:]

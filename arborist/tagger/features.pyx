@@ -1,0 +1,345 @@
+"""Hashed features of tag-sequence parts (see `viterbi` for the part layouts).
+
+The score of a part decomposes into pieces, each computed once and shared by
+every part that contains it:
+
+  order 1: S[t, p, c]     = E[t, c] + B[p, c] + W[t, p, c]
+  order 2: S[t, q, p, c]  = E[t, c] + B[p, c] + W[t, p, c] + T[q, p, c]
+
+  E[t, c]     emission: every EMISSION_TEMPLATES feature of word t, conjoined with tag c
+              (computed once per (t, c), not once per part);
+  B[p, c]     the tag bigram (p = START at t = 0);
+  W[t, p, c]  the tag bigram conjoined with word t's lowercase form;
+  T[q, p, c]  the tag trigram (order 2).
+
+Word-level values that come from strings (forms, affixes, shape, flags) are
+computed in Python once per distinct form and cached as 64-bit string hashes
+(`arborist.strings`); the nogil kernels combine them with per-template seeds,
+the neighbours' values, and the tags, with a splitmix64 mixer, and mask them
+into the weight vector. Tags enter through the hash of their name, so weights
+do not depend on the order of the tag list.
+
+`score` and `add` enumerate features with the same code (`_touch`,
+`_visit_emission`), so scores are exactly w . phi: for coefficients over parts,
+`add` sums them per piece (E over (q, p), W over q, B over t, q, T over t) and
+adds each piece's features once with the summed coefficient.
+"""
+from libc.stdint cimport uint64_t
+import numpy
+
+from ..learn.weights cimport Weights
+from ..strings import hash_string, hash_strings
+
+AFFIX_LENGTHS = (1, 2, 3, 4)
+SHAPE_RUN = 4  # a word shape keeps at most 4 repeats of a character class
+CONTEXT_OFFSETS = (-2, -1, 1, 2)
+
+# Values of one word, computed from its form (WORD_VALUES[i] -> column i).
+WORD_VALUES = (("form", "lower") + tuple(f"prefix{k}" for k in AFFIX_LENGTHS)
+               + tuple(f"suffix{k}" for k in AFFIX_LENGTHS)
+               + ("shape", "has_digit", "has_hyphen", "upper_initial", "all_upper"))
+CONTEXT_VALUES = ("lower", "suffix3")  # the values of the neighbours at CONTEXT_OFFSETS
+EMISSION_TEMPLATES = (("bias",) + WORD_VALUES
+                      + tuple(f"{v}{o:+d}" for o in CONTEXT_OFFSETS for v in CONTEXT_VALUES))
+
+cdef int N_VALUES = len(WORD_VALUES)
+cdef int LOWER_COLUMN = 1
+cdef int N_STRING_VALUES = 11  # columns 0..10 are strings (hashed); 11.. are 0/1 flags
+cdef int[2] CONTEXT_COLUMNS = [1, 8]  # lower, suffix3
+cdef uint64_t GOLDEN = 0x9E3779B97F4A7C15ULL
+cdef uint64_t BOS = hash_string("<S>")
+cdef uint64_t EOS = hash_string("</S>")
+START = "<START>"
+VOCAB_LIMIT = 1 << 20  # forms cached before the cache is cleared
+
+
+cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
+    # splitmix64 finalizer: a full-avalanche 64-bit mixer.
+    x ^= x >> 30
+    x *= 0xBF58476D1CE4E5B9ULL
+    x ^= x >> 27
+    x *= 0x94D049BB133111EBULL
+    x ^= x >> 31
+    return x
+
+
+cdef inline uint64_t combine(uint64_t seed, uint64_t value) noexcept nogil:
+    return mix64(seed ^ (value + GOLDEN + (seed << 6) + (seed >> 2)))
+
+
+def word_shape(str word):
+    """Character classes: X upper, x lower, d digit, other characters as themselves;
+    runs of one class longer than 4 are cut ("Washington" -> "Xxxxx", "1,000" -> "d,ddd")."""
+    out = []
+    last, run = None, 0
+    for ch in word:
+        cls = "X" if ch.isupper() else "x" if ch.islower() else "d" if ch.isdigit() else ch
+        run = run + 1 if cls == last else 1
+        last = cls
+        if run <= SHAPE_RUN:
+            out.append(cls)
+    return "".join(out)
+
+
+def word_strings(str word):
+    """The string values of WORD_VALUES[:11] for one word."""
+    lower = word.lower()
+    return ([word, lower] + [word[:k] for k in AFFIX_LENGTHS] + [word[-k:] for k in AFFIX_LENGTHS]
+            + [word_shape(word)])
+
+
+def word_flags(str word):
+    return (any(ch.isdigit() for ch in word), "-" in word, word[:1].isupper(), word.isupper())
+
+
+cdef inline int _lo(int t, int back, int K) noexcept nogil:
+    """First valid tag id at t - back: START (K) before the sentence, else 0."""
+    return K if t < back else 0
+
+
+cdef inline int _hi(int t, int back, int K) noexcept nogil:
+    return K + 1 if t < back else K
+
+
+cdef inline double _touch(uint64_t key, uint64_t mask, const double* w, Weights target, double value) noexcept nogil:
+    cdef uint64_t index = key & mask
+    if w != NULL:
+        return w[index]
+    target.add(index, value)
+    return 0.0
+
+
+cdef double _visit_emission(const uint64_t[:, ::1] keys, int t, uint64_t tag_key, uint64_t mask,
+                            const double* w, Weights target, double value) noexcept nogil:
+    """Sum of w over the emission features of (t, tag), or add `value` to each of them."""
+    cdef int j
+    cdef double total = 0.0
+    for j in range(keys.shape[1]):
+        total += _touch(mix64(keys[t, j] ^ tag_key), mask, w, target, value)
+    return total
+
+
+cdef void _emission_keys(const uint64_t[:, ::1] values, const uint64_t[::1] seeds,
+                         uint64_t[:, ::1] keys) noexcept nogil:
+    """keys[t, j]: template j's feature of word t, before conjunction with a tag."""
+    cdef int n = values.shape[0], t, j, k, o, pos, col, f
+    cdef int offsets[4]
+    cdef uint64_t v
+    offsets[0] = -2; offsets[1] = -1; offsets[2] = 1; offsets[3] = 2
+    for t in range(n):
+        keys[t, 0] = seeds[0]
+        for j in range(N_VALUES):
+            keys[t, 1 + j] = combine(seeds[1 + j], values[t, j])
+        f = 1 + N_VALUES
+        for o in range(4):
+            pos = t + offsets[o]
+            for k in range(2):
+                col = CONTEXT_COLUMNS[k]
+                v = BOS if pos < 0 else EOS if pos >= n else values[pos, col]
+                keys[t, f] = combine(seeds[f], v)
+                f += 1
+
+
+cdef void _score(int n, int K, int order, const uint64_t[:, ::1] keys, const uint64_t[:, ::1] values,
+                 const uint64_t[::1] tag_keys, const uint64_t[:, ::1] BK, const uint64_t[:, ::1] WK,
+                 const uint64_t[:, :, ::1] TK, uint64_t mask, const double* w,
+                 double[:, ::1] E, double[:, ::1] B, double[:, :, ::1] T, double* S) noexcept nogil:
+    """S (flat, C order over (n, Q, K+1, K); Q = K+1 for order 2, 1 for order 1): every valid part."""
+    cdef int t, q, p, c, Q = K + 1 if order == 2 else 1
+    cdef double piece
+    cdef Py_ssize_t base
+    for t in range(n):
+        for c in range(K):
+            E[t, c] = _visit_emission(keys, t, tag_keys[c], mask, w, None, 0.0)
+    for p in range(K + 1):
+        for c in range(K):
+            B[p, c] = _touch(BK[p, c], mask, w, None, 0.0)
+    if order == 2:
+        for q in range(K + 1):
+            for p in range(K + 1):
+                for c in range(K):
+                    T[q, p, c] = _touch(TK[q, p, c], mask, w, None, 0.0)
+    for t in range(n):
+        for p in range(_lo(t, 1, K), _hi(t, 1, K)):
+            for c in range(K):
+                piece = E[t, c] + B[p, c] + _touch(combine(WK[p, c], values[t, LOWER_COLUMN]), mask, w, None, 0.0)
+                if order == 1:
+                    S[(<Py_ssize_t>t * (K + 1) + p) * K + c] = piece
+                else:
+                    for q in range(_lo(t, 2, K), _hi(t, 2, K)):
+                        base = ((<Py_ssize_t>t * Q + q) * (K + 1) + p) * K + c
+                        S[base] = piece + T[q, p, c]
+
+
+cdef void _add(int n, int K, int order, const uint64_t[:, ::1] keys, const uint64_t[:, ::1] values,
+               const uint64_t[::1] tag_keys, const uint64_t[:, ::1] BK, const uint64_t[:, ::1] WK,
+               const uint64_t[:, :, ::1] TK, uint64_t mask, const double* coef, double scale, Weights target,
+               double[:, ::1] cE, double[:, ::1] cB, double[:, :, ::1] cT) noexcept nogil:
+    """target += scale * sum over valid parts r of coef_r phi_r, one add per feature of each piece."""
+    cdef int t, q, p, c, Q = K + 1 if order == 2 else 1
+    cdef double v, total
+    for t in range(n):
+        for p in range(_lo(t, 1, K), _hi(t, 1, K)):
+            for c in range(K):
+                if order == 1:
+                    total = coef[(<Py_ssize_t>t * (K + 1) + p) * K + c]
+                else:
+                    total = 0.0
+                    for q in range(_lo(t, 2, K), _hi(t, 2, K)):
+                        v = coef[((<Py_ssize_t>t * Q + q) * (K + 1) + p) * K + c]
+                        total += v
+                        cT[q, p, c] += v
+                if total != 0.0:
+                    _touch(combine(WK[p, c], values[t, LOWER_COLUMN]), mask, NULL, target, scale * total)
+                    cE[t, c] += total
+                    cB[p, c] += total
+    for t in range(n):
+        for c in range(K):
+            if cE[t, c] != 0.0:
+                _visit_emission(keys, t, tag_keys[c], mask, NULL, target, scale * cE[t, c])
+    for p in range(K + 1):
+        for c in range(K):
+            if cB[p, c] != 0.0:
+                _touch(BK[p, c], mask, NULL, target, scale * cB[p, c])
+    if order == 2:
+        for q in range(K + 1):
+            for p in range(K + 1):
+                for c in range(K):
+                    if cT[q, p, c] != 0.0:
+                        _touch(TK[q, p, c], mask, NULL, target, scale * cT[q, p, c])
+
+
+cdef class ChainFeatures:
+    """Emission and transition features of an order-1 or order-2 chain over `tags`."""
+
+    cdef readonly tuple tags
+    cdef readonly int order, bits, n_tags
+    cdef object seeds, tag_keys, bigram_keys, word_bigram_keys, trigram_keys
+    cdef dict vocab
+    cdef object table
+
+    def __init__(self, tags, int order=1, int bits=20):
+        if order not in (1, 2):
+            raise ValueError(f"chain order must be 1 or 2, got {order}")
+        if not 1 <= bits <= 32:
+            raise ValueError(f"hash bits must be in 1..32, got {bits}")
+        self.tags = tuple(tags)
+        if not self.tags:
+            raise ValueError("a chain needs at least one tag")
+        self.order, self.bits, self.n_tags = order, bits, len(self.tags)
+        self.seeds = hash_strings([f"chain/{name}" for name in EMISSION_TEMPLATES])
+        cdef int K = self.n_tags, q, p, c
+        names = hash_strings(list(self.tags) + [START])  # START = id K
+        tag_keys = numpy.empty(K, dtype=numpy.uint64)
+        bigram = numpy.empty((K + 1, K), dtype=numpy.uint64)
+        word_bigram = numpy.empty((K + 1, K), dtype=numpy.uint64)
+        trigram = numpy.zeros(self.shape(1)[1:] if order == 2 else (1, 1, 1), dtype=numpy.uint64)
+        cdef const uint64_t[::1] h = names
+        cdef uint64_t[::1] tk = tag_keys
+        cdef uint64_t[:, ::1] bk = bigram, wk = word_bigram
+        cdef uint64_t[:, :, ::1] tr = trigram
+        cdef uint64_t emit = hash_string("chain/tag"), bi = hash_string("chain/bigram")
+        cdef uint64_t wbi = hash_string("chain/bigram+lower"), tri = hash_string("chain/trigram")
+        for c in range(K):
+            tk[c] = combine(emit, h[c])
+            for p in range(K + 1):
+                bk[p, c] = combine(combine(bi, h[p]), h[c])
+                wk[p, c] = combine(combine(wbi, h[p]), h[c])
+                if order == 2:
+                    for q in range(K + 1):
+                        tr[q, p, c] = combine(combine(combine(tri, h[q]), h[p]), h[c])
+        self.tag_keys, self.bigram_keys = tag_keys, bigram
+        self.word_bigram_keys, self.trigram_keys = word_bigram, trigram
+        self.vocab = {}
+        self.table = numpy.zeros((64, N_VALUES), dtype=numpy.uint64)
+
+    @property
+    def features_per_part(self) -> int:
+        """Features of one part: the emission templates, bigram, bigram+word (and trigram)."""
+        return len(EMISSION_TEMPLATES) + 2 + (self.order == 2)
+
+    def shape(self, int n):
+        K = self.n_tags
+        return (n, K + 1, K) if self.order == 1 else (n, K + 1, K + 1, K)
+
+    def word_values(self, sentence):
+        """(n, len(WORD_VALUES)) uint64: each word's values (cached per distinct form)."""
+        forms = sentence.forms[1:]
+        missing = [f for f in dict.fromkeys(forms) if f not in self.vocab]
+        if missing:
+            if len(self.vocab) + len(missing) > VOCAB_LIMIT:
+                self.vocab = {}
+                missing = list(dict.fromkeys(forms))
+            start = len(self.vocab)
+            rows = numpy.empty((len(missing), N_VALUES), dtype=numpy.uint64)
+            rows[:, :N_STRING_VALUES] = hash_strings([s for f in missing for s in word_strings(f)]).reshape(
+                len(missing), N_STRING_VALUES)
+            rows[:, N_STRING_VALUES:] = numpy.array([word_flags(f) for f in missing], dtype=numpy.uint64)
+            if start + len(missing) > self.table.shape[0]:
+                grown = numpy.zeros((max(2 * self.table.shape[0], start + len(missing)), N_VALUES), dtype=numpy.uint64)
+                grown[:start] = self.table[:start]
+                self.table = grown
+            self.table[start:start + len(missing)] = rows
+            for i, f in enumerate(missing):
+                self.vocab[f] = start + i
+        return self.table[[self.vocab[f] for f in forms]] if forms else numpy.zeros((0, N_VALUES), dtype=numpy.uint64)
+
+    def emission_keys(self, sentence):
+        """(n, len(EMISSION_TEMPLATES)) uint64: each word's emission features before the tag."""
+        values = numpy.ascontiguousarray(self.word_values(sentence))
+        keys = numpy.empty((values.shape[0], len(EMISSION_TEMPLATES)), dtype=numpy.uint64)
+        cdef const uint64_t[:, ::1] vv = values
+        cdef const uint64_t[::1] seeds = self.seeds
+        cdef uint64_t[:, ::1] kv = keys
+        with nogil:
+            _emission_keys(vv, seeds, kv)
+        return values, keys
+
+    def score(self, sentence, const double[::1] w):
+        """Scores of every part: w . phi(part), in the `viterbi` layout; invalid parts are 0."""
+        cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
+        if w.shape[0] != <Py_ssize_t>(mask + 1):
+            raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{self.bits}")
+        cdef int n = sentence.n, K = self.n_tags, order = self.order
+        out = numpy.zeros(self.shape(n))
+        if n == 0:
+            return out
+        values, keys = self.emission_keys(sentence)
+        cdef const uint64_t[:, ::1] vv = values, kv = keys, bk = self.bigram_keys, wk = self.word_bigram_keys
+        cdef const uint64_t[::1] tk = self.tag_keys
+        cdef const uint64_t[:, :, ::1] tr = self.trigram_keys
+        cdef double[:, ::1] E = numpy.empty((n, K)), B = numpy.empty((K + 1, K))
+        cdef double[:, :, ::1] T = numpy.empty(self.trigram_keys.shape)
+        cdef double[::1] flat = out.reshape(-1)
+        with nogil:
+            _score(n, K, order, kv, vv, tk, bk, wk, tr, mask, &w[0], E, B, T, &flat[0])
+        return out
+
+    def add(self, sentence, coef, Weights weights, double scale=1.0):
+        """weights += scale * sum_r coef[r] * phi(r) over valid parts r (invalid entries are ignored)."""
+        if weights.bits != self.bits:
+            raise ValueError(f"weights have 2**{weights.bits} entries, features expect 2**{self.bits}")
+        cdef int n = sentence.n, K = self.n_tags, order = self.order
+        C = numpy.ascontiguousarray(coef, dtype=numpy.float64)
+        if C.shape != self.shape(n):
+            raise ValueError(f"coefficients must have shape {self.shape(n)}, got {C.shape}")
+        if n == 0:
+            return
+        values, keys = self.emission_keys(sentence)
+        cdef const uint64_t[:, ::1] vv = values, kv = keys, bk = self.bigram_keys, wk = self.word_bigram_keys
+        cdef const uint64_t[::1] tk = self.tag_keys
+        cdef const uint64_t[:, :, ::1] tr = self.trigram_keys
+        cdef const double[::1] flat = C.reshape(-1)
+        cdef double[:, ::1] cE = numpy.zeros((n, K)), cB = numpy.zeros((K + 1, K))
+        cdef double[:, :, ::1] cT = numpy.zeros(self.trigram_keys.shape)
+        with nogil:
+            _add(n, K, order, kv, vv, tk, bk, wk, tr, weights.mask, &flat[0], scale, weights, cE, cB, cT)
+
+    def part_indices(self, sentence, part):
+        """The feature indices of one part (t, prev, cur) or (t, prev2, prev, cur) (tests, inspection)."""
+        cdef Weights probe = Weights(self.bits, False)
+        coef = numpy.zeros(self.shape(sentence.n))
+        coef[tuple(part)] = 1.0
+        self.add(sentence, coef, probe)
+        idx = numpy.flatnonzero(probe.array)
+        return numpy.repeat(idx, probe.array[idx].astype(numpy.int64)).astype(numpy.uint64)
