@@ -119,9 +119,10 @@ def train(config: Config, output: str | Path | None = None, tracker=None, resume
     first_epoch = 1
     if resume:
         state, arrays = load_checkpoint(output / CHECKPOINT)
-        if state["config"] != config_text:
+        if _resumable(state["config"]) != _resumable(config_text):
             raise ValueError(f"{output / CHECKPOINT}: the checkpoint was written with a different config; "
-                             "resume with the same config and --set values")
+                             "resume with the same config and --set values (only training.max_epochs and "
+                             "training.patience may change)")
         trainer.restore(structure, train_set, arrays, state["trainer"])
         history, best = state["history"], state["best"]
         first_epoch = state["epoch"] + 1
@@ -179,6 +180,15 @@ def train(config: Config, output: str | Path | None = None, tracker=None, resume
     if summary.get("annealing"):
         tracker.message(annealing_markdown(summary["annealing"]))
     return best_parser, summary
+
+
+def _resumable(config_text: str) -> dict:
+    """The parts of a config a resumed run must share with the original: all but how long to train."""
+    config = Config().from_str(config_text, interpolate=False)
+    training = dict(config.get("training", {}))
+    training.pop("max_epochs", None)
+    training.pop("patience", None)
+    return {**config, "training": training}
 
 
 def _report(history, best, trainer) -> dict:

@@ -95,7 +95,10 @@ def test_interrupted_then_resumed_run_equals_uninterrupted(trainer, tmp_path):
 def test_resume_refuses_a_different_config(tmp_path):
     train(config("perceptron", 1), tmp_path / "run", Quiet())
     with pytest.raises(ValueError, match="different config"):
-        train(config("perceptron", 2), tmp_path / "run", Quiet(), resume=True)
+        other = config("perceptron", 1).merge(Config().from_str("[structure]\nhash_bits = 15"))
+        train(other, tmp_path / "run", Quiet(), resume=True)
+    _, summary = train(config("perceptron", 2), tmp_path / "run", Quiet(), resume=True)  # longer is fine
+    assert [h["epoch"] for h in summary["history"]] == [1, 2]
     with pytest.raises(ValueError, match="no checkpoint"):
         train(config("perceptron", 2), tmp_path / "elsewhere", Quiet(), resume=True)
 
