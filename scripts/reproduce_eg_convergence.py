@@ -195,12 +195,13 @@ def plot(results, path):
     fig, axes = plt.subplots(1, len(runs), figsize=(5 * len(runs), 4), squeeze=False)
     for ax, (C, r) in zip(axes[0], runs.items()):
         best = r["summary"]["best_primal"]
-        for name, style in (("EG", "-o"), ("EG-annealed", "-x"), ("L-BFGS", "-s"), ("SGD", "-^")):
+        for name, style, color in (("EG", "-o", "C0"), ("EG-annealed", "-x", "C1"), ("L-BFGS", "-s", "C2"),
+                                    ("SGD", "-^", "C3")):
             if name not in r:
                 continue
             xs = [p["effective_iterations"] for p in r[name]["curve"]]
             ys = [p["primal"] for p in r[name]["curve"]]
-            ax.plot(xs, ys, style, markersize=3, label=name)
+            ax.plot(xs, ys, style, color=color, markersize=3, label=name)
         ax.axhline(best * 1.01, color="grey", linestyle=":", label="best + 1%")
         ax.set_yscale("log")
         ax.set_ylim(best * 0.98, best * 10)
