@@ -8,7 +8,6 @@ Computation is counted as §7 counts it: an effective iteration is n example
 visits; every function evaluation of L-BFGS (line search included) visits all
 n examples, and an SGD step visits one.
 """
-from __future__ import annotations
 
 import time
 from typing import Callable

@@ -28,7 +28,6 @@ pass per rate tried.
 Reported objectives follow the paper: primal P(w(alpha)/C), dual -Q(alpha)
 (a lower bound on the primal minimum), gap = P + Q >= 0.
 """
-from __future__ import annotations
 
 import math
 import time

@@ -5,7 +5,6 @@ y* = argmax_y w . phi(x, y); if y* != y, w += phi(x, y) - phi(x, y*). Averaging
 (Collins 2002) uses the clock of `Weights`: the returned weights are the mean of
 w after every example.
 """
-from __future__ import annotations
 
 import time
 

@@ -18,27 +18,13 @@ ignored, and an entry of -inf forbids that arc.
 from libc.math cimport exp, log, INFINITY
 import numpy
 
+from ..semiring cimport reduce_terms
+
 cdef enum:
     SPAN_CR = 0
     SPAN_CL = 1
     SPAN_IR = 2
     SPAN_IL = 3
-
-
-cdef inline double _reduce(double* terms, int k, bint use_max, int* arg) noexcept nogil:
-    """(+) over terms[0..k): max (with its first argmax) or log-sum-exp."""
-    cdef int i, best_i = 0
-    cdef double best = terms[0], total = 0.0
-    for i in range(1, k):
-        if terms[i] > best:
-            best = terms[i]
-            best_i = i
-    arg[0] = best_i
-    if use_max or best == -INFINITY:
-        return best
-    for i in range(k):
-        total += exp(terms[i] - best)
-    return best + log(total)
 
 
 cdef double _fill(const double[:, ::1] S, int n, bint single_root, bint use_max,
@@ -55,24 +41,24 @@ cdef double _fill(const double[:, ::1] S, int n, bint single_root, bint use_max,
             t = s + k
             for r in range(s, t):
                 terms[r - s] = Cr[s, r] + Cl[r + 1, t]
-            inner = _reduce(terms, k, use_max, &arg)
+            inner = reduce_terms(terms, k, use_max, &arg)
             B[s, t] = inner
             bp_b[s, t] = s + arg
             Ir[s, t] = S[s, t] + inner
             Il[s, t] = -INFINITY if s == 0 else S[t, s] + inner
             for r in range(s + 1, t + 1):
                 terms[r - s - 1] = Ir[s, r] + Cr[r, t]
-            Cr[s, t] = _reduce(terms, k, use_max, &arg)
+            Cr[s, t] = reduce_terms(terms, k, use_max, &arg)
             bp_cr[s, t] = s + 1 + arg
             for r in range(s, t):
                 terms[r - s] = Cl[s, r] + Il[r, t]
-            Cl[s, t] = _reduce(terms, k, use_max, &arg)
+            Cl[s, t] = reduce_terms(terms, k, use_max, &arg)
             bp_cl[s, t] = s + arg
     if not single_root:
         return Cr[0, n]
     for r in range(1, n + 1):
         terms[r - 1] = S[0, r] + Cl[1, r] + Cr[r, n]
-    result = _reduce(terms, n, use_max, &arg)
+    result = reduce_terms(terms, n, use_max, &arg)
     root_arg[0] = 1 + arg
     return result
 

@@ -17,6 +17,7 @@ from libc.stdint cimport uint64_t, int8_t
 from libc.math cimport INFINITY
 import numpy
 
+from ..hashing cimport GOLDEN, combine, mix64
 from ..learn.weights cimport Weights
 from ..sentence import ATTR_NAMES
 from ..strings import hash_string
@@ -51,24 +52,9 @@ DEFAULT_TEMPLATES = (
 
 cdef int MAX_ATOMS = 4
 cdef int MAX_OFFSET = 2
-cdef uint64_t GOLDEN = 0x9E3779B97F4A7C15ULL
 cdef uint64_t BOS = hash_string("<S>")
 cdef uint64_t EOS = hash_string("</S>")
 N_DISTANCE_BINS = 11
-
-
-cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
-    # splitmix64 finalizer: a full-avalanche 64-bit mixer, much cheaper than murmur.
-    x ^= x >> 30
-    x *= 0xBF58476D1CE4E5B9ULL
-    x ^= x >> 27
-    x *= 0x94D049BB133111EBULL
-    x ^= x >> 31
-    return x
-
-
-cdef inline uint64_t combine(uint64_t seed, uint64_t value) noexcept nogil:
-    return mix64(seed ^ (value + GOLDEN + (seed << 6) + (seed >> 2)))
 
 
 cdef inline int distance_bin(int d) noexcept nogil:

@@ -27,6 +27,7 @@ adds each piece's features once with the summed coefficient.
 from libc.stdint cimport uint64_t
 import numpy
 
+from ..hashing cimport GOLDEN, combine, mix64
 from ..learn.weights cimport Weights
 from ..strings import hash_string, hash_strings
 
@@ -46,25 +47,10 @@ cdef int N_VALUES = len(WORD_VALUES)
 cdef int LOWER_COLUMN = 1
 cdef int N_STRING_VALUES = 11  # columns 0..10 are strings (hashed); 11.. are 0/1 flags
 cdef int[2] CONTEXT_COLUMNS = [1, 8]  # lower, suffix3
-cdef uint64_t GOLDEN = 0x9E3779B97F4A7C15ULL
 cdef uint64_t BOS = hash_string("<S>")
 cdef uint64_t EOS = hash_string("</S>")
 START = "<START>"
 VOCAB_LIMIT = 1 << 20  # forms cached before the cache is cleared
-
-
-cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
-    # splitmix64 finalizer: a full-avalanche 64-bit mixer.
-    x ^= x >> 30
-    x *= 0xBF58476D1CE4E5B9ULL
-    x ^= x >> 27
-    x *= 0x94D049BB133111EBULL
-    x ^= x >> 31
-    return x
-
-
-cdef inline uint64_t combine(uint64_t seed, uint64_t value) noexcept nogil:
-    return mix64(seed ^ (value + GOLDEN + (seed << 6) + (seed >> 2)))
 
 
 def word_shape(str word):

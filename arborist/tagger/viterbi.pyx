@@ -26,21 +26,7 @@ underflow.
 from libc.math cimport exp, log, INFINITY
 import numpy
 
-
-cdef inline double _reduce(double* terms, int k, bint use_max, int* arg) noexcept nogil:
-    """(+) over terms[0..k): max (with its first argmax) or log-sum-exp."""
-    cdef int i, best_i = 0
-    cdef double best = terms[0], total = 0.0
-    for i in range(1, k):
-        if terms[i] > best:
-            best = terms[i]
-            best_i = i
-    arg[0] = best_i
-    if use_max or best == -INFINITY:
-        return best
-    for i in range(k):
-        total += exp(terms[i] - best)
-    return best + log(total)
+from ..semiring cimport reduce_terms
 
 
 cdef inline double _prob(double log_value, double logz) noexcept nogil:
@@ -62,11 +48,11 @@ cdef double _forward1(const double[:, :, ::1] S, int n, int K, bint use_max,
         for c in range(K):
             for p in range(K):
                 terms[p] = alpha[t - 1, p] + S[t, p, c]
-            alpha[t, c] = _reduce(terms, K, use_max, &arg)
+            alpha[t, c] = reduce_terms(terms, K, use_max, &arg)
             bp[t, c] = arg
     for c in range(K):
         terms[c] = alpha[n - 1, c]
-    return _reduce(terms, K, use_max, last)
+    return reduce_terms(terms, K, use_max, last)
 
 
 cdef void _backtrack1(int n, int last, int[:, ::1] bp, int[::1] tags) noexcept nogil:
@@ -86,7 +72,7 @@ cdef void _backward1(const double[:, :, ::1] S, int n, int K, double logz, doubl
         for p in range(K):
             for c in range(K):
                 terms[c] = S[t + 1, p, c] + beta[t + 1, c]
-            beta[t, p] = _reduce(terms, K, False, &arg)
+            beta[t, p] = reduce_terms(terms, K, False, &arg)
     for c in range(K):
         mu[0, K, c] = _prob(S[0, K, c] + beta[0, c], logz)
     for t in range(1, n):
@@ -118,14 +104,14 @@ cdef double _forward2(const double[:, :, :, ::1] S, int n, int K, bint use_max,
                 else:
                     for p2 in range(K):
                         terms[p2] = alpha[t - 1, p2, p] + S[t, p2, p, c]
-                    alpha[t, p, c] = _reduce(terms, K, use_max, &arg)
+                    alpha[t, p, c] = reduce_terms(terms, K, use_max, &arg)
                     bp[t, p, c] = arg
     # Final states (p, c): p = START only for a one-word sentence.
     lo = K if n == 1 else 0
     for p in range(lo, lo + (1 if n == 1 else K)):
         for c in range(K):
             terms[(p - lo) * K + c] = alpha[n - 1, p, c]
-    result = _reduce(terms, (1 if n == 1 else K) * K, use_max, &arg)
+    result = reduce_terms(terms, (1 if n == 1 else K) * K, use_max, &arg)
     last[0] = (lo + arg // K) * K + arg % K
     return result
 
@@ -157,7 +143,7 @@ cdef void _backward2(const double[:, :, :, ::1] S, int n, int K, double logz, do
             for p in range(K):
                 for c in range(K):
                     terms[c] = S[t + 1, p2, p, c] + beta[t + 1, p, c]
-                beta[t, p2, p] = _reduce(terms, K, False, &arg)
+                beta[t, p2, p] = reduce_terms(terms, K, False, &arg)
     for c in range(K):
         mu[0, K, K, c] = _prob(S[0, K, K, c] + beta[0, K, c], logz)
     if n >= 2:
