@@ -122,7 +122,7 @@ class EG:
             self.theta.append(theta)
             self.mu.append(mu)
             self.logz[i] = logz
-            self.term[i] = self._term(structure, x, gold, theta, mu, logz)
+            self.term[i] = self._term(self._cost(structure, x), theta, mu, logz)
             structure.add_features(x, structure.indicator(x, gold) - mu, self.weights, 1.0)
         self.sq_norm = float(self.weights.array @ self.weights.array)
         self.eta = np.full(n, float(eta))
@@ -132,15 +132,19 @@ class EG:
         self.stalls = 0
         self.iterations_at_C = 0.0
 
-    def _term(self, structure, x, gold, theta, mu, logz) -> float:
+    def _cost(self, structure, x):
+        """e_i over parts: only the M3N dual reads it."""
+        return structure.part_cost(x, structure.gold(x)) if self.objective == "m3n" else None
+
+    def _term(self, cost, theta, mu, logz) -> float:
         if self.objective == "crf":
             return float((mu * theta).sum() - logz)
-        return -float((mu * structure.part_cost(x, gold)).sum())
+        return -float((mu * cost).sum())
 
-    def _theta_update(self, structure, x, gold, theta, s, eta):
+    def _theta_update(self, cost, theta, s, eta):
         if self.objective == "crf":
             return theta - eta * (theta - s)
-        return theta + eta * (structure.part_cost(x, gold) + s)
+        return theta + eta * (cost + s)
 
     def dual_value(self) -> float:
         """Q(alpha) for the current state (minimized; -Q is the reported dual)."""
@@ -151,11 +155,11 @@ class EG:
         """One online EG update of example i (Figure 3), with the adaptive rate of §7.
 
         Returns (accepted, dQ). Each rate tried counts as one visit."""
-        gold = structure.gold(x)
+        cost = self._cost(structure, x)
         s = structure.scores(x, self.weights) / self.C
         eta = self.eta[i]
         for attempt in range(self.max_halvings + 1 if adaptive else 1):
-            accepted, dq = self._try(structure, x, gold, i, s, eta)
+            accepted, dq = self._try(structure, x, cost, i, s, eta)
             if accepted:
                 # Grow the rate only on a real improvement: an example already at its
                 # optimum (dQ = 0) would otherwise grow eta, and theta, without bound.
@@ -166,11 +170,11 @@ class EG:
         self.stalls += 1  # no rate improved Q (only at numerical convergence): leave i as it was
         return False, dq
 
-    def _try(self, structure, x, gold, i, s, eta) -> tuple[bool, float]:
+    def _try(self, structure, x, cost, i, s, eta) -> tuple[bool, float]:
         self.visits += 1
-        theta = self._theta_update(structure, x, gold, self.theta[i], s, eta)
+        theta = self._theta_update(cost, self.theta[i], s, eta)
         mu, logz = structure.marginals(x, theta)
-        term = self._term(structure, x, gold, theta, mu, logz)
+        term = self._term(cost, theta, mu, logz)
         w = self.weights
         w.sq_norm_change = 0.0
         structure.add_features(x, self.mu[i] - mu, w, 1.0)
@@ -244,10 +248,10 @@ class EG:
             new_state = []
             d_terms = 0.0
             for i, x in enumerate(examples):
-                gold = structure.gold(x)
-                theta = self._theta_update(structure, x, gold, self.theta[i], scores[i], eta)
+                cost = self._cost(structure, x)
+                theta = self._theta_update(cost, self.theta[i], scores[i], eta)
                 mu, logz = structure.marginals(x, theta)
-                term = self._term(structure, x, gold, theta, mu, logz)
+                term = self._term(cost, theta, mu, logz)
                 structure.add_features(x, self.mu[i] - mu, w_new, 1.0)
                 new_state.append((theta, mu, logz, term))
                 d_terms += term - self.term[i]
@@ -398,7 +402,7 @@ class EG:
             self.theta.append(theta)
             self.mu.append(mu)
             self.logz[i] = logz
-            self.term[i] = self._term(structure, x, gold, theta, mu, logz)
+            self.term[i] = self._term(self._cost(structure, x), theta, mu, logz)
         self.sq_norm = float(self.weights.array @ self.weights.array)
         self.eta = arrays["eta"].copy()
         for key in ("C", "batch_eta", "eta_ini", "visits", "halvings", "stalls", "iterations_at_C", "epochs_done",
