@@ -25,47 +25,78 @@ def train(
     overrides: List[str] = typer.Option([], "--set", help="override a config value: section.key=value"),
     resume: bool = typer.Option(False, "--resume", help="continue the run in --output from its last checkpoint"),
 ):
-    """Train a model from a config; the best epoch on dev is written to OUTPUT/model-best."""
+    """Train the config's components (taggers, then a parser on jackknifed tags); the best
+    epoch of each on dev goes into OUTPUT/model-best."""
     from .corpus import CorpusError
     from .train import load_config, parse_overrides, train as run
 
     try:
         cfg = load_config(config, parse_overrides(overrides))
-        _, summary = run(cfg, output, resume=resume)
+        _, report = run(cfg, output, resume=resume)
     except (CorpusError, ValueError, OSError) as e:
         _fail(str(e))
-    typer.echo(
-        f"best epoch {summary['best_epoch']}: dev UAS {summary['best_dev_uas']:.2f}"
-        + (f"; model written to {output / 'model-best'}" if output else ""),
-        err=True,
-    )
+    for name, entry in report["components"].items():
+        best = "-" if entry["best"] is None else f"{entry['best']:.2f}"
+        typer.echo(f"{name}: best epoch {entry['best_epoch']}, {entry['key']} {best}", err=True)
+    if output:
+        typer.echo(f"model written to {output / 'model-best'}", err=True)
 
 
 @app.command()
 def evaluate(
     model: Path = typer.Argument(..., exists=True, file_okay=False, help="model directory"),
     gold: Path = typer.Argument(..., exists=True, dir_okay=False, help="gold CoNLL-U file"),
+    gold_tags: bool = typer.Option(False, "--gold-tags", help="parse with the file's own UPOS/XPOS, not predicted tags"),
     as_json: bool = typer.Option(False, "--json", help="print scores as JSON"),
 ):
-    """Parse a gold CoNLL-U file with the model and print UAS, LAS and exact match."""
+    """Tag and parse a gold CoNLL-U file with the model; print tag accuracy (all words and
+    words unseen in training) and UAS, LAS and exact match with the predicted tags."""
     from .corpus import CorpusError, read_conllu
-    from .evaluate import attachment_scores
     from .model import ModelError, load
 
     try:
-        parser = load(model)
-        scores = attachment_scores((s, h, None) for s, h in parser.parse(read_conllu(gold, require_heads=True)))
+        pipeline = load(model)
+        scores = evaluate_pipeline(pipeline, read_conllu(gold, require_heads=True), gold_tags)
     except (CorpusError, ModelError, OSError) as e:
         _fail(str(e))
     if as_json:
         typer.echo(json.dumps(scores, indent=2))
         return
-    rows = [("UAS", "uas"), ("UAS (no punct)", "uas_nopunct"), ("LAS", "las"), ("LAS (no punct)", "las_nopunct"),
-            ("exact match", "exact_match")]
-    typer.echo(f"{'metric':<16}{'score':>8}")
-    for name, key in rows:
-        typer.echo(f"{name:<16}{scores[key]:>8.2f}" if key in scores else f"{name:<16}{'-':>8}  (model predicts no labels)")
-    typer.echo(f"{scores['words']} words, {scores['sentences']} sentences")
+    rows = []
+    for attribute in ("upos", "xpos"):
+        if attribute in scores:
+            rows += [(f"{attribute.upper()} accuracy", scores[attribute]),
+                     (f"{attribute.upper()} unseen words", scores[f"{attribute}_unseen"])]
+    tagged = "gold" if gold_tags or not pipeline.taggers else "predicted"
+    if pipeline.parser is not None:
+        rows += [(f"UAS ({tagged} tags)", scores["uas"]), ("UAS (no punct)", scores["uas_nopunct"]),
+                 ("LAS", scores.get("las")), ("LAS (no punct)", scores.get("las_nopunct")),
+                 ("exact match", scores["exact_match"])]
+    typer.echo(f"{'metric':<24}{'score':>8}")
+    for name, value in rows:
+        typer.echo(f"{name:<24}{value:>8.2f}" if value is not None else f"{name:<24}{'-':>8}  (model predicts no labels)")
+    typer.echo(f"{scores['words']} words ({scores.get('unseen_words', 0)} unseen in training), {scores['sentences']} sentences")
+
+
+def evaluate_pipeline(pipeline, sentences, gold_tags: bool = False) -> dict:
+    """Tag accuracy of every tagger and attachment scores of the parser on gold sentences."""
+    from .evaluate import attachment_scores, tag_scores
+
+    tag_pairs, parse_triples = [], []
+    for gold in sentences:
+        tagged, heads = pipeline.annotate(gold, gold_tags)
+        if not gold_tags and pipeline.taggers:
+            tag_pairs.append((gold, {t.attribute: getattr(tagged, t.attribute)[1:] for t in pipeline.taggers}))
+        if heads is not None:
+            parse_triples.append((gold, heads, None))
+    scores = {}
+    if tag_pairs:
+        scores.update(tag_scores(tag_pairs, pipeline.unseen))
+    if parse_triples:
+        scores.update(attachment_scores(parse_triples))
+    if not scores:
+        raise ValueError("nothing to evaluate: the model has no parser and --gold-tags skips its taggers")
+    return scores
 
 
 @app.command()
@@ -73,21 +104,30 @@ def parse(
     model: Path = typer.Argument(..., exists=True, file_okay=False, help="model directory"),
     inputs: List[Path] = typer.Argument(..., exists=True, dir_okay=False, help="CoNLL-U files"),
     output_dir: Path = typer.Option(..., "--output-dir", "-d", help="directory for the parsed files"),
+    gold_tags: bool = typer.Option(False, "--gold-tags", help="keep the input's UPOS/XPOS and parse with them"),
 ):
-    """Parse CoNLL-U files (using their POS columns); HEAD is written, every other byte kept."""
+    """Tag and parse CoNLL-U files: UPOS/XPOS (the model's taggers, unless --gold-tags) and
+    HEAD are written, every other byte is kept."""
     from .corpus import CorpusError, read_conllu, write_conllu
     from .model import ModelError, load
 
     try:
-        parser = load(model)
+        pipeline = load(model)
     except ModelError as e:
         _fail(str(e))
     output_dir.mkdir(parents=True, exist_ok=True)
     failed = 0
+
+    def annotated(path):
+        for sentence in read_conllu(path):
+            tagged, heads = pipeline.annotate(sentence, gold_tags)
+            tags = {} if gold_tags else {t.attribute: getattr(tagged, t.attribute)[1:] for t in pipeline.taggers}
+            yield sentence, heads, None, tags
+
     for path in inputs:
         target = output_dir / path.name
         try:
-            write_conllu(target, ((s, h) for s, h in parser.parse(read_conllu(path))))
+            write_conllu(target, annotated(path))
             typer.echo(f"{path} -> {target}", err=True)
         except (CorpusError, OSError) as e:
             typer.echo(f"error: {e}", err=True)

@@ -16,6 +16,7 @@ from .sentence import Sentence
 
 N_COLUMNS = 10
 HEAD_COL, DEPREL_COL = 6, 7
+TAG_COLS = {"upos": 3, "xpos": 4}
 
 
 class CorpusError(ValueError):
@@ -140,10 +141,12 @@ def _check_tree(heads: Sequence[int], head_lines: Sequence[int], path, first: in
             state[p] = 2
 
 
-def format_sentence(sentence: Sentence, heads=None, deprels=None) -> str:
-    """The sentence's lines as read, with HEAD (and DEPREL) replaced where given."""
-    if heads is None and deprels is None:
+def format_sentence(sentence: Sentence, heads=None, deprels=None, tags: dict | None = None) -> str:
+    """The sentence's lines as read, with HEAD, DEPREL and tag columns replaced where given
+    (tags: {"upos": [...], "xpos": [...]}, one tag per word, without the root)."""
+    if heads is None and deprels is None and not tags:
         return "".join(sentence.lines)
+    tag_columns = [(TAG_COLS[a], values) for a, values in (tags or {}).items()]
     lines = list(sentence.lines)
     for m, offset in enumerate(sentence.word_lines, start=1):
         line = lines[offset]
@@ -154,12 +157,14 @@ def format_sentence(sentence: Sentence, heads=None, deprels=None) -> str:
             columns[HEAD_COL] = str(int(heads[m]))
         if deprels is not None:
             columns[DEPREL_COL] = deprels[m]
+        for col, values in tag_columns:
+            columns[col] = values[m - 1]
         lines[offset] = "\t".join(columns) + ending
     return "".join(lines)
 
 
 def write_conllu(path: str | os.PathLike, items: Iterable[Sentence | tuple]) -> None:
-    """Write sentences atomically; an item is a Sentence or (Sentence, heads[, deprels])."""
+    """Write sentences atomically; an item is a Sentence or (Sentence, heads[, deprels[, tags]])."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:

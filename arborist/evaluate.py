@@ -6,7 +6,7 @@ PUNCT, and exact match is the share of sentences with every head right.
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -50,3 +50,36 @@ def attachment_scores(
         scores["las"] = pct(label_ok, words)
         scores["las_nopunct"] = pct(label_ok_np, words_np)
     return scores
+
+
+def tag_scores(pairs: Iterable[tuple[Sentence, dict]], unseen: Callable[[Sentence], np.ndarray] | None = None) -> dict:
+    """Tagging accuracy per predicted column, on every word and on words unseen in training.
+
+    pairs: (gold sentence, {"upos": predicted tags (n), "xpos": ...}); `unseen(sentence)`
+    marks the words whose form never occurs in the training data (`Pipeline.unseen`).
+    Returns {"words", "sentences", "upos", "upos_unseen", "unseen_words", ...} in percent."""
+    right: dict[str, int] = {}
+    right_unseen: dict[str, int] = {}
+    words = unseen_words = sentences = 0
+    for gold, predicted in pairs:
+        new = unseen(gold) if unseen is not None else np.zeros(gold.n, dtype=bool)
+        for attribute, tags in predicted.items():
+            gold_tags = gold.upos if attribute == "upos" else gold.xpos
+            ok = np.array([p == g for p, g in zip(tags, gold_tags[1:])], dtype=bool)
+            right[attribute] = right.get(attribute, 0) + int(ok.sum())
+            right_unseen[attribute] = right_unseen.get(attribute, 0) + int(ok[new].sum())
+        words += gold.n
+        unseen_words += int(new.sum())
+        sentences += 1
+    scores: dict = {"words": words, "sentences": sentences}
+    for attribute in right:
+        scores[attribute] = _pct(right[attribute], words)
+        if unseen is not None:
+            scores[f"{attribute}_unseen"] = _pct(right_unseen[attribute], unseen_words)
+    if unseen is not None:
+        scores["unseen_words"] = unseen_words
+    return scores
+
+
+def _pct(a: int, b: int) -> float:
+    return 100.0 * a / b if b else 0.0

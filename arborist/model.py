@@ -1,15 +1,25 @@
-"""Models on disk: a directory with meta.json and .npy arrays, no pickle.
+"""Models on disk: a pipeline of components (taggers, then a parser) in one
+directory with meta.json and .npy arrays, no pickle.
+
+    meta.json         format, version, and per component its name, kind, structure
+                      configuration and training info
+    <name>.npy        each component's weights (float64, 2^hash_bits)
+    vocabulary.npy    sorted 64-bit hashes of the training forms (for accuracy on
+                      words unseen in training)
 
 Saving is atomic: the model is written to a temporary sibling directory and
 renamed into place, so an interrupted save never leaves a half-written model
-(and never destroys the previous one).
+(and never destroys the previous one). Format version 1 (a lone parser with
+weights.npy) still loads.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -17,34 +27,142 @@ import numpy as np
 
 from .learn.weights import Weights
 from .parser.tree import DependencyTree
-from .sentence import Sentence
+from .sentence import FORM, UPOS, XPOS, ROOT, Sentence
+from .strings import hash_strings
+from .tagger.chain import LinearChain
 
 FORMAT = "arborist-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+VOCABULARY = "vocabulary.npy"
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
 class ModelError(ValueError):
     pass
 
 
-class Parser:
-    """A trained dependency parser: a structure (feature configuration) and its weights."""
+class Component:
+    """A structure (feature configuration, tag set) and its weights."""
 
-    kind = "parser"
+    kind = ""
 
-    def __init__(self, structure: DependencyTree, weights: np.ndarray, info: dict | None = None):
+    def __init__(self, structure, weights: np.ndarray, info: dict | None = None):
         self.structure = structure
         self.weights = Weights(structure.hash_bits, False, np.ascontiguousarray(weights, dtype=np.float64))
         self.info = dict(info or {})
 
-    def predict(self, sentence: Sentence) -> np.ndarray:
-        """Predicted heads (int32, n+1; heads[0] = -1)."""
+    def predict(self, sentence: Sentence):
         s = self.structure
         return s.argmax(sentence, s.scores(sentence, self.weights))
+
+
+class Tagger(Component):
+    """Predicts one tag column (UPOS or XPOS) with a linear chain."""
+
+    kind = "tagger"
+
+    @property
+    def attribute(self) -> str:
+        return self.structure.attribute
+
+    def tags(self, sentence: Sentence) -> list[str]:
+        """The predicted tag of every word (without the root)."""
+        return self.structure.tag_names(self.predict(sentence))
+
+    def tag(self, sentence: Sentence) -> Sentence:
+        """The sentence with this tagger's column replaced by its predictions."""
+        return with_tags(sentence, self.attribute, self.tags(sentence))
+
+
+class Parser(Component):
+    """A dependency parser: predicts heads (int32, n+1; heads[0] = -1)."""
+
+    kind = "parser"
 
     def parse(self, sentences: Iterable[Sentence]) -> Iterator[tuple[Sentence, np.ndarray]]:
         for sentence in sentences:
             yield sentence, self.predict(sentence)
+
+
+KINDS = {"tagger": (Tagger, LinearChain), "parser": (Parser, DependencyTree)}
+STRUCTURE_KINDS = {LinearChain.name: "tagger", DependencyTree.name: "parser"}
+
+
+def component_for(structure, weights: np.ndarray, info: dict | None = None) -> Component:
+    """The component kind that predicts with this structure."""
+    kind = STRUCTURE_KINDS.get(getattr(structure, "name", None))
+    if kind is None:
+        raise ValueError(f"no component predicts with a {type(structure).__name__} structure")
+    return KINDS[kind][0](structure, weights, info)
+
+
+def with_tags(sentence: Sentence, attribute: str, tags: list[str]) -> Sentence:
+    """A copy of the sentence whose UPOS or XPOS column (strings and hashes) is `tags`."""
+    if len(tags) != sentence.n:
+        raise ValueError(f"{len(tags)} tags for a sentence of {sentence.n} words")
+    column = [ROOT] + list(tags)
+    attrs = sentence.attrs.copy()
+    attrs[UPOS if attribute == "upos" else XPOS] = hash_strings(column)
+    return replace(sentence, attrs=attrs, **{attribute: column})
+
+
+class Pipeline:
+    """Taggers, then (optionally) a parser that reads their predicted tags.
+
+    `annotate` runs the taggers in order, each on the output of the one before,
+    and the parser on the result; `gold_tags=True` skips the taggers and parses
+    with the input's own tag columns."""
+
+    def __init__(self, components: dict[str, Component] | None = None, vocabulary: np.ndarray | None = None,
+                 info: dict | None = None):
+        self.components: dict[str, Component] = {}
+        for name, component in (components or {}).items():
+            self.add(name, component)
+        self.vocabulary = np.unique(np.asarray(vocabulary if vocabulary is not None else [], dtype=np.uint64))
+        self.info = dict(info or {})
+
+    def add(self, name: str, component: Component) -> None:
+        if not NAME.match(name):
+            raise ValueError(f"component name {name!r} must be letters, digits, '_' or '-'")
+        if isinstance(component, Tagger) and any(
+                isinstance(c, Tagger) and c.attribute == component.attribute and n != name
+                for n, c in self.components.items()):
+            raise ValueError(f"two taggers for {component.attribute.upper()}")
+        if isinstance(component, Parser) and self.parser is not None and name not in self.components:
+            raise ValueError("a pipeline has at most one parser")
+        self.components[name] = component
+
+    @property
+    def taggers(self) -> list[Tagger]:
+        return [c for c in self.components.values() if isinstance(c, Tagger)]
+
+    @property
+    def parser(self) -> Parser | None:
+        return next((c for c in self.components.values() if isinstance(c, Parser)), None)
+
+    def tag(self, sentence: Sentence) -> Sentence:
+        for tagger in self.taggers:
+            sentence = tagger.tag(sentence)
+        return sentence
+
+    def annotate(self, sentence: Sentence, gold_tags: bool = False) -> tuple[Sentence, np.ndarray | None]:
+        """(the sentence with predicted tags, predicted heads or None without a parser)."""
+        if not gold_tags:
+            sentence = self.tag(sentence)
+        parser = self.parser
+        return sentence, (parser.predict(sentence) if parser is not None else None)
+
+    def parse(self, sentences: Iterable[Sentence], gold_tags: bool = False):
+        for sentence in sentences:
+            yield self.annotate(sentence, gold_tags)
+
+    def unseen(self, sentence: Sentence) -> np.ndarray:
+        """Boolean per word: its form never occurs in the training data."""
+        forms = sentence.attrs[FORM, 1:]
+        at = np.searchsorted(self.vocabulary, forms)
+        found = at < len(self.vocabulary)
+        found[found] = self.vocabulary[at[found]] == forms[found]
+        return ~found
 
     def meta(self) -> dict:
         from . import __version__
@@ -52,17 +170,20 @@ class Parser:
         return {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
-            "kind": self.kind,
             "arborist_version": __version__,
-            "structure": self.structure.config(),
-            "labels": {"deprel": []},
+            "components": [
+                {"name": name, "kind": c.kind, "structure": c.structure.config(), "info": c.info}
+                for name, c in self.components.items()
+            ],
             "info": self.info,
         }
 
     def save(self, path: str | os.PathLike) -> Path:
         def write(tmp: Path) -> None:
             (tmp / "meta.json").write_text(json.dumps(self.meta(), indent=2) + "\n", encoding="utf-8")
-            np.save(tmp / "weights.npy", self.weights.array, allow_pickle=False)
+            for name, component in self.components.items():
+                np.save(tmp / f"{name}.npy", component.weights.array, allow_pickle=False)
+            np.save(tmp / VOCABULARY, self.vocabulary, allow_pickle=False)
 
         return write_directory(path, write)
 
@@ -101,7 +222,7 @@ def write_directory(path: str | os.PathLike, write) -> Path:
 BEST_MODEL = "model-best"  # inside a training output directory, as `spacy train` names it
 
 
-def load(path: str | os.PathLike) -> Parser:
+def load(path: str | os.PathLike) -> Pipeline:
     """Load a model directory (or a training output directory's model-best); the format
     and its version are checked before anything else."""
     path = Path(path)
@@ -117,24 +238,50 @@ def load(path: str | os.PathLike) -> Parser:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ModelError(f"{meta_path}: not an arborist model (no 'format': '{FORMAT}' entry)")
     version = meta.get("format_version")
-    if version != FORMAT_VERSION:
+    if version == 1:  # a lone parser
+        entries = [{"name": "parser", "kind": meta.get("kind"), "structure": meta.get("structure"),
+                    "info": meta.get("info"), "weights": "weights.npy"}]
+    elif version == FORMAT_VERSION:
+        entries = meta.get("components")
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            raise ModelError(f"{meta_path}: 'components' must be a list of objects")
+    else:
         raise ModelError(
-            f"{meta_path}: model format version {version}, this arborist reads version {FORMAT_VERSION}; "
+            f"{meta_path}: model format version {version}, this arborist reads versions 1 and {FORMAT_VERSION}; "
             f"retrain the model or use the arborist version that wrote it ({meta.get('arborist_version')})"
         )
-    if meta.get("kind") != Parser.kind:
-        raise ModelError(f"{meta_path}: unknown model kind {meta.get('kind')!r}")
-    try:
-        structure = DependencyTree.from_config(meta["structure"])
-    except (KeyError, TypeError, ValueError) as e:
-        raise ModelError(f"{meta_path}: invalid 'structure' entry ({type(e).__name__}: {e})") from None
-    try:
-        weights = np.load(path / "weights.npy", allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise ModelError(f"{path / 'weights.npy'}: cannot read weights ({e})") from None
-    if weights.dtype != np.float64 or weights.shape != (1 << structure.hash_bits,):
-        raise ModelError(
-            f"{path / 'weights.npy'}: {weights.dtype} {weights.shape} does not match hash_bits {structure.hash_bits} "
-            f"(expected float64 ({1 << structure.hash_bits},))"
-        )
-    return Parser(structure, weights, meta.get("info"))
+    pipeline = Pipeline(info=meta.get("info"))
+    for entry in entries:
+        name, kind = entry.get("name"), entry.get("kind")
+        if kind not in KINDS:
+            raise ModelError(f"{meta_path}: unknown model kind {kind!r}")
+        if not isinstance(name, str) or not NAME.match(name):
+            raise ModelError(f"{meta_path}: invalid component name {name!r}")
+        component_class, structure_class = KINDS[kind]
+        try:
+            structure = structure_class.from_config(entry["structure"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise ModelError(f"{meta_path}: invalid 'structure' entry of {name} ({type(e).__name__}: {e})") from None
+        weights_path = path / entry.get("weights", f"{name}.npy")
+        try:
+            weights = np.load(weights_path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise ModelError(f"{weights_path}: cannot read weights ({e})") from None
+        if weights.dtype != np.float64 or weights.shape != (1 << structure.hash_bits,):
+            raise ModelError(
+                f"{weights_path}: {weights.dtype} {weights.shape} does not match hash_bits {structure.hash_bits} "
+                f"(expected float64 ({1 << structure.hash_bits},))"
+            )
+        try:
+            pipeline.add(name, component_class(structure, weights, entry.get("info")))
+        except ValueError as e:
+            raise ModelError(f"{meta_path}: {e}") from None
+    if (path / VOCABULARY).is_file():
+        try:
+            vocabulary = np.load(path / VOCABULARY, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise ModelError(f"{path / VOCABULARY}: cannot read the vocabulary ({e})") from None
+        if vocabulary.dtype != np.uint64 or vocabulary.ndim != 1:
+            raise ModelError(f"{path / VOCABULARY}: expected a 1-d uint64 array, got {vocabulary.dtype} {vocabulary.shape}")
+        pipeline.vocabulary = vocabulary
+    return pipeline

@@ -18,6 +18,14 @@ def dependency_tree(hash_bits: int = 22, single_root: bool = True, templates: li
     return DependencyTree(templates or DEFAULT_TEMPLATES, hash_bits=hash_bits, single_root=single_root)
 
 
+@registry.structures("arborist.LinearChain.v1")
+def linear_chain(attribute: str = "upos", order: int = 1, hash_bits: int = 22, tags: list[str] | None = None):
+    """A tagger's structure; without `tags`, the tag set is read from the training data."""
+    from .tagger.chain import LinearChain
+
+    return LinearChain(tags, attribute=attribute, order=order, hash_bits=hash_bits)
+
+
 # Trainers register their classes: the constructor's signature is the config
 # schema, so defaults and validation live in one place.
 from .learn.baselines import SGD  # noqa: E402

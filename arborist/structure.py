@@ -50,3 +50,7 @@ class Structure(Protocol):
     def gold(self, x) -> Label:
         """The gold label stored with example x."""
 
+    def hits(self, x, gold: Label, pred: Label) -> tuple[int, int]:
+        """(positions pred gets right, positions): words with the right head, tokens with
+        the right tag. positions - hits is the Hamming loss of pred."""
+

@@ -18,6 +18,12 @@ class ConsoleTracker:
         self._task = None
         self._header_done = False
 
+    def start_component(self, name: str, columns: tuple[str, ...]) -> None:
+        """A new component starts training: its name, and the metrics its table shows."""
+        self.columns = columns
+        self._header_done = False
+        self.console.rule(name)
+
     def start_epoch(self, epoch: int, total: int) -> None:
         if self._progress is None:
             self._progress = Progress(

@@ -1,19 +1,29 @@
-"""The training driver: config -> corpora -> epochs -> best model on dev.
+"""The training driver: config -> corpora -> components -> the best pipeline on dev.
 
-Generic over structures and trainers: it reads the corpora, lets the trainer run
-epochs, evaluates on dev after each, and writes, in the output directory (laid
-out like `spacy train`'s):
+A config names its components under [components]: taggers (linear chains over
+UPOS or XPOS) and at most one parser. Each is trained in turn, taggers first,
+with its own structure and trainer, and kept at its best epoch on dev. The
+parser is trained on tags of the quality it will see: the training set's tags
+come from `jackknife_folds`-fold jackknifing (each fold tagged by a tagger
+trained on the other folds for the full tagger's best number of epochs) and
+the dev set's from the trained taggers. Generic over structures and trainers.
 
-    model-best/     the best epoch on dev, replaced atomically when dev improves
-    checkpoint/     the last epoch's trainer state (weights, averaging or dual
-                    state, random state) and history, for `--resume`
-    training.json   per-epoch metrics and, for C-annealing, the table of §7.1.2
+The output directory is laid out like `spacy train`'s:
+
+    model-best/     the pipeline of the best epochs on dev so far, replaced
+                    atomically whenever a component improves
+    checkpoint/     the current component's trainer state after its last epoch
+                    (weights, averaging or dual state, random state), the
+                    history, and the jackknifed tags, for `--resume`
+    training.json   per-component, per-epoch metrics and, for C-annealing, the
+                    table of §7.1.2
 
 so a crash loses at most the current epoch.
 """
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -22,19 +32,23 @@ import numpy as np
 from confection import Config
 
 from .corpus import read_corpus
-from .evaluate import attachment_scores
-from .model import BEST_MODEL, Parser, write_directory
+from .evaluate import attachment_scores, tag_scores
+from .model import BEST_MODEL, Pipeline, Tagger, component_for, load, with_tags, write_directory
 from .registry import registry
+from .sentence import FORM
 from .tracking import ConsoleTracker
 
 CHECKPOINT = "checkpoint"
+JACKKNIFE = "jackknife.npz"
 TRAINING_DEFAULTS = {
     "train_path": None,
     "dev_path": None,
     "max_epochs": 15,
     "patience": 0,
     "max_train_sentences": 0,
+    "jackknife_folds": 10,
 }
+COMPONENT_TRAINING = ("max_epochs", "patience")  # what [components.NAME.training] may override
 
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Config:
@@ -55,10 +69,6 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
-def evaluate_parser(parser: Parser, sentences) -> dict:
-    return attachment_scores((s, h, None) for s, h in parser.parse(sentences))
-
-
 def annealing_markdown(rows: list[dict]) -> str:
     """The C-annealing table in the format of Tables 2-3 of seeds/001."""
     lines = ["| C | Iterations | Total Iterations | Dev UAS |", "|---:|---:|---:|---:|"]
@@ -73,6 +83,8 @@ def save_checkpoint(directory: Path, trainer, state: dict) -> None:
 
     def write(tmp: Path) -> None:
         np.savez(tmp / "arrays.npz", **arrays)
+        if (directory / JACKKNIFE).is_file():  # written once, before the parser's first epoch
+            shutil.copy2(directory / JACKKNIFE, tmp / JACKKNIFE)
         (tmp / "state.json").write_text(json.dumps({**state, "trainer": meta}) + "\n", encoding="utf-8")
 
     write_directory(directory, write)
@@ -87,99 +99,263 @@ def load_checkpoint(directory: Path) -> tuple[dict, dict]:
     return state, arrays
 
 
-def train(config: Config, output: str | Path | None = None, tracker=None, resume: bool = False) -> tuple[Parser, dict]:
-    resolved = registry.resolve(config, validate=True)
-    structure = resolved["structure"]
-    trainer = resolved["trainer"]
-    settings = {**TRAINING_DEFAULTS, **resolved["training"]}
-    unknown = sorted(set(settings) - set(TRAINING_DEFAULTS))
-    if unknown:
-        raise ValueError(f"unknown [training] setting(s): {', '.join(unknown)}; known: {', '.join(TRAINING_DEFAULTS)}")
-    if not isinstance(settings["max_epochs"], int) or settings["max_epochs"] < 1:
-        raise ValueError(f"training.max_epochs must be a positive integer, got {settings['max_epochs']!r}")
-    if not settings["train_path"]:
-        raise ValueError("training.train_path is not set")
+def train(config: Config, output: str | Path | None = None, tracker=None,
+          resume: bool = False) -> tuple[Pipeline, dict]:
+    """Train every component of the config; returns the best pipeline and the report."""
+    settings = _settings(config)
+    specs = _component_specs(config)
     if resume and output is None:
         raise ValueError("--resume needs the --output directory of the run to continue")
     output = Path(output) if output is not None else None
-    tracker = tracker or ConsoleTracker(columns=getattr(trainer, "columns", ()))
+    tracker = tracker or ConsoleTracker()
 
     train_set = read_corpus(settings["train_path"], require_heads=True)
-    limit = settings.get("max_train_sentences") or 0
+    limit = settings["max_train_sentences"] or 0
     if limit:
         train_set = train_set[:limit]
-    dev_set = read_corpus(settings["dev_path"], require_heads=True) if settings.get("dev_path") else []
+    dev_set = read_corpus(settings["dev_path"], require_heads=True) if settings["dev_path"] else []
     tracker.message(
         f"train: {len(train_set)} sentences, {sum(s.n for s in train_set)} words; dev: {len(dev_set)} sentences"
     )
-
     config_text = config.to_str()
-    best: dict = {"dev_uas": -1.0}
-    history: list[dict] = []
-    first_epoch = 1
+    vocabulary = np.unique(np.concatenate([x.attrs[FORM, 1:] for x in train_set])) if train_set else None
+    pipeline = Pipeline(vocabulary=vocabulary, info={"config": config_text})
+    report: dict = {"components": {}}
+    state: dict | None = None
+    arrays: dict | None = None
+    jackknifed: dict[str, list[list[str]]] = {}
     if resume:
         state, arrays = load_checkpoint(output / CHECKPOINT)
         if _resumable(state["config"]) != _resumable(config_text):
             raise ValueError(f"{output / CHECKPOINT}: the checkpoint was written with a different config; "
                              "resume with the same config and --set values (only training.max_epochs and "
                              "training.patience may change)")
-        trainer.restore(structure, train_set, arrays, state["trainer"])
-        history, best = state["history"], state["best"]
+        report = state["report"]
+        if (output / BEST_MODEL).exists():
+            for name, component in load(output / BEST_MODEL).components.items():
+                pipeline.add(name, component)
+        jackknifed = _load_jackknife(output / CHECKPOINT)
+        tracker.message(f"resuming {state['component']} after epoch {state['epoch']} from {output / CHECKPOINT}")
+
+    for name, spec in specs.items():
+        limits = {k: spec.get("training", {}).get(k, settings[k]) for k in COMPONENT_TRAINING}
+        entry = report["components"].get(name, {})
+        resuming = state is not None and state["component"] == name
+        if entry.get("done"):
+            # Only the last component trained may go on, when it stopped at max_epochs and
+            # the resumed run allows more; the ones before it are fixed (later ones read them).
+            if not (resuming and entry.get("stopped") == "max_epochs" and state["epoch"] < limits["max_epochs"]):
+                continue
+        resolved = registry.resolve(Config({"c": spec}), validate=True)["c"]
+        structure, trainer = resolved["structure"], resolved["trainer"]
+        if _kind(structure) == "parser":
+            taggers = pipeline.taggers
+            folds = settings["jackknife_folds"]
+            if taggers and folds:
+                for tagger in taggers:
+                    if tagger.attribute not in jackknifed:
+                        name_of = next(n for n, c in pipeline.components.items() if c is tagger)
+                        epochs = report["components"][name_of]["best_epoch"]
+                        jackknifed[tagger.attribute] = jackknife(specs[name_of], train_set, folds, epochs, tracker)
+                        if output is not None:
+                            _save_jackknife(output / CHECKPOINT, jackknifed)
+                train_x = [_retag(x, jackknifed, i) for i, x in enumerate(train_set)]
+            else:
+                train_x = train_set
+            dev_x = [pipeline.tag(x) for x in dev_set]
+        else:
+            train_x, dev_x = train_set, dev_set
+        structure.initialize(train_x)
+        _train_component(name, structure, trainer, train_x, dev_x, dev_set, limits, pipeline, report,
+                         config_text, output, tracker, arrays if resuming else None, state if resuming else None)
+        state = None
+    tracker.close()
+    return pipeline, report
+
+
+def _kind(structure) -> str:
+    from .model import STRUCTURE_KINDS
+
+    kind = STRUCTURE_KINDS.get(getattr(structure, "name", None))
+    if kind is None:
+        raise ValueError(f"no component predicts with a {type(structure).__name__} structure")
+    return kind
+
+
+def _train_component(name, structure, trainer, train_x, dev_x, dev_gold, limits, pipeline, report, config_text,
+                     output, tracker, arrays, state) -> None:
+    """Epochs of one component; its best epoch on dev goes into `pipeline` (and model-best)."""
+    probe = component_for(structure, np.zeros(1 << structure.hash_bits))
+    key = f"dev_{structure.attribute}" if isinstance(probe, Tagger) else "dev_uas"
+    entry = report["components"].setdefault(name, {"kind": probe.kind, "key": key, "best_epoch": None,
+                                                   "best": None, "history": [], "done": False})
+    tracker.start_component(name, (key,) + tuple(getattr(trainer, "columns", ())))
+    first_epoch = 1
+    if arrays is not None:
+        trainer.restore(structure, train_x, arrays, state["trainer"])
         first_epoch = state["epoch"] + 1
-        tracker.message(f"resuming after epoch {state['epoch']} from {output / CHECKPOINT}")
     else:
         start = time.perf_counter()
-        trainer.begin(structure, train_set, structure.hash_bits)
+        trainer.begin(structure, train_x, structure.hash_bits)
         setup = time.perf_counter() - start
         if setup > 1.0:
             tracker.message(f"trainer set-up: {setup:.1f} s" + "".join(
                 f"; {k} {v}" for k, v in getattr(trainer, "setup_report", lambda: {})().items()))
-
-    best_parser = None
-    patience = settings.get("patience") or 0
-    for epoch in range(first_epoch, settings["max_epochs"] + 1):
-        tracker.start_epoch(epoch, len(train_set))
-        metrics = trainer.epoch(structure, train_set, tracker)
+    best_score = -1.0 if entry["best"] is None else entry["best"]
+    for epoch in range(first_epoch, limits["max_epochs"] + 1):
+        tracker.start_epoch(epoch, len(train_x))
+        metrics = trainer.epoch(structure, train_x, tracker)
         if "train_accuracy" in metrics:
             metrics["train_accuracy"] *= 100.0
-        parser = Parser(structure, trainer.prediction_weights().array)
-        if dev_set:
+        component = component_for(structure, trainer.prediction_weights().array)
+        if dev_x:
             start = time.perf_counter()
-            scores = evaluate_parser(parser, dev_set)
+            scores = evaluate_component(component, dev_x, dev_gold, pipeline)
             metrics.update({f"dev_{k}": v for k, v in scores.items() if k not in ("words", "sentences")})
             metrics["dev_words_per_second"] = scores["words"] / (time.perf_counter() - start)
         metrics["epoch"] = epoch
         stop = trainer.finish_epoch(metrics)
-        history.append(metrics)
+        entry["history"].append(metrics)
         tracker.end_epoch(epoch, metrics)
-        improved = not dev_set or metrics.get("dev_uas", 0.0) > best["dev_uas"]
+        score = metrics.get(key, 0.0)
+        improved = not dev_x or score > best_score
         if improved:
-            best = dict(metrics)
-            best_parser = parser
-            best_parser.info = {"best_epoch": epoch, "dev": {k: v for k, v in metrics.items() if k.startswith("dev_")},
-                                "config": config_text}
+            best_score = score
+            entry["best"], entry["best_epoch"] = score, epoch
+            component.info = {"best_epoch": epoch, "dev": {k: v for k, v in metrics.items() if k.startswith("dev_")}}
+            pipeline.add(name, component)
             if output is not None:
-                best_parser.save(output / BEST_MODEL)
+                pipeline.save(output / BEST_MODEL)
+        patience_over = bool(not improved and limits["patience"]
+                             and epoch - entry["best_epoch"] >= limits["patience"])
+        entry["stopped"] = ("schedule" if stop else "patience" if patience_over
+                            else "max_epochs" if epoch == limits["max_epochs"] else None)
+        entry["done"] = entry["stopped"] is not None
+        table = getattr(trainer, "annealing_table", None)
+        if table:
+            entry["annealing"] = table
         if output is not None:
-            report = _report(history, best, trainer)
             (output / "training.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
             save_checkpoint(output / CHECKPOINT, trainer,
-                            {"epoch": epoch, "config": config_text, "history": history, "best": best})
+                            {"component": name, "epoch": epoch, "config": config_text, "report": report})
         if stop:
             tracker.message("the trainer finished its schedule; stopping")
             break
-        if not improved and patience and epoch - best["epoch"] >= patience:
-            tracker.message(f"no dev improvement for {patience} epochs; stopping")
+        if patience_over:
+            tracker.message(f"no dev improvement for {limits['patience']} epochs; stopping")
             break
-    tracker.close()
-    if best_parser is None and output is not None and (output / BEST_MODEL).exists():
-        from .model import load
+    entry["done"] = True
+    entry["stopped"] = entry.get("stopped") or "max_epochs"
+    if entry.get("annealing"):
+        tracker.message(annealing_markdown(entry["annealing"]))
+    if output is not None:
+        (output / "training.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 
-        best_parser = load(output / BEST_MODEL)  # resumed after the best epoch
-    summary = _report(history, best, trainer)
-    if summary.get("annealing"):
-        tracker.message(annealing_markdown(summary["annealing"]))
-    return best_parser, summary
+
+def evaluate_component(component, inputs: list, gold: list, pipeline: Pipeline | None = None) -> dict:
+    """Dev scores of one component: a tagger's accuracy (all words and words unseen in
+    training) on `inputs`, or a parser's attachment scores; `gold` holds the gold annotation."""
+    if isinstance(component, Tagger):
+        unseen = pipeline.unseen if pipeline is not None else None
+        return tag_scores(((g, {component.attribute: component.tags(x)}) for x, g in zip(inputs, gold)), unseen)
+    return attachment_scores((g, component.predict(x), None) for x, g in zip(inputs, gold))
+
+
+def jackknife(spec: dict, sentences: list, folds: int, epochs: int, tracker) -> list[list[str]]:
+    """Each sentence's tags as predicted by a tagger trained, as `spec` says, for `epochs`
+    epochs on the folds that do not hold it (sentence i is in fold i mod `folds`)."""
+    if folds < 2:
+        raise ValueError(f"training.jackknife_folds must be 0 (parser trains on gold tags) or >= 2, got {folds}")
+    predicted: list[list[str] | None] = [None] * len(sentences)
+    for fold in range(folds):
+        rest = [x for i, x in enumerate(sentences) if i % folds != fold]
+        resolved = registry.resolve(Config({"c": spec}), validate=True)["c"]
+        structure, trainer = resolved["structure"], resolved["trainer"]
+        structure.initialize(rest)
+        tracker.message(f"jackknifing {structure.attribute.upper()}: fold {fold + 1}/{folds}, {epochs} epochs")
+        trainer.begin(structure, rest, structure.hash_bits)
+        for epoch in range(1, epochs + 1):
+            metrics = trainer.epoch(structure, rest, None)
+            if trainer.finish_epoch(metrics):
+                break
+        tagger = component_for(structure, trainer.prediction_weights().array)
+        for i in range(fold, len(sentences), folds):
+            predicted[i] = tagger.tags(sentences[i])
+    return predicted
+
+
+def _retag(x, jackknifed: dict, i: int):
+    for attribute, tags in jackknifed.items():
+        x = with_tags(x, attribute, tags[i])
+    return x
+
+
+def _save_jackknife(directory: Path, jackknifed: dict) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    arrays = {}
+    for attribute, tags in jackknifed.items():
+        arrays[f"{attribute}_tags"] = np.array([t for sentence in tags for t in sentence], dtype=str)
+        arrays[f"{attribute}_lengths"] = np.array([len(sentence) for sentence in tags], dtype=np.int64)
+    tmp = directory / f".{JACKKNIFE}.tmp"
+    with open(tmp, "wb") as f:
+        np.savez(f, **arrays)
+    tmp.replace(directory / JACKKNIFE)
+
+
+def _load_jackknife(directory: Path) -> dict:
+    if not (directory / JACKKNIFE).is_file():
+        return {}
+    out = {}
+    with np.load(directory / JACKKNIFE, allow_pickle=False) as data:
+        for key in data.files:
+            if key.endswith("_lengths"):
+                attribute = key[: -len("_lengths")]
+                flat = data[f"{attribute}_tags"].tolist()
+                bounds = np.concatenate([[0], np.cumsum(data[key])])
+                out[attribute] = [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    return out
+
+
+def _settings(config: Config) -> dict:
+    training = dict(config.get("training", {}))
+    unknown = sorted(set(training) - set(TRAINING_DEFAULTS))
+    if unknown:
+        raise ValueError(f"unknown [training] setting(s): {', '.join(unknown)}; known: {', '.join(TRAINING_DEFAULTS)}")
+    settings = {**TRAINING_DEFAULTS, **training}
+    if not isinstance(settings["max_epochs"], int) or settings["max_epochs"] < 1:
+        raise ValueError(f"training.max_epochs must be a positive integer, got {settings['max_epochs']!r}")
+    if not settings["train_path"]:
+        raise ValueError("training.train_path is not set")
+    return settings
+
+
+def _component_specs(config: Config) -> dict:
+    """The [components.NAME] sections, taggers first (in config order), then the parser."""
+    if "structure" in config or "trainer" in config:
+        raise ValueError("[structure] and [trainer] belong to a component: write [components.parser.structure] "
+                         "and [components.parser.trainer] (see configs/quickstart.cfg)")
+    components = config.get("components")
+    if not components:
+        raise ValueError("the config has no [components.NAME] sections (a tagger or a parser to train)")
+    kinds = {}
+    for name, spec in components.items():
+        missing = [k for k in ("structure", "trainer") if k not in spec]
+        if missing:
+            raise ValueError(f"[components.{name}] needs {' and '.join(f'[components.{name}.{k}]' for k in missing)}")
+        extra = sorted(set(spec) - {"structure", "trainer", "training"})
+        if extra:
+            raise ValueError(f"[components.{name}]: unknown entries {', '.join(extra)} "
+                             "(expected structure, trainer and optionally training)")
+        bad = sorted(set(spec.get("training", {})) - set(COMPONENT_TRAINING))
+        if bad:
+            raise ValueError(f"[components.{name}.training] may set only {', '.join(COMPONENT_TRAINING)}, "
+                             f"not {', '.join(bad)}")
+        kinds[name] = _kind(registry.resolve(Config({"s": spec["structure"]}), validate=True)["s"])
+    parsers = [n for n, k in kinds.items() if k == "parser"]
+    if len(parsers) > 1:
+        raise ValueError(f"at most one parser per pipeline, got {', '.join(parsers)}")
+    order = [n for n in components if kinds[n] != "parser"] + parsers
+    return {name: components[name] for name in order}
 
 
 def _resumable(config_text: str) -> dict:
@@ -188,12 +364,9 @@ def _resumable(config_text: str) -> dict:
     training = dict(config.get("training", {}))
     training.pop("max_epochs", None)
     training.pop("patience", None)
-    return {**config, "training": training}
-
-
-def _report(history, best, trainer) -> dict:
-    report = {"best_epoch": best.get("epoch"), "best_dev_uas": best.get("dev_uas"), "history": history}
-    table = getattr(trainer, "annealing_table", None)
-    if table:
-        report["annealing"] = table
-    return report
+    components = {}
+    for name, spec in dict(config.get("components", {})).items():
+        spec = dict(spec)
+        spec.pop("training", None)
+        components[name] = spec
+    return {**config, "training": training, "components": components}

@@ -78,7 +78,7 @@ class SGD:
     weights are kept as w = a * v so the shrinking by the regularizer costs O(1)."""
 
     name = "sgd"
-    columns = ("train_accuracy", "dev_uas", "primal", "effective_iterations", "epoch_seconds")
+    columns = ("train_accuracy", "primal", "effective_iterations", "epoch_seconds")
 
     def __init__(self, C: float = 1.0, eta0: float = 0.01, seed: int = 0):
         if not C > 0 or not eta0 > 0:

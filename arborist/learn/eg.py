@@ -46,7 +46,7 @@ class EG:
     """Online (randomized or cyclic) and batch EG for the CRF ("crf") or M3N ("m3n") dual."""
 
     name = "eg"
-    columns = ("train_accuracy", "dev_uas", "primal", "dual", "relative_gap", "C",
+    columns = ("train_accuracy", "primal", "dual", "relative_gap", "C",
                "effective_iterations", "mean_eta", "epoch_seconds")
 
     def __init__(
@@ -293,9 +293,9 @@ class EG:
                 y = structure.cost_augmented_argmax(x, s, gold)
                 ind = structure.indicator(x, y)
                 loss += float(((s + structure.part_cost(x, gold)) * ind).sum()) - gold_score
-            pred = structure.indicator(x, structure.argmax(x, s))
-            correct += float((pred * g).sum())
-            total += float(g.sum())
+            right, positions = structure.hits(x, gold, structure.argmax(x, s))
+            correct += right
+            total += positions
         # Re-sync the running ||w||^2 with the array (it drifts by rounding only).
         self.sq_norm = float(self.weights.array @ self.weights.array)
         primal = loss + self.sq_norm / (2.0 * C)

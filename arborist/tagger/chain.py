@@ -33,37 +33,57 @@ MISSING = "_"
 class LinearChain:
     name = "chain"
 
-    def __init__(self, tags: Sequence[str], attribute: str = "upos", order: int = 1, hash_bits: int = 20):
+    def __init__(self, tags: Sequence[str] | None = None, attribute: str = "upos", order: int = 1,
+                 hash_bits: int = 20):
+        """`tags=None` leaves the tag set to `initialize`, which reads it from the training data."""
         if attribute not in ATTRIBUTES:
             raise ValueError(f"chain attribute must be one of {ATTRIBUTES}, got {attribute!r}")
+        if order not in (1, 2):
+            raise ValueError(f"chain order must be 1 or 2, got {order!r}")
+        self.attribute = attribute
+        self.order = int(order)
+        self._hash_bits = int(hash_bits)
+        self._valid: dict[int, np.ndarray] = {}
+        self.tags: tuple[str, ...] = ()
+        self.features = None
+        if tags is not None:
+            self._set_tags(tags)
+
+    def _set_tags(self, tags: Sequence[str]) -> None:
         tags = tuple(tags)
         if len(set(tags)) != len(tags):
             duplicates = sorted({t for t in tags if tags.count(t) > 1})
             raise ValueError(f"duplicate tags: {', '.join(duplicates)}")
+        self.features = ChainFeatures(tags, self.order, self._hash_bits)  # checks order, hash bits, K >= 1
         self.tags = tags
-        self.attribute = attribute
-        self.order = int(order)
-        self.features = ChainFeatures(tags, self.order, hash_bits)  # checks order, hash bits, K >= 1
         self.tag_ids = {t: i for i, t in enumerate(tags)}
-        self._valid: dict[int, np.ndarray] = {}
+        self._valid.clear()
+
+    def initialize(self, sentences: Iterable[Sentence]) -> None:
+        """Take the tag set (sorted; '_', a missing tag, is not one) from the training sentences,
+        unless the chain was given its tags."""
+        if self.features is not None:
+            return
+        tags: set[str] = set()
+        for x in sentences:
+            tags.update(_column(x, self.attribute))
+        tags.discard(MISSING)
+        if not tags:
+            raise ValueError(f"no {self.attribute.upper()} tags in the training sentences "
+                             f"(every {self.attribute.upper()} is '_')")
+        self._set_tags(sorted(tags))
 
     @classmethod
     def from_sentences(cls, sentences: Iterable[Sentence], attribute: str = "upos", order: int = 1,
                        hash_bits: int = 20) -> "LinearChain":
-        """The chain over every tag of `attribute` in `sentences` (sorted; '_', a missing tag, is not one)."""
-        if attribute not in ATTRIBUTES:
-            raise ValueError(f"chain attribute must be one of {ATTRIBUTES}, got {attribute!r}")
-        tags: set[str] = set()
-        for x in sentences:
-            tags.update(_column(x, attribute))
-        tags.discard(MISSING)
-        if not tags:
-            raise ValueError(f"no {attribute.upper()} tags in the sentences (every {attribute.upper()} is '_')")
-        return cls(sorted(tags), attribute, order, hash_bits)
+        """The chain over every tag of `attribute` in `sentences`."""
+        chain = cls(None, attribute, order, hash_bits)
+        chain.initialize(sentences)
+        return chain
 
     @property
     def hash_bits(self) -> int:
-        return self.features.bits
+        return self._hash_bits
 
     @property
     def n_tags(self) -> int:
@@ -98,6 +118,8 @@ class LinearChain:
 
     # -- the protocol -------------------------------------------------------
     def scores(self, x: Sentence, w) -> np.ndarray:
+        if self.features is None:
+            raise ValueError("the chain has no tags yet: call initialize(training sentences) first")
         return self.features.score(x, w.array)
 
     def argmax(self, x: Sentence, scores: np.ndarray) -> np.ndarray:
@@ -141,6 +163,9 @@ class LinearChain:
         idx = np.asarray(positions, dtype=np.intp)
         out[idx] = np.asarray(pred)[idx]
         return out
+
+    def hits(self, x: Sentence, gold: np.ndarray, pred: np.ndarray) -> tuple[int, int]:
+        return int((np.asarray(gold) == np.asarray(pred)).sum()), len(gold)
 
     def gold(self, x: Sentence) -> np.ndarray:
         tags = _column(x, self.attribute)
