@@ -1,7 +1,9 @@
-"""Parsing speed: one process, model loaded, features + decoding over a treebank.
+"""Tagging and parsing speed: one process, model loaded, features + decoding over a treebank.
 
-Reads the corpus first (reading is not timed), then parses every sentence
-`--repeat` times and reports the median words/s. Writes JSON.
+Reads the corpus first (reading is not timed), then runs every component of the
+model over every sentence `--repeat` times and reports the median words/s of
+each component on its own (a tagger on the input, the parser on the tagged
+sentences) and of the whole pipeline (tags, then parse). Writes JSON.
 
     python scripts/bench_parse.py MODEL [--corpus ../shared/corpora/ud/en_ewt/en_ewt-ud-dev.conllu]
 """
@@ -18,6 +20,16 @@ import arborist
 from arborist.corpus import read_corpus
 
 
+def words_per_second(run, sentences, words: int, repeat: int) -> list[float]:
+    rates = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for s in sentences:
+            run(s)
+        rates.append(words / (time.perf_counter() - start))
+    return rates
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("model")
@@ -26,24 +38,30 @@ def main() -> None:
     ap.add_argument("--output", default="scripts/results/bench_parse.json")
     args = ap.parse_args()
 
-    parser = arborist.load(args.model)
+    pipeline = arborist.load(args.model)
     sentences = read_corpus(args.corpus, require_heads=False)
     words = sum(s.n for s in sentences)
-    runs = []
-    for _ in range(args.repeat):
-        start = time.perf_counter()
-        for s in sentences:
-            parser.predict(s)
-        runs.append(words / (time.perf_counter() - start))
+    tagged = [pipeline.tag(s) for s in sentences]
+    components = {}
+    for name, component in pipeline.components.items():
+        inputs = tagged if component.kind == "parser" else sentences
+        runs = words_per_second(component.predict, inputs, words, args.repeat)
+        components[name] = {
+            "kind": component.kind,
+            "structure": {k: v for k, v in component.structure.config().items() if k not in ("tags", "templates")},
+            "words_per_second_median": statistics.median(runs),
+            "words_per_second_runs": runs,
+        }
+    runs = words_per_second(pipeline.annotate, sentences, words, args.repeat)
     result = {
         "benchmark": "parse",
         "model": str(args.model),
         "corpus": args.corpus,
         "sentences": len(sentences),
         "words": words,
-        "words_per_second_median": statistics.median(runs),
-        "words_per_second_runs": runs,
-        "hash_bits": parser.structure.hash_bits,
+        "components": components,
+        "pipeline_words_per_second_median": statistics.median(runs),
+        "pipeline_words_per_second_runs": runs,
         "machine": platform.processor() or platform.machine(),
     }
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)

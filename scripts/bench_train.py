@@ -39,10 +39,14 @@ def main() -> None:
         if sentences is None:
             corpus = resolved["training"]["train_path"]
             sentences = read_corpus(corpus)
-        structure, trainer = resolved["structure"], resolved["trainer"]
+        # The config's parser, or its only component (a tagger config).
+        components = resolved["components"]
+        name = "parser" if "parser" in components else next(iter(components))
+        structure, trainer = components[name]["structure"], components[name]["trainer"]
+        structure.initialize(sentences)
         start = time.perf_counter()
         trainer.begin(structure, sentences, structure.hash_bits)
-        runs.append({"config": path, "trainer": type(trainer).__name__, "structure": structure, "obj": trainer,
+        runs.append({"config": path, "component": name, "trainer": type(trainer).__name__, "structure": structure, "obj": trainer,
                      "hash_bits": structure.hash_bits, "setup_seconds": time.perf_counter() - start,
                      "seconds_per_epoch": [], "training_pass_seconds": []})
     for _ in range(args.epochs):
