@@ -57,7 +57,7 @@ def evaluate(
     try:
         pipeline = load(model)
         scores = evaluate_pipeline(pipeline, read_conllu(gold, require_heads=True), gold_tags)
-    except (CorpusError, ModelError, OSError) as e:
+    except (CorpusError, ModelError, OSError, ValueError) as e:
         _fail(str(e))
     if as_json:
         typer.echo(json.dumps(scores, indent=2))

@@ -35,6 +35,7 @@ FORMAT = "arborist-model"
 FORMAT_VERSION = 2
 VOCABULARY = "vocabulary.npy"
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+RESERVED = {"vocabulary", "meta", "weights"}  # names of the model's other files
 
 
 class ModelError(ValueError):
@@ -122,8 +123,9 @@ class Pipeline:
         self.info = dict(info or {})
 
     def add(self, name: str, component: Component) -> None:
-        if not NAME.match(name):
-            raise ValueError(f"component name {name!r} must be letters, digits, '_' or '-'")
+        if not NAME.match(name) or name in RESERVED:
+            raise ValueError(f"component name {name!r} must be letters, digits, '_' or '-', "
+                             f"and not one of {', '.join(sorted(RESERVED))}")
         if isinstance(component, Tagger) and any(
                 isinstance(c, Tagger) and c.attribute == component.attribute and n != name
                 for n, c in self.components.items()):
@@ -240,7 +242,7 @@ def load(path: str | os.PathLike) -> Pipeline:
     version = meta.get("format_version")
     if version == 1:  # a lone parser
         entries = [{"name": "parser", "kind": meta.get("kind"), "structure": meta.get("structure"),
-                    "info": meta.get("info"), "weights": "weights.npy"}]
+                    "info": meta.get("info")}]
     elif version == FORMAT_VERSION:
         entries = meta.get("components")
         if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
@@ -255,14 +257,16 @@ def load(path: str | os.PathLike) -> Pipeline:
         name, kind = entry.get("name"), entry.get("kind")
         if kind not in KINDS:
             raise ModelError(f"{meta_path}: unknown model kind {kind!r}")
-        if not isinstance(name, str) or not NAME.match(name):
+        if not isinstance(name, str) or not NAME.match(name) or name in RESERVED:
             raise ModelError(f"{meta_path}: invalid component name {name!r}")
+        if name in pipeline.components:
+            raise ModelError(f"{meta_path}: two components named {name!r}")
         component_class, structure_class = KINDS[kind]
         try:
             structure = structure_class.from_config(entry["structure"])
         except (KeyError, TypeError, ValueError) as e:
             raise ModelError(f"{meta_path}: invalid 'structure' entry of {name} ({type(e).__name__}: {e})") from None
-        weights_path = path / entry.get("weights", f"{name}.npy")
+        weights_path = path / ("weights.npy" if version == 1 else f"{name}.npy")
         try:
             weights = np.load(weights_path, allow_pickle=False)
         except (OSError, ValueError) as e:
@@ -281,7 +285,8 @@ def load(path: str | os.PathLike) -> Pipeline:
             vocabulary = np.load(path / VOCABULARY, allow_pickle=False)
         except (OSError, ValueError) as e:
             raise ModelError(f"{path / VOCABULARY}: cannot read the vocabulary ({e})") from None
-        if vocabulary.dtype != np.uint64 or vocabulary.ndim != 1:
-            raise ModelError(f"{path / VOCABULARY}: expected a 1-d uint64 array, got {vocabulary.dtype} {vocabulary.shape}")
+        if vocabulary.dtype != np.uint64 or vocabulary.ndim != 1 or not (vocabulary[1:] > vocabulary[:-1]).all():
+            raise ModelError(f"{path / VOCABULARY}: expected a sorted 1-d uint64 array without repeats, "
+                             f"got {vocabulary.dtype} {vocabulary.shape}")
         pipeline.vocabulary = vocabulary
     return pipeline

@@ -124,6 +124,8 @@ def train(config: Config, output: str | Path | None = None, tracker=None,
     state: dict | None = None
     arrays: dict | None = None
     jackknifed: dict[str, list[list[str]]] = {}
+    if not resume and output is not None and (output / CHECKPOINT / JACKKNIFE).exists():
+        (output / CHECKPOINT / JACKKNIFE).unlink()  # an earlier run's tags: this run jackknifes its own
     if resume:
         state, arrays = load_checkpoint(output / CHECKPOINT)
         if _resumable(state["config"]) != _resumable(config_text):
@@ -326,6 +328,10 @@ def _settings(config: Config) -> dict:
         raise ValueError(f"training.max_epochs must be a positive integer, got {settings['max_epochs']!r}")
     if not settings["train_path"]:
         raise ValueError("training.train_path is not set")
+    folds = settings["jackknife_folds"]
+    if not isinstance(folds, int) or isinstance(folds, bool) or folds < 0 or folds == 1:
+        raise ValueError(f"training.jackknife_folds must be 0 (the parser trains on gold tags) or an integer >= 2, "
+                         f"got {folds!r}")
     return settings
 
 
@@ -337,7 +343,7 @@ def _component_specs(config: Config) -> dict:
     components = config.get("components")
     if not components:
         raise ValueError("the config has no [components.NAME] sections (a tagger or a parser to train)")
-    kinds = {}
+    kinds, tagged = {}, {}
     for name, spec in components.items():
         missing = [k for k in ("structure", "trainer") if k not in spec]
         if missing:
@@ -350,7 +356,13 @@ def _component_specs(config: Config) -> dict:
         if bad:
             raise ValueError(f"[components.{name}.training] may set only {', '.join(COMPONENT_TRAINING)}, "
                              f"not {', '.join(bad)}")
-        kinds[name] = _kind(registry.resolve(Config({"s": spec["structure"]}), validate=True)["s"])
+        structure = registry.resolve(Config({"s": spec["structure"]}), validate=True)["s"]
+        kinds[name] = _kind(structure)
+        if kinds[name] == "tagger":
+            if structure.attribute in tagged:
+                raise ValueError(f"[components.{tagged[structure.attribute]}] and [components.{name}] both tag "
+                                 f"{structure.attribute.upper()}")
+            tagged[structure.attribute] = name
     parsers = [n for n, k in kinds.items() if k == "parser"]
     if len(parsers) > 1:
         raise ValueError(f"at most one parser per pipeline, got {', '.join(parsers)}")

@@ -13,17 +13,24 @@ from typer.testing import CliRunner
 import arborist.model as model_module
 from arborist.cli import app
 from arborist.corpus import read_conllu
-from arborist.model import FORMAT_VERSION, ModelError, Parser, load
+from arborist.model import FORMAT_VERSION, ModelError, Parser, Pipeline, load
 from arborist.parser.tree import DependencyTree
+from arborist.strings import hash_strings
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_DEV = REPO / "corpora" / "sample" / "sample-dev.conllu"
 HASH_BITS = 12
 
 
-def random_parser(seed: int = 0) -> Parser:
+MODEL_FILES = ["meta.json", "parser.npy", "vocabulary.npy"]
+VOCABULARY = ["the", "dog", "barks", "."]
+
+
+def random_parser(seed: int = 0) -> Pipeline:
+    """A pipeline of one parser component (named "parser") with random weights."""
     weights = np.random.default_rng(seed).normal(size=2**HASH_BITS)
-    return Parser(DependencyTree(hash_bits=HASH_BITS), weights, {"note": f"seed {seed}"})
+    parser = Parser(DependencyTree(hash_bits=HASH_BITS), weights, {"note": f"seed {seed}"})
+    return Pipeline({"parser": parser}, vocabulary=hash_strings(VOCABULARY), info={"seed": seed})
 
 
 def dev_sentences():
@@ -63,46 +70,56 @@ def output_of(result) -> str:
 # 1. Save / load round trip
 # ---------------------------------------------------------------------------
 def test_save_load_round_trip(tmp_path):
-    parser = random_parser()
+    pipeline = random_parser()
+    parser = pipeline.parser
     target = tmp_path / "models" / "parser"
-    returned = parser.save(target)
+    returned = pipeline.save(target)
     assert Path(returned) == target
-    assert listing(target) == ["meta.json", "weights.npy"]
+    assert listing(target) == MODEL_FILES
 
     loaded = load(target)
-    assert isinstance(loaded, Parser)
-    np.testing.assert_array_equal(loaded.weights.array, parser.weights.array)
-    assert loaded.weights.array.dtype == np.float64
-    assert loaded.structure.config() == parser.structure.config()
-    assert loaded.structure.hash_bits == HASH_BITS
-    assert loaded.info == {"note": "seed 0"}
+    assert isinstance(loaded, Pipeline)
+    assert list(loaded.components) == ["parser"]
+    assert loaded.taggers == []
+    assert isinstance(loaded.parser, Parser)
+    np.testing.assert_array_equal(loaded.parser.weights.array, parser.weights.array)
+    assert loaded.parser.weights.array.dtype == np.float64
+    assert loaded.parser.structure.config() == parser.structure.config()
+    assert loaded.parser.structure.hash_bits == HASH_BITS
+    assert loaded.parser.info == {"note": "seed 0"}
+    assert loaded.info == {"seed": 0}
+    np.testing.assert_array_equal(loaded.vocabulary, np.sort(hash_strings(VOCABULARY)))
 
     sentences = dev_sentences()
     assert sentences
     for sentence in sentences:
         expected = parser.predict(sentence)
-        got = loaded.predict(sentence)
+        got = loaded.parser.predict(sentence)
         np.testing.assert_array_equal(got, expected)
         assert got[0] == -1 and len(got) == sentence.n + 1
         assert is_tree(got)
+        tagged, heads = loaded.annotate(sentence)
+        assert tagged is sentence  # no taggers: the input's own tags
+        np.testing.assert_array_equal(heads, expected)
 
-    weights = np.load(target / "weights.npy", allow_pickle=False)
+    weights = np.load(target / "parser.npy", allow_pickle=False)
     assert weights.shape == (2**HASH_BITS,)
     np.testing.assert_array_equal(weights, parser.weights.array)
 
     meta = json.loads((target / "meta.json").read_text(encoding="utf-8"))
     assert meta["format"] == "arborist-model"
-    assert meta["format_version"] == FORMAT_VERSION
-    assert meta["kind"] == "parser"
-    assert meta["structure"]["hash_bits"] == HASH_BITS
+    assert meta["format_version"] == FORMAT_VERSION == 2
+    assert [(c["name"], c["kind"]) for c in meta["components"]] == [("parser", "parser")]
+    assert meta["components"][0]["structure"]["hash_bits"] == HASH_BITS
+    assert meta["components"][0]["info"] == {"note": "seed 0"}
 
 
 def test_load_via_package_entry_point(tmp_path):
     import arborist
 
     random_parser(3).save(tmp_path / "m")
-    assert isinstance(arborist.load(tmp_path / "m"), arborist.Parser)
-    assert isinstance(arborist.load(str(tmp_path / "m")), arborist.Parser)
+    assert isinstance(arborist.load(tmp_path / "m"), arborist.Pipeline)
+    assert isinstance(arborist.load(str(tmp_path / "m")).parser, arborist.Parser)
 
 
 # ---------------------------------------------------------------------------
@@ -133,7 +150,7 @@ def test_load_wrong_format_version(saved):
         load(saved)
     message = str(info.value)
     assert f"format version {FORMAT_VERSION + 98}" in message
-    assert f"reads version {FORMAT_VERSION}" in message
+    assert f"reads versions 1 and {FORMAT_VERSION}" in message
     assert str(meta_path) in message
 
 
@@ -154,22 +171,23 @@ def test_load_unreadable_meta(saved):
 
 @pytest.mark.parametrize("shape", [(2**HASH_BITS - 1,), (2**(HASH_BITS + 1),), (2, 2**(HASH_BITS - 1))])
 def test_load_wrong_weights_shape(saved, shape):
-    np.save(saved / "weights.npy", np.zeros(shape), allow_pickle=False)
+    np.save(saved / "parser.npy", np.zeros(shape), allow_pickle=False)
     with pytest.raises(ModelError) as info:
         load(saved)
     message = str(info.value)
-    assert "shape" in message and str(shape) in message
+    assert str(saved / "parser.npy") in message
+    assert str(shape) in message
     assert f"hash_bits {HASH_BITS}" in message
 
 
 def test_load_missing_weights(saved):
-    (saved / "weights.npy").unlink()
+    (saved / "parser.npy").unlink()
     with pytest.raises(ModelError, match="cannot read weights"):
         load(saved)
 
 
 def test_load_pickled_weights_refused(saved):
-    np.save(saved / "weights.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    np.save(saved / "parser.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
     with pytest.raises(ModelError, match="cannot read weights"):
         load(saved)
 
@@ -183,6 +201,16 @@ def test_load_pickled_weights_refused(saved):
             '{"format": "arborist-model", "format_version": 1, "kind": "parser", "structure": {}}',
             id="empty-structure",
         ),
+        pytest.param('{"format": "arborist-model", "format_version": 2}', id="v2-no-components"),
+        pytest.param('{"format": "arborist-model", "format_version": 2, "components": {"parser": {}}}',
+                     id="v2-components-not-a-list"),
+        pytest.param('{"format": "arborist-model", "format_version": 2, "components": ["parser"]}',
+                     id="v2-component-not-an-object"),
+        pytest.param('{"format": "arborist-model", "format_version": 2, '
+                     '"components": [{"name": "parser", "kind": "parser"}]}', id="v2-no-structure"),
+        pytest.param('{"format": "arborist-model", "format_version": 2, '
+                     '"components": [{"name": "parser", "kind": "parser", "structure": {}}]}',
+                     id="v2-empty-structure"),
     ],
 )
 def test_load_malformed_meta_gives_model_error(saved, meta):
@@ -201,16 +229,16 @@ def test_save_over_existing_model_replaces_it(tmp_path):
     first.save(target)
     second.save(target)
     loaded = load(target)
-    np.testing.assert_array_equal(loaded.weights.array, second.weights.array)
-    assert loaded.info == {"note": "seed 2"}
+    np.testing.assert_array_equal(loaded.parser.weights.array, second.parser.weights.array)
+    assert loaded.parser.info == {"note": "seed 2"}
     assert listing(parent) == ["parser"]  # no temporary or '.old' directories left
-    assert listing(target) == ["meta.json", "weights.npy"]
+    assert listing(target) == MODEL_FILES
     # A third save over it, with a stale extra file in the old model, removes the file too.
     (target / "stale.txt").write_text("x")
     first.save(target)
-    assert listing(target) == ["meta.json", "weights.npy"]
+    assert listing(target) == MODEL_FILES
     assert listing(parent) == ["parser"]
-    np.testing.assert_array_equal(load(target).weights.array, first.weights.array)
+    np.testing.assert_array_equal(load(target).parser.weights.array, first.parser.weights.array)
 
 
 def test_failed_save_keeps_previous_model(tmp_path, monkeypatch):
@@ -231,7 +259,7 @@ def test_failed_save_keeps_previous_model(tmp_path, monkeypatch):
     assert listing(parent) == ["parser"]
     assert {name: (target / name).read_bytes() for name in listing(target)} == before
     loaded = load(target)
-    np.testing.assert_array_equal(loaded.weights.array, first.weights.array)
+    np.testing.assert_array_equal(loaded.parser.weights.array, first.parser.weights.array)
 
 
 def test_failed_first_save_leaves_nothing(tmp_path, monkeypatch):
@@ -267,7 +295,7 @@ def test_failed_final_rename_keeps_previous_model(tmp_path, monkeypatch):
     monkeypatch.undo()
 
     loaded = load(target)
-    np.testing.assert_array_equal(loaded.weights.array, first.weights.array)
+    np.testing.assert_array_equal(loaded.parser.weights.array, first.parser.weights.array)
     assert listing(parent) == ["parser"]
 
 
@@ -305,15 +333,25 @@ def trained(tmp_path_factory, runner):
 def test_cli_train_writes_loadable_model(trained):
     model_dir, result = trained
     assert listing(model_dir) == ["checkpoint", "model-best", "training.json"]
-    assert listing(model_dir / "model-best") == ["meta.json", "weights.npy"]
+    assert listing(model_dir / "model-best") == ["meta.json", "parser.npy", "upos.npy", "vocabulary.npy", "xpos.npy"]
     assert listing(model_dir.parent) == [model_dir.name]
-    parser = load(model_dir)  # a run directory loads as its model-best
-    assert np.array_equal(parser.weights.array, load(model_dir / "model-best").weights.array)
+    pipeline = load(model_dir)  # a run directory loads as its model-best
+    best = load(model_dir / "model-best")
+    assert list(pipeline.components) == list(best.components) == ["upos", "xpos", "parser"]
+    for name, component in pipeline.components.items():
+        assert np.array_equal(component.weights.array, best.components[name].weights.array), name
+    parser = pipeline.parser
+    assert parser is pipeline.components["parser"]
     assert parser.structure.hash_bits == 18  # from configs/quickstart.cfg
+    assert [t.attribute for t in pipeline.taggers] == ["upos", "xpos"]
     assert parser.info["best_epoch"] in (1, 2)
     assert "dev_uas" in parser.info["dev"]
-    assert "max_epochs = 2" in parser.info["config"]
-    assert "best epoch" in output_of(result)
+    assert "dev_upos" in pipeline.components["upos"].info["dev"]
+    assert "max_epochs = 2" in pipeline.info["config"]
+    # one line per component
+    lines = [line for line in output_of(result).splitlines() if "best epoch" in line]
+    assert [line.split(":")[0] for line in lines] == ["upos", "xpos", "parser"]
+    assert "dev_upos" in lines[0] and "dev_xpos" in lines[1] and "dev_uas" in lines[2]
 
 
 def test_cli_evaluate_json(trained, runner, monkeypatch):
@@ -322,19 +360,24 @@ def test_cli_evaluate_json(trained, runner, monkeypatch):
     result = runner.invoke(app, ["evaluate", str(model_dir), "corpora/sample/sample-dev.conllu", "--json"])
     assert result.exit_code == 0, output_of(result)
     scores = json.loads(result.stdout)
-    for key in ("uas", "uas_nopunct", "exact_match"):
+    for key in ("uas", "uas_nopunct", "exact_match", "upos", "upos_unseen", "xpos", "xpos_unseen"):
         assert key in scores
         assert 0.0 <= scores[key] <= 100.0
     assert scores["uas"] > 50
+    assert scores["upos"] > 50
     assert "las" not in scores  # the model predicts no labels
     sentences = dev_sentences()
     assert scores["sentences"] == len(sentences)
     assert scores["words"] == sum(s.n for s in sentences)
-    # The CLI reports what the library computes.
-    from arborist.evaluate import attachment_scores
+    # The CLI reports what the library computes: tags by the taggers, heads from the predicted tags.
+    from arborist.evaluate import attachment_scores, tag_scores
 
-    parser = load(model_dir)
-    expected = attachment_scores((s, h, None) for s, h in parser.parse(sentences))
+    pipeline = load(model_dir)
+    annotated = list(pipeline.parse(sentences))
+    expected = attachment_scores((gold, heads, None) for gold, (_, heads) in zip(sentences, annotated))
+    expected.update(tag_scores(
+        ((gold, {"upos": tagged.upos[1:], "xpos": tagged.xpos[1:]}) for gold, (tagged, _) in zip(sentences, annotated)),
+        pipeline.unseen))
     assert scores == pytest.approx(expected)
 
 
@@ -344,6 +387,8 @@ def test_cli_evaluate_table(trained, runner, monkeypatch):
     result = runner.invoke(app, ["evaluate", str(model_dir), "corpora/sample/sample-dev.conllu"])
     assert result.exit_code == 0, output_of(result)
     assert "UAS" in result.stdout and "exact match" in result.stdout
+    assert "UPOS accuracy" in result.stdout and "XPOS unseen words" in result.stdout
+    assert "UAS (predicted tags)" in result.stdout
 
 
 def test_cli_parse_writes_valid_trees(trained, runner, monkeypatch, tmp_path):
@@ -363,7 +408,7 @@ def test_cli_parse_writes_valid_trees(trained, runner, monkeypatch, tmp_path):
         assert p.forms == g.forms
         assert is_tree(p.heads)
         assert int((p.heads[1:] == 0).sum()) == 1  # quickstart.cfg: single_root = true
-    # Only the HEAD column differs from the input.
+    # Only the UPOS, XPOS (predicted tags) and HEAD columns differ from the input.
     original = SAMPLE_DEV.read_bytes().splitlines(keepends=True)
     new = written.read_bytes().splitlines(keepends=True)
     assert len(original) == len(new)
@@ -371,7 +416,8 @@ def test_cli_parse_writes_valid_trees(trained, runner, monkeypatch, tmp_path):
         old_cols, new_cols = old_line.split(b"\t"), new_line.split(b"\t")
         assert len(old_cols) == len(new_cols)
         if len(old_cols) == 10:
-            assert old_cols[:6] + old_cols[7:] == new_cols[:6] + new_cols[7:]
+            keep = [0, 1, 2, 5, 7, 8, 9]
+            assert [old_cols[i] for i in keep] == [new_cols[i] for i in keep]
         else:
             assert old_line == new_line
 

@@ -16,12 +16,12 @@ SAMPLE = REPO / "corpora" / "sample"
 
 TRAINERS = {
     "perceptron": '''
-[trainer]
+[components.parser.trainer]
 @trainers = "arborist.Perceptron.v1"
 seed = 3
 ''',
     "eg": '''
-[trainer]
+[components.parser.trainer]
 @trainers = "arborist.EG.v1"
 objective = "m3n"
 C = 5.0
@@ -32,7 +32,11 @@ seed = 3
 
 def config(trainer: str, max_epochs: int, extra: str = "") -> Config:
     text = f'''
-[structure]
+[components]
+
+[components.parser]
+
+[components.parser.structure]
 @structures = "arborist.DependencyTree.v1"
 hash_bits = 16
 
@@ -48,13 +52,22 @@ max_train_sentences = 40
     return Config().from_str(text)
 
 
+def parser_override(text: str) -> Config:
+    """A config to merge into `config(...)`: `text` holds [components.parser.*] sections."""
+    return Config().from_str("[components]\n\n[components.parser]\n\n" + text)
+
+
 class Quiet:
     """A tracker that prints nothing, and can interrupt training part-way through an epoch."""
 
     def __init__(self, interrupt_at: tuple[int, int] | None = None):
         self.interrupt_at = interrupt_at
+        self.components = []
         self.epoch = 0
         self.seen = 0
+
+    def start_component(self, name, columns):
+        self.components.append(name)
 
     def start_epoch(self, epoch, total):
         self.epoch, self.seen = epoch, 0
@@ -81,31 +94,35 @@ def test_interrupted_then_resumed_run_equals_uninterrupted(trainer, tmp_path):
     with pytest.raises(KeyboardInterrupt):
         train(cfg, tmp_path / "resumed", Quiet(interrupt_at=(3, 17)))
     state, _ = load_checkpoint(tmp_path / "resumed" / "checkpoint")
-    assert state["epoch"] == 2  # the interrupted epoch is lost, nothing before it
+    assert (state["component"], state["epoch"]) == ("parser", 2)  # the interrupted epoch is lost, nothing before it
     _, resumed = train(cfg, tmp_path / "resumed", Quiet(), resume=True)
     a = load_checkpoint(tmp_path / "straight" / "checkpoint")[1]
     b = load_checkpoint(tmp_path / "resumed" / "checkpoint")[1]
     assert sorted(a) == sorted(b)
     for key in a:
         np.testing.assert_array_equal(a[key], b[key], err_msg=key)
-    assert [h["dev_uas"] for h in straight["history"]] == [h["dev_uas"] for h in resumed["history"]]
-    assert np.array_equal(load(tmp_path / "straight").weights.array, load(tmp_path / "resumed").weights.array)
+    history = lambda report: report["components"]["parser"]["history"]
+    assert [h["epoch"] for h in history(resumed)] == [1, 2, 3, 4]
+    assert [h["dev_uas"] for h in history(straight)] == [h["dev_uas"] for h in history(resumed)]
+    assert straight["components"]["parser"]["best_epoch"] == resumed["components"]["parser"]["best_epoch"]
+    assert np.array_equal(load(tmp_path / "straight").parser.weights.array,
+                          load(tmp_path / "resumed").parser.weights.array)
 
 
 def test_resume_refuses_a_different_config(tmp_path):
     train(config("perceptron", 1), tmp_path / "run", Quiet())
     with pytest.raises(ValueError, match="different config"):
-        other = config("perceptron", 1).merge(Config().from_str("[structure]\nhash_bits = 15"))
+        other = config("perceptron", 1).merge(parser_override("[components.parser.structure]\nhash_bits = 15"))
         train(other, tmp_path / "run", Quiet(), resume=True)
-    _, summary = train(config("perceptron", 2), tmp_path / "run", Quiet(), resume=True)  # longer is fine
-    assert [h["epoch"] for h in summary["history"]] == [1, 2]
+    _, report = train(config("perceptron", 2), tmp_path / "run", Quiet(), resume=True)  # longer is fine
+    assert [h["epoch"] for h in report["components"]["parser"]["history"]] == [1, 2]
     with pytest.raises(ValueError, match="no checkpoint"):
         train(config("perceptron", 2), tmp_path / "elsewhere", Quiet(), resume=True)
 
 
 def test_eg_training_reports_objectives_and_annealing(tmp_path):
-    cfg = config("eg", 40).merge(Config().from_str('''
-[trainer]
+    cfg = config("eg", 40).merge(parser_override('''
+[components.parser.trainer]
 objective = "crf"
 C = 20.0
 anneal = true
@@ -113,15 +130,17 @@ anneal_factor = 0.5
 anneal_tolerance = 0.01
 C_min = 4.0
 '''))
-    _, summary = train(cfg, tmp_path / "run", Quiet())
+    _, report = train(cfg, tmp_path / "run", Quiet())
+    summary = report["components"]["parser"]
     for row in summary["history"]:
         assert row["primal"] >= row["dual"] - 1e-9 * abs(row["primal"])
         assert {"effective_iterations", "mean_eta", "halvings", "duality_gap", "dev_uas"} <= set(row)
     table = summary["annealing"]
     assert [row["C"] for row in table] == [20.0, 10.0, 5.0]
     assert all(row["relative_gap"] <= 0.01 and row["dev_uas"] is not None for row in table)
-    report = json.loads((tmp_path / "run" / "training.json").read_text())
-    assert report["annealing"] == table
+    written = json.loads((tmp_path / "run" / "training.json").read_text())
+    assert written["components"]["parser"]["annealing"] == table
+    assert written == json.loads(json.dumps(report))
     markdown = annealing_markdown(table)
     assert markdown.splitlines()[0] == "| C | Iterations | Total Iterations | Dev UAS |"
     assert len(markdown.splitlines()) == 2 + len(table)
