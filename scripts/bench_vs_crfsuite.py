@@ -14,8 +14,9 @@ features, compares
 crfsuite's attributes are built from `arborist.tagger.features`
 (EMISSION_TEMPLATES, WORD_VALUES, CONTEXT_VALUES, CONTEXT_OFFSETS, word_strings,
 word_flags), one attribute per emission template, so the two feature sets stay
-the same when the templates change; a template name this script does not know
-is an error. Before training, the mapping is checked against arborist's own
+the same when the templates change (templates are followed by name: "bias", a
+WORD_VALUES name, "<CONTEXT_VALUE><CONTEXT_OFFSET>", or "a|b" conjunctions of
+these); a template name this script does not know is an error. Before training, the mapping is checked against arborist's own
 compiled feature kernel (`ChainFeatures.emission_keys`): on sample sentences,
 every template's crfsuite attribute must be in one-to-one correspondence with
 arborist's feature key. crfsuite adds its own tag-bigram transition features;
@@ -88,11 +89,13 @@ BOS, EOS = "<S>", "</S>"  # the neighbours' values outside the sentence, as in f
 
 
 # -- the feature mapping ------------------------------------------------------
-def feature_plan() -> list[tuple[str, str, int, int]]:
-    """One entry per EMISSION_TEMPLATES name, in order: (name, kind, WORD_VALUES column, offset).
+def feature_plan() -> list[tuple[str, tuple[tuple[int, int], ...]]]:
+    """One entry per EMISSION_TEMPLATES name, in order: (name, parts), parts a tuple of
+    (WORD_VALUES column, word offset); the attribute's value joins the parts' values with '|'.
 
-    kind: "bias" (always on), "word" (a value of the word itself) or "context" (a value of
-    the word at `offset`, BOS/EOS outside the sentence). Unknown names are an error."""
+    Names: "bias" (no parts: always on); a WORD_VALUES name (a value of the word itself);
+    "<value><offset>" for the CONTEXT_VALUES at CONTEXT_OFFSETS ("lower-1": BOS/EOS outside
+    the sentence); "a|b|...": the conjunction of such names. Anything else is an error."""
     columns = {name: j for j, name in enumerate(F.WORD_VALUES)}
     if len(columns) != len(F.WORD_VALUES):
         raise ValueError(f"duplicate names in WORD_VALUES: {F.WORD_VALUES}")
@@ -102,18 +105,19 @@ def feature_plan() -> list[tuple[str, str, int, int]]:
             if value not in columns:
                 raise ValueError(f"CONTEXT_VALUES names {value!r}, which is not one of WORD_VALUES")
             context[f"{value}{offset:+d}"] = (columns[value], offset)
-    plan = []
-    for name in F.EMISSION_TEMPLATES:
-        if name == "bias":
-            plan.append((name, "bias", -1, 0))
-        elif name in columns:
-            plan.append((name, "word", columns[name], 0))
-        elif name in context:
-            plan.append((name, "context", *context[name]))
-        else:
-            raise ValueError(f"emission template {name!r} of arborist.tagger.features is unknown to "
-                             f"{Path(__file__).name}: teach feature_plan() what it means")
-    if len({name for name, *_ in plan}) != len(plan):
+
+    def parts_of(name: str) -> tuple[tuple[int, int], ...]:
+        if name in columns:
+            return ((columns[name], 0),)
+        if name in context:
+            return (context[name],)
+        if "|" in name:
+            return tuple(part for piece in name.split("|") for part in parts_of(piece))
+        raise ValueError(f"emission template {name!r} of arborist.tagger.features is unknown to "
+                         f"{Path(__file__).name}: teach feature_plan() what it means")
+
+    plan = [(name, () if name == "bias" else parts_of(name)) for name in F.EMISSION_TEMPLATES]
+    if len({name for name, _ in plan}) != len(plan):
         raise ValueError(f"duplicate names in EMISSION_TEMPLATES: {F.EMISSION_TEMPLATES}")
     return plan
 
@@ -131,20 +135,20 @@ def word_values(word: str) -> list[str]:
 
 def sentence_attributes(words: list[str], plan) -> list[list[str]]:
     """crfsuite's attributes ("template=value", weight 1) of every word of a sentence."""
-    values = [word_values(w) for w in words]
-    n = len(words)
+    reach = max((abs(offset) for _, parts in plan for _, offset in parts), default=0)
+    width = len(F.WORD_VALUES)
+    padded = [[BOS] * width] * reach + [word_values(w) for w in words] + [[EOS] * width] * reach
     out = []
-    for t in range(n):
+    for t in range(reach, reach + len(words)):
         row = []
-        for name, kind, column, offset in plan:
-            if kind == "bias":
+        for name, parts in plan:
+            if not parts:
                 row.append(name)
-            elif kind == "word":
-                row.append(f"{name}={values[t][column]}")
+            elif len(parts) == 1:
+                column, offset = parts[0]
+                row.append(f"{name}={padded[t + offset][column]}")
             else:
-                pos = t + offset
-                v = BOS if pos < 0 else EOS if pos >= n else values[pos][column]
-                row.append(f"{name}={v}")
+                row.append(f"{name}=" + "|".join(padded[t + offset][column] for column, offset in parts))
         out.append(row)
     return out
 
