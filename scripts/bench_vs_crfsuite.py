@@ -91,32 +91,10 @@ BOS, EOS = "<S>", "</S>"  # the neighbours' values outside the sentence, as in f
 # -- the feature mapping ------------------------------------------------------
 def feature_plan() -> list[tuple[str, tuple[tuple[int, int], ...]]]:
     """One entry per EMISSION_TEMPLATES name, in order: (name, parts), parts a tuple of
-    (WORD_VALUES column, word offset); the attribute's value joins the parts' values with '|'.
-
-    Names: "bias" (no parts: always on); a WORD_VALUES name (a value of the word itself);
-    "<value><offset>" for the CONTEXT_VALUES at CONTEXT_OFFSETS ("lower-1": BOS/EOS outside
-    the sentence); "a|b|...": the conjunction of such names. Anything else is an error."""
-    columns = {name: j for j, name in enumerate(F.WORD_VALUES)}
-    if len(columns) != len(F.WORD_VALUES):
-        raise ValueError(f"duplicate names in WORD_VALUES: {F.WORD_VALUES}")
-    context = {}
-    for offset in F.CONTEXT_OFFSETS:
-        for value in F.CONTEXT_VALUES:
-            if value not in columns:
-                raise ValueError(f"CONTEXT_VALUES names {value!r}, which is not one of WORD_VALUES")
-            context[f"{value}{offset:+d}"] = (columns[value], offset)
-
-    def parts_of(name: str) -> tuple[tuple[int, int], ...]:
-        if name in columns:
-            return ((columns[name], 0),)
-        if name in context:
-            return (context[name],)
-        if "|" in name:
-            return tuple(part for piece in name.split("|") for part in parts_of(piece))
-        raise ValueError(f"emission template {name!r} of arborist.tagger.features is unknown to "
-                         f"{Path(__file__).name}: teach feature_plan() what it means")
-
-    plan = [(name, () if name == "bias" else parts_of(name)) for name in F.EMISSION_TEMPLATES]
+    (WORD_VALUES column, word offset) as arborist reads the name (`template_parts`:
+    "bias", "<value>", "<value><offset>", "a|b|..." conjunctions; BOS/EOS outside the
+    sentence); the attribute's value joins the parts' values with '|'."""
+    plan = [(name, F.template_parts(name)) for name in F.EMISSION_TEMPLATES]
     if len({name for name, _ in plan}) != len(plan):
         raise ValueError(f"duplicate names in EMISSION_TEMPLATES: {F.EMISSION_TEMPLATES}")
     return plan

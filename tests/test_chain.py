@@ -17,7 +17,7 @@ from arborist.learn.perceptron import Perceptron
 from arborist.learn.weights import Weights
 from arborist.sentence import Sentence
 from arborist.tagger.chain import LinearChain
-from arborist.tagger.features import EMISSION_TEMPLATES, word_shape
+from arborist.tagger.features import CONJUNCTIONS, EMISSION_TEMPLATES, word_shape
 from arborist.tagger.viterbi import chain_argmax, chain_log_z, chain_marginals
 
 from protocol import check_gradient, check_protocol, label_score
@@ -208,12 +208,16 @@ def test_context_features_see_the_words_two_either_side():
         part = (t, 0, 1, 2) if t >= 2 else (t, 3, 1, 2) if t == 1 else (0, 3, 3, 2)
         a, b = set(f.part_indices(x, part).tolist()), set(f.part_indices(y, part).tolist())
         changed.append(len(a - b))
-    # Positions 2, 3, 5, 6 see the word through lower+-k and suffix3+-k; position 4 through
-    # everything about itself and the bigram+word feature; 0 and 1 are too far.
-    # "cat" and "birds" differ in form, lower, 4 prefixes, 4 suffixes and shape, not in the 4 flags.
-    own = [name for name in EMISSION_TEMPLATES if name != "bias" and name[-2:] not in ("-2", "-1", "+1", "+2")]
-    assert len(own) == 15
-    assert changed == [0, 0, 2, 2, 11 + 1, 2, 2]
+    # Positions 2 and 6 see the word through lower+-2 and suffix3+-2; positions 3 and 5 through
+    # lower+-1, suffix3+-1, the word bigram, the word with the neighbour's suffix and the shape
+    # trigram; position 4 through everything about itself (its values, and the five conjunctions
+    # that contain them) and the bigram+word feature; 0 and 1 are too far.
+    # "cat" and "birds" differ in form, lower, 4 prefixes, 5 suffixes and shape, not in the 4 flags.
+    own = [name for name in EMISSION_TEMPLATES if name != "bias" and "|" not in name
+           and name[-2:] not in ("-2", "-1", "+1", "+2")]
+    assert len(own) == 16
+    assert len(CONJUNCTIONS) == 5
+    assert changed == [0, 0, 2, 5, 12 + 5 + 1, 5, 2]
 
 
 def test_weights_follow_tag_names_not_tag_order():

@@ -521,7 +521,7 @@ def capturing(mp: pytest.MonkeyPatch) -> dict:
 def trained_pipeline(tmp_path_factory):
     """Two taggers (UPOS for 4 epochs, best at 3) and a parser on 2-fold jackknifed tags."""
     out = tmp_path_factory.mktemp("pipeline") / "run"
-    config = pipeline_config(extra="\n[components.upos.training]\nmax_epochs = 4\n")
+    config = pipeline_config(extra="\n[components.upos.training]\nmax_epochs = 6\n")
     with pytest.MonkeyPatch.context() as mp:
         captured = capturing(mp)
         tracker = Quiet()
@@ -540,7 +540,7 @@ def test_train_report_and_model(trained_pipeline):
     assert list(components) == ["upos", "xpos", "parser"]
     assert [(c["kind"], c["key"]) for c in components.values()] == [
         ("tagger", "dev_upos"), ("tagger", "dev_xpos"), ("parser", "dev_uas")]
-    assert [len(c["history"]) for c in components.values()] == [4, 2, 2]  # [components.upos.training]
+    assert [len(c["history"]) for c in components.values()] == [6, 2, 2]  # [components.upos.training]
     for name, entry in components.items():
         scores = [row[entry["key"]] for row in entry["history"]]
         assert entry["best"] == max(scores) and scores[entry["best_epoch"] - 1] == max(scores)

@@ -34,7 +34,7 @@ class LinearChain:
     name = "chain"
 
     def __init__(self, tags: Sequence[str] | None = None, attribute: str = "upos", order: int = 1,
-                 hash_bits: int = 20):
+                 hash_bits: int = 22):
         """`tags=None` leaves the tag set to `initialize`, which reads it from the training data."""
         if attribute not in ATTRIBUTES:
             raise ValueError(f"chain attribute must be one of {ATTRIBUTES}, got {attribute!r}")
@@ -75,7 +75,7 @@ class LinearChain:
 
     @classmethod
     def from_sentences(cls, sentences: Iterable[Sentence], attribute: str = "upos", order: int = 1,
-                       hash_bits: int = 20) -> "LinearChain":
+                       hash_bits: int = 22) -> "LinearChain":
         """The chain over every tag of `attribute` in `sentences`."""
         chain = cls(None, attribute, order, hash_bits)
         chain.initialize(sentences)

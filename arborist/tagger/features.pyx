@@ -12,45 +12,103 @@ every part that contains it:
   W[t, p, c]  the tag bigram conjoined with word t's lowercase form;
   T[q, p, c]  the tag trigram (order 2).
 
+Emission template names: "bias" (always on); "<value>" for a WORD_VALUES value
+of the word itself ("suffix3"); "<value><offset>" for the value of the word at
+that offset ("lower-1", "shape+1"; outside the sentence every value is BOS/EOS);
+and "a|b|..." for the conjunction of such names ("lower-1|lower" is the word
+bigram, "shape-1|shape|shape+1" the shape trigram). The context templates
+"<value><offset>" for CONTEXT_VALUES at CONTEXT_OFFSETS are followed by the
+conjunctions in CONJUNCTIONS.
+
 Word-level values that come from strings (forms, affixes, shape, flags) are
 computed in Python once per distinct form and cached as 64-bit string hashes
-(`arborist.strings`); the nogil kernels combine them with per-template seeds,
-the neighbours' values, and the tags, with a splitmix64 mixer, and mask them
-into the weight vector. Tags enter through the hash of their name, so weights
-do not depend on the order of the tag list.
+(`arborist.strings`); the nogil kernels combine them with per-template seeds
+and the neighbours' values with a splitmix64 mixer into one 64-bit key per
+(word, template), `emission_keys`.
+
+Weight layout: a key is not re-hashed with each tag. Emission key k owns the
+block of K consecutive weights (k + rank(c)) & mask, rank(c) the position of
+tag c's name in the sorted tag names, so one emission feature costs one cache
+miss for all K tags; the bigram+word piece of word t owns the (K+1)*K block
+(combine(seed, lower_t) + rank(p) * K + rank(c)) & mask, rank(START) = K.
+Blocks of different keys overlap at random offsets, so two distinct features
+collide with the same probability as with one hash per feature. The tag bigram
+and trigram are hashed from the tag names. Weights depend on the tag names,
+not on the order of the tag list.
 
 `score` and `add` enumerate features with the same code (`_touch`,
-`_visit_emission`), so scores are exactly w . phi: for coefficients over parts,
-`add` sums them per piece (E over (q, p), W over q, B over t, q, T over t) and
-adds each piece's features once with the summed coefficient.
+`_visit_emission`, `_emission_index`, `_word_bigram_index`), so scores are
+exactly w . phi: for coefficients over parts, `add` sums them per piece (E
+over (q, p), W over q, B over t, q, T over t) and adds each piece's features
+once with the summed coefficient.
 """
 from libc.stdint cimport uint64_t
+import re
+
 import numpy
 
 from ..hashing cimport GOLDEN, combine, mix64
 from ..learn.weights cimport Weights
 from ..strings import hash_string, hash_strings
 
-AFFIX_LENGTHS = (1, 2, 3, 4)
+PREFIX_LENGTHS = (1, 2, 3, 4)
+SUFFIX_LENGTHS = (1, 2, 3, 4, 5)
 SHAPE_RUN = 4  # a word shape keeps at most 4 repeats of a character class
 CONTEXT_OFFSETS = (-2, -1, 1, 2)
 
-# Values of one word, computed from its form (WORD_VALUES[i] -> column i).
-WORD_VALUES = (("form", "lower") + tuple(f"prefix{k}" for k in AFFIX_LENGTHS)
-               + tuple(f"suffix{k}" for k in AFFIX_LENGTHS)
-               + ("shape", "has_digit", "has_hyphen", "upper_initial", "all_upper"))
+# Values of one word, computed from its form (WORD_VALUES[i] -> column i):
+# the strings of `word_strings`, then the 0/1 flags of `word_flags`.
+STRING_VALUES = (("form", "lower") + tuple(f"prefix{k}" for k in PREFIX_LENGTHS)
+                 + tuple(f"suffix{k}" for k in SUFFIX_LENGTHS) + ("shape",))
+FLAG_VALUES = ("has_digit", "has_hyphen", "upper_initial", "all_upper")
+WORD_VALUES = STRING_VALUES + FLAG_VALUES
 CONTEXT_VALUES = ("lower", "suffix3")  # the values of the neighbours at CONTEXT_OFFSETS
+# Conjunctions of values of the word and its neighbours (see the naming above).
+CONJUNCTIONS = ("lower-1|lower", "lower|lower+1",  # word bigrams
+                "lower|suffix3-1", "lower|suffix3+1",  # the word with a neighbour's suffix
+                "shape-1|shape|shape+1")  # shape trigram
 EMISSION_TEMPLATES = (("bias",) + WORD_VALUES
-                      + tuple(f"{v}{o:+d}" for o in CONTEXT_OFFSETS for v in CONTEXT_VALUES))
+                      + tuple(f"{v}{o:+d}" for o in CONTEXT_OFFSETS for v in CONTEXT_VALUES)
+                      + CONJUNCTIONS)
 
 cdef int N_VALUES = len(WORD_VALUES)
-cdef int LOWER_COLUMN = 1
-cdef int N_STRING_VALUES = 11  # columns 0..10 are strings (hashed); 11.. are 0/1 flags
-cdef int[2] CONTEXT_COLUMNS = [1, 8]  # lower, suffix3
+cdef int LOWER_COLUMN = WORD_VALUES.index("lower")
+cdef int N_STRING_VALUES = len(STRING_VALUES)
 cdef uint64_t BOS = hash_string("<S>")
 cdef uint64_t EOS = hash_string("</S>")
 START = "<START>"
 VOCAB_LIMIT = 1 << 20  # forms cached before the cache is cleared
+MAX_PARTS = 3  # values conjoined by one template
+
+
+def template_parts(str name):
+    """The (WORD_VALUES column, word offset) pairs that template `name` conjoins."""
+    if name == "bias":
+        return ()
+    parts = []
+    for piece in name.split("|"):
+        match = re.fullmatch(r"([a-z_0-9]+?)([+-][0-9]+)?", piece)
+        if match is None or match.group(1) not in WORD_VALUES:
+            raise ValueError(f"emission template {name!r}: {piece!r} is not a WORD_VALUES name with an optional offset")
+        parts.append((WORD_VALUES.index(match.group(1)), int(match.group(2) or 0)))
+    if len(parts) > MAX_PARTS:
+        raise ValueError(f"emission template {name!r} conjoins more than {MAX_PARTS} values")
+    return tuple(parts)
+
+
+def _template_table():
+    n_parts = numpy.zeros(len(EMISSION_TEMPLATES), dtype=numpy.int32)
+    columns = numpy.zeros((len(EMISSION_TEMPLATES), MAX_PARTS), dtype=numpy.int32)
+    offsets = numpy.zeros((len(EMISSION_TEMPLATES), MAX_PARTS), dtype=numpy.int32)
+    for j, name in enumerate(EMISSION_TEMPLATES):
+        parts = template_parts(name)
+        n_parts[j] = len(parts)
+        for m, (column, offset) in enumerate(parts):
+            columns[j, m], offsets[j, m] = column, offset
+    return n_parts, columns, offsets
+
+
+N_PARTS, PART_COLUMNS, PART_OFFSETS = _template_table()
 
 
 def word_shape(str word):
@@ -68,13 +126,14 @@ def word_shape(str word):
 
 
 def word_strings(str word):
-    """The string values of WORD_VALUES[:11] for one word."""
+    """The string values of WORD_VALUES[:len(STRING_VALUES)] for one word."""
     lower = word.lower()
-    return ([word, lower] + [word[:k] for k in AFFIX_LENGTHS] + [word[-k:] for k in AFFIX_LENGTHS]
+    return ([word, lower] + [word[:k] for k in PREFIX_LENGTHS] + [word[-k:] for k in SUFFIX_LENGTHS]
             + [word_shape(word)])
 
 
 def word_flags(str word):
+    """The FLAG_VALUES of one word."""
     return (any(ch.isdigit() for ch in word), "-" in word, word[:1].isupper(), word.isupper())
 
 
@@ -95,48 +154,57 @@ cdef inline double _touch(uint64_t key, uint64_t mask, const double* w, Weights 
     return 0.0
 
 
-cdef double _visit_emission(const uint64_t[:, ::1] keys, int t, uint64_t tag_key, uint64_t mask,
+cdef inline uint64_t _emission_index(uint64_t key, int c, const int* rank) noexcept nogil:
+    """Emission feature `key` conjoined with tag c: slot rank(c) of the key's block."""
+    return key + <uint64_t>rank[c]
+
+
+cdef inline uint64_t _word_bigram_index(uint64_t block, int p, int c, int K, const int* rank) noexcept nogil:
+    """The bigram+word feature (p, c) of a word: slot rank(p) * K + rank(c) of the word's block."""
+    return block + <uint64_t>(rank[p] * K + rank[c])
+
+
+cdef double _visit_emission(const uint64_t[:, ::1] keys, int t, int c, const int* rank, uint64_t mask,
                             const double* w, Weights target, double value) noexcept nogil:
-    """Sum of w over the emission features of (t, tag), or add `value` to each of them."""
+    """Sum of w over the emission features of (t, tag c), or add `value` to each of them."""
     cdef int j
     cdef double total = 0.0
     for j in range(keys.shape[1]):
-        total += _touch(mix64(keys[t, j] ^ tag_key), mask, w, target, value)
+        total += _touch(_emission_index(keys[t, j], c, rank), mask, w, target, value)
     return total
 
 
-cdef void _emission_keys(const uint64_t[:, ::1] values, const uint64_t[::1] seeds,
-                         uint64_t[:, ::1] keys) noexcept nogil:
+cdef void _emission_keys(const uint64_t[:, ::1] values, const uint64_t[::1] seeds, const int[::1] n_parts,
+                         const int[:, ::1] columns, const int[:, ::1] offsets, uint64_t[:, ::1] keys) noexcept nogil:
     """keys[t, j]: template j's feature of word t, before conjunction with a tag."""
-    cdef int n = values.shape[0], t, j, k, o, pos, col, f
-    cdef int offsets[4]
-    cdef uint64_t v
-    offsets[0] = -2; offsets[1] = -1; offsets[2] = 1; offsets[3] = 2
+    cdef int n = values.shape[0], t, j, m, pos
+    cdef uint64_t key
     for t in range(n):
-        keys[t, 0] = seeds[0]
-        for j in range(N_VALUES):
-            keys[t, 1 + j] = combine(seeds[1 + j], values[t, j])
-        f = 1 + N_VALUES
-        for o in range(4):
-            pos = t + offsets[o]
-            for k in range(2):
-                col = CONTEXT_COLUMNS[k]
-                v = BOS if pos < 0 else EOS if pos >= n else values[pos, col]
-                keys[t, f] = combine(seeds[f], v)
-                f += 1
+        for j in range(keys.shape[1]):
+            key = seeds[j]
+            for m in range(n_parts[j]):
+                pos = t + offsets[j, m]
+                key = combine(key, BOS if pos < 0 else EOS if pos >= n else values[pos, columns[j, m]])
+            keys[t, j] = key
 
 
 cdef void _score(int n, int K, int order, const uint64_t[:, ::1] keys, const uint64_t[:, ::1] values,
-                 const uint64_t[::1] tag_keys, const uint64_t[:, ::1] BK, const uint64_t[:, ::1] WK,
+                 const int* rank, const uint64_t[:, ::1] BK, uint64_t word_bigram_seed,
                  const uint64_t[:, :, ::1] TK, uint64_t mask, const double* w,
                  double[:, ::1] E, double[:, ::1] B, double[:, :, ::1] T, double* S) noexcept nogil:
     """S (flat, C order over (n, Q, K+1, K); Q = K+1 for order 2, 1 for order 1): every valid part."""
-    cdef int t, q, p, c, Q = K + 1 if order == 2 else 1
+    cdef int t, q, p, c, j, Q = K + 1 if order == 2 else 1
     cdef double piece
+    cdef uint64_t key, block
     cdef Py_ssize_t base
     for t in range(n):
+        # _visit_emission for every c at once: the same weights, added in the same order.
         for c in range(K):
-            E[t, c] = _visit_emission(keys, t, tag_keys[c], mask, w, None, 0.0)
+            E[t, c] = 0.0
+        for j in range(keys.shape[1]):
+            key = keys[t, j]
+            for c in range(K):
+                E[t, c] += w[_emission_index(key, c, rank) & mask]
     for p in range(K + 1):
         for c in range(K):
             B[p, c] = _touch(BK[p, c], mask, w, None, 0.0)
@@ -146,9 +214,10 @@ cdef void _score(int n, int K, int order, const uint64_t[:, ::1] keys, const uin
                 for c in range(K):
                     T[q, p, c] = _touch(TK[q, p, c], mask, w, None, 0.0)
     for t in range(n):
+        block = combine(word_bigram_seed, values[t, LOWER_COLUMN])
         for p in range(_lo(t, 1, K), _hi(t, 1, K)):
             for c in range(K):
-                piece = E[t, c] + B[p, c] + _touch(combine(WK[p, c], values[t, LOWER_COLUMN]), mask, w, None, 0.0)
+                piece = E[t, c] + B[p, c] + _touch(_word_bigram_index(block, p, c, K, rank), mask, w, None, 0.0)
                 if order == 1:
                     S[(<Py_ssize_t>t * (K + 1) + p) * K + c] = piece
                 else:
@@ -158,13 +227,15 @@ cdef void _score(int n, int K, int order, const uint64_t[:, ::1] keys, const uin
 
 
 cdef void _add(int n, int K, int order, const uint64_t[:, ::1] keys, const uint64_t[:, ::1] values,
-               const uint64_t[::1] tag_keys, const uint64_t[:, ::1] BK, const uint64_t[:, ::1] WK,
+               const int* rank, const uint64_t[:, ::1] BK, uint64_t word_bigram_seed,
                const uint64_t[:, :, ::1] TK, uint64_t mask, const double* coef, double scale, Weights target,
                double[:, ::1] cE, double[:, ::1] cB, double[:, :, ::1] cT) noexcept nogil:
     """target += scale * sum over valid parts r of coef_r phi_r, one add per feature of each piece."""
     cdef int t, q, p, c, Q = K + 1 if order == 2 else 1
     cdef double v, total
+    cdef uint64_t block
     for t in range(n):
+        block = combine(word_bigram_seed, values[t, LOWER_COLUMN])
         for p in range(_lo(t, 1, K), _hi(t, 1, K)):
             for c in range(K):
                 if order == 1:
@@ -176,13 +247,13 @@ cdef void _add(int n, int K, int order, const uint64_t[:, ::1] keys, const uint6
                         total += v
                         cT[q, p, c] += v
                 if total != 0.0:
-                    _touch(combine(WK[p, c], values[t, LOWER_COLUMN]), mask, NULL, target, scale * total)
+                    _touch(_word_bigram_index(block, p, c, K, rank), mask, NULL, target, scale * total)
                     cE[t, c] += total
                     cB[p, c] += total
     for t in range(n):
         for c in range(K):
             if cE[t, c] != 0.0:
-                _visit_emission(keys, t, tag_keys[c], mask, NULL, target, scale * cE[t, c])
+                _visit_emission(keys, t, c, rank, mask, NULL, target, scale * cE[t, c])
     for p in range(K + 1):
         for c in range(K):
             if cB[p, c] != 0.0:
@@ -200,7 +271,8 @@ cdef class ChainFeatures:
 
     cdef readonly tuple tags
     cdef readonly int order, bits, n_tags
-    cdef object seeds, tag_keys, bigram_keys, word_bigram_keys, trigram_keys
+    cdef object seeds, rank, bigram_keys, trigram_keys
+    cdef uint64_t word_bigram_seed
     cdef dict vocab
     cdef object table
 
@@ -216,26 +288,23 @@ cdef class ChainFeatures:
         self.seeds = hash_strings([f"chain/{name}" for name in EMISSION_TEMPLATES])
         cdef int K = self.n_tags, q, p, c
         names = hash_strings(list(self.tags) + [START])  # START = id K
-        tag_keys = numpy.empty(K, dtype=numpy.uint64)
         bigram = numpy.empty((K + 1, K), dtype=numpy.uint64)
-        word_bigram = numpy.empty((K + 1, K), dtype=numpy.uint64)
         trigram = numpy.zeros(self.shape(1)[1:] if order == 2 else (1, 1, 1), dtype=numpy.uint64)
         cdef const uint64_t[::1] h = names
-        cdef uint64_t[::1] tk = tag_keys
-        cdef uint64_t[:, ::1] bk = bigram, wk = word_bigram
+        cdef uint64_t[:, ::1] bk = bigram
         cdef uint64_t[:, :, ::1] tr = trigram
-        cdef uint64_t emit = hash_string("chain/tag"), bi = hash_string("chain/bigram")
-        cdef uint64_t wbi = hash_string("chain/bigram+lower"), tri = hash_string("chain/trigram")
+        cdef uint64_t bi = hash_string("chain/bigram"), tri = hash_string("chain/trigram")
         for c in range(K):
-            tk[c] = combine(emit, h[c])
             for p in range(K + 1):
                 bk[p, c] = combine(combine(bi, h[p]), h[c])
-                wk[p, c] = combine(combine(wbi, h[p]), h[c])
                 if order == 2:
                     for q in range(K + 1):
                         tr[q, p, c] = combine(combine(combine(tri, h[q]), h[p]), h[c])
-        self.tag_keys, self.bigram_keys = tag_keys, bigram
-        self.word_bigram_keys, self.trigram_keys = word_bigram, trigram
+        self.bigram_keys, self.trigram_keys = bigram, trigram
+        self.word_bigram_seed = hash_string("chain/bigram+lower")
+        # A tag's slot in the weight blocks: its name's position among the sorted names (START: K).
+        position = {name: i for i, name in enumerate(sorted(self.tags))}
+        self.rank = numpy.array([position[name] for name in self.tags] + [K], dtype=numpy.int32)
         self.vocab = {}
         self.table = numpy.zeros((64, N_VALUES), dtype=numpy.uint64)
 
@@ -276,9 +345,11 @@ cdef class ChainFeatures:
         keys = numpy.empty((values.shape[0], len(EMISSION_TEMPLATES)), dtype=numpy.uint64)
         cdef const uint64_t[:, ::1] vv = values
         cdef const uint64_t[::1] seeds = self.seeds
+        cdef const int[::1] n_parts = N_PARTS
+        cdef const int[:, ::1] columns = PART_COLUMNS, offsets = PART_OFFSETS
         cdef uint64_t[:, ::1] kv = keys
         with nogil:
-            _emission_keys(vv, seeds, kv)
+            _emission_keys(vv, seeds, n_parts, columns, offsets, kv)
         return values, keys
 
     def score(self, sentence, const double[::1] w):
@@ -291,14 +362,14 @@ cdef class ChainFeatures:
         if n == 0:
             return out
         values, keys = self.emission_keys(sentence)
-        cdef const uint64_t[:, ::1] vv = values, kv = keys, bk = self.bigram_keys, wk = self.word_bigram_keys
-        cdef const uint64_t[::1] tk = self.tag_keys
+        cdef const uint64_t[:, ::1] vv = values, kv = keys, bk = self.bigram_keys
+        cdef const int[::1] rank = self.rank
         cdef const uint64_t[:, :, ::1] tr = self.trigram_keys
         cdef double[:, ::1] E = numpy.empty((n, K)), B = numpy.empty((K + 1, K))
         cdef double[:, :, ::1] T = numpy.empty(self.trigram_keys.shape)
         cdef double[::1] flat = out.reshape(-1)
         with nogil:
-            _score(n, K, order, kv, vv, tk, bk, wk, tr, mask, &w[0], E, B, T, &flat[0])
+            _score(n, K, order, kv, vv, &rank[0], bk, self.word_bigram_seed, tr, mask, &w[0], E, B, T, &flat[0])
         return out
 
     def add(self, sentence, coef, Weights weights, double scale=1.0):
@@ -312,14 +383,14 @@ cdef class ChainFeatures:
         if n == 0:
             return
         values, keys = self.emission_keys(sentence)
-        cdef const uint64_t[:, ::1] vv = values, kv = keys, bk = self.bigram_keys, wk = self.word_bigram_keys
-        cdef const uint64_t[::1] tk = self.tag_keys
+        cdef const uint64_t[:, ::1] vv = values, kv = keys, bk = self.bigram_keys
+        cdef const int[::1] rank = self.rank
         cdef const uint64_t[:, :, ::1] tr = self.trigram_keys
         cdef const double[::1] flat = C.reshape(-1)
         cdef double[:, ::1] cE = numpy.zeros((n, K)), cB = numpy.zeros((K + 1, K))
         cdef double[:, :, ::1] cT = numpy.zeros(self.trigram_keys.shape)
         with nogil:
-            _add(n, K, order, kv, vv, tk, bk, wk, tr, weights.mask, &flat[0], scale, weights, cE, cB, cT)
+            _add(n, K, order, kv, vv, &rank[0], bk, self.word_bigram_seed, tr, weights.mask, &flat[0], scale, weights, cE, cB, cT)
 
     def part_indices(self, sentence, part):
         """The feature indices of one part (t, prev, cur) or (t, prev2, prev, cur) (tests, inspection)."""
