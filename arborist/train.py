@@ -69,12 +69,14 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
-def annealing_markdown(rows: list[dict]) -> str:
-    """The C-annealing table in the format of Tables 2-3 of seeds/001."""
-    lines = ["| C | Iterations | Total Iterations | Dev UAS |", "|---:|---:|---:|---:|"]
+def annealing_markdown(rows: list[dict], key: str = "dev_uas") -> str:
+    """The C-annealing table in the format of Tables 2-3 of seeds/001; `key` is the dev
+    score shown (dev_uas for a parser, dev_upos for a UPOS tagger)."""
+    title = "Dev " + key[len("dev_"):].upper()
+    lines = [f"| C | Iterations | Total Iterations | {title} |", "|---:|---:|---:|---:|"]
     for row in rows:
-        uas = "" if row.get("dev_uas") is None else f"{row['dev_uas']:.2f}"
-        lines.append(f"| {row['C']:.6g} | {row['iterations']:.2f} | {row['total_iterations']:.2f} | {uas} |")
+        score = "" if row.get(key) is None else f"{row[key]:.2f}"
+        lines.append(f"| {row['C']:.6g} | {row['iterations']:.2f} | {row['total_iterations']:.2f} | {score} |")
     return "\n".join(lines)
 
 
@@ -249,7 +251,7 @@ def _train_component(name, structure, trainer, train_x, dev_x, dev_gold, limits,
     entry["done"] = True
     entry["stopped"] = entry.get("stopped") or "max_epochs"
     if entry.get("annealing"):
-        tracker.message(annealing_markdown(entry["annealing"]))
+        tracker.message(annealing_markdown(entry["annealing"], entry["key"]))
     if output is not None:
         (output / "training.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 

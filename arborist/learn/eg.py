@@ -311,7 +311,7 @@ class EG:
 
     def finish_epoch(self, metrics: dict) -> bool:
         """C-annealing (§7.1.2): once the gap is within tolerance x primal, record the row
-        (C, iterations, total iterations, dev UAS), multiply C by the factor and keep the
+        (C, iterations, total iterations, the dev scores), multiply C by the factor and keep the
         dual state (warm start). Returns True when training should stop."""
         if not self.anneal or "relative_gap" not in metrics:
             return False
@@ -321,7 +321,7 @@ class EG:
             "C": self.C,
             "iterations": self.iterations_at_C,
             "total_iterations": metrics["effective_iterations"],
-            "dev_uas": metrics.get("dev_uas"),
+            **{k: v for k, v in metrics.items() if k.startswith("dev_")},
             "primal": metrics["primal"],
             "relative_gap": metrics["relative_gap"],
         })
