@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import arborist.learn.eg
 import arborist.learn.perceptron
+from arborist.learn.baselines import SGD
 from arborist.learn.eg import EG
 from arborist.learn.perceptron import Perceptron
 from arborist.learn.weights import Weights
@@ -364,9 +365,11 @@ def token_accuracy(structure, examples, w) -> float:
     (lambda: Perceptron(seed=0), 2, 4),
     (lambda: EG("crf", seed=0), 1, 12),  # C = 1, rate searched: slower from the large w(sigma(0))
     (lambda: EG("crf", C=10.0, eta=0.5, seed=0), 2, 6),
+    (lambda: EG("m3n", C=10.0, seed=0), 1, 8),
+    (lambda: SGD(C=1.0, eta0=0.1, seed=0), 1, 8),
 ])
 def test_generic_trainers_learn_a_tagger(make_trainer, order, epochs):
-    for module in (arborist.learn.perceptron, arborist.learn.eg):
+    for module in (arborist.learn.perceptron, arborist.learn.eg, arborist.learn.baselines):
         source = inspect.getsource(module).lower()
         assert not any(word in source for word in ("tagger", "chain", "viterbi", "upos"))
     examples = synthetic_corpus(60, seed=order)
