@@ -89,12 +89,17 @@ KINDS = {"tagger": (Tagger, LinearChain), "parser": (Parser, DependencyTree)}
 STRUCTURE_KINDS = {LinearChain.name: "tagger", DependencyTree.name: "parser"}
 
 
-def component_for(structure, weights: np.ndarray, info: dict | None = None) -> Component:
-    """The component kind that predicts with this structure."""
+def kind_of(structure) -> str:
+    """The kind of component ("tagger", "parser") that predicts with this structure."""
     kind = STRUCTURE_KINDS.get(getattr(structure, "name", None))
     if kind is None:
         raise ValueError(f"no component predicts with a {type(structure).__name__} structure")
-    return KINDS[kind][0](structure, weights, info)
+    return kind
+
+
+def component_for(structure, weights: np.ndarray, info: dict | None = None) -> Component:
+    """The component that predicts with this structure and these weights."""
+    return KINDS[kind_of(structure)][0](structure, weights, info)
 
 
 def with_tags(sentence: Sentence, attribute: str, tags: list[str]) -> Sentence:

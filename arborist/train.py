@@ -33,7 +33,7 @@ from confection import Config
 
 from .corpus import read_corpus
 from .evaluate import attachment_scores, tag_scores
-from .model import BEST_MODEL, Pipeline, Tagger, component_for, load, with_tags, write_directory
+from .model import BEST_MODEL, Pipeline, Tagger, component_for, kind_of, load, with_tags, write_directory
 from .registry import registry
 from .sentence import FORM
 from .tracking import ConsoleTracker
@@ -152,7 +152,7 @@ def train(config: Config, output: str | Path | None = None, tracker=None,
                 continue
         resolved = registry.resolve(Config({"c": spec}), validate=True)["c"]
         structure, trainer = resolved["structure"], resolved["trainer"]
-        if _kind(structure) == "parser":
+        if kind_of(structure) == "parser":
             taggers = pipeline.taggers
             folds = settings["jackknife_folds"]
             if taggers and folds:
@@ -177,21 +177,12 @@ def train(config: Config, output: str | Path | None = None, tracker=None,
     return pipeline, report
 
 
-def _kind(structure) -> str:
-    from .model import STRUCTURE_KINDS
-
-    kind = STRUCTURE_KINDS.get(getattr(structure, "name", None))
-    if kind is None:
-        raise ValueError(f"no component predicts with a {type(structure).__name__} structure")
-    return kind
-
-
 def _train_component(name, structure, trainer, train_x, dev_x, dev_gold, limits, pipeline, report, config_text,
                      output, tracker, arrays, state) -> None:
     """Epochs of one component; its best epoch on dev goes into `pipeline` (and model-best)."""
-    probe = component_for(structure, np.zeros(1 << structure.hash_bits))
-    key = f"dev_{structure.attribute}" if isinstance(probe, Tagger) else "dev_uas"
-    entry = report["components"].setdefault(name, {"kind": probe.kind, "key": key, "best_epoch": None,
+    kind = kind_of(structure)
+    key = f"dev_{structure.attribute}" if kind == "tagger" else "dev_uas"
+    entry = report["components"].setdefault(name, {"kind": kind, "key": key, "best_epoch": None,
                                                    "best": None, "history": [], "done": False})
     tracker.start_component(name, (key,) + tuple(getattr(trainer, "columns", ())))
     first_epoch = 1
@@ -359,7 +350,7 @@ def _component_specs(config: Config) -> dict:
             raise ValueError(f"[components.{name}.training] may set only {', '.join(COMPONENT_TRAINING)}, "
                              f"not {', '.join(bad)}")
         structure = registry.resolve(Config({"s": spec["structure"]}), validate=True)["s"]
-        kinds[name] = _kind(structure)
+        kinds[name] = kind_of(structure)
         if kinds[name] == "tagger":
             if structure.attribute in tagged:
                 raise ValueError(f"[components.{tagged[structure.attribute]}] and [components.{name}] both tag "
