@@ -86,7 +86,7 @@ def evaluate_pipeline(pipeline, sentences, gold_tags: bool = False) -> dict:
     for gold in sentences:
         tagged, heads = pipeline.annotate(gold, gold_tags)
         if not gold_tags and pipeline.taggers:
-            tag_pairs.append((gold, {t.attribute: getattr(tagged, t.attribute)[1:] for t in pipeline.taggers}))
+            tag_pairs.append((gold, pipeline.predicted_tags(tagged)))
         if heads is not None:
             parse_triples.append((gold, heads, None))
     scores = {}
@@ -121,7 +121,7 @@ def parse(
     def annotated(path):
         for sentence in read_conllu(path):
             tagged, heads = pipeline.annotate(sentence, gold_tags)
-            tags = {} if gold_tags else {t.attribute: getattr(tagged, t.attribute)[1:] for t in pipeline.taggers}
+            tags = {} if gold_tags else pipeline.predicted_tags(tagged)
             yield sentence, heads, None, tags
 
     for path in inputs:

@@ -163,6 +163,11 @@ class Pipeline:
         for sentence in sentences:
             yield self.annotate(sentence, gold_tags)
 
+    def predicted_tags(self, tagged: Sentence) -> dict[str, list[str]]:
+        """{attribute: the words' tags} of the columns this pipeline's taggers predict,
+        read from a sentence `annotate` returned."""
+        return {t.attribute: getattr(tagged, t.attribute)[1:] for t in self.taggers}
+
     def unseen(self, sentence: Sentence) -> np.ndarray:
         """Boolean per word: its form never occurs in the training data."""
         forms = sentence.attrs[FORM, 1:]

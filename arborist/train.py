@@ -153,14 +153,12 @@ def train(config: Config, output: str | Path | None = None, tracker=None,
         resolved = registry.resolve(Config({"c": spec}), validate=True)["c"]
         structure, trainer = resolved["structure"], resolved["trainer"]
         if kind_of(structure) == "parser":
-            taggers = pipeline.taggers
             folds = settings["jackknife_folds"]
-            if taggers and folds:
-                for tagger in taggers:
-                    if tagger.attribute not in jackknifed:
-                        name_of = next(n for n, c in pipeline.components.items() if c is tagger)
-                        epochs = report["components"][name_of]["best_epoch"]
-                        jackknifed[tagger.attribute] = jackknife(specs[name_of], train_set, folds, epochs, tracker)
+            if pipeline.taggers and folds:
+                for tagger_name, tagger in pipeline.components.items():
+                    if isinstance(tagger, Tagger) and tagger.attribute not in jackknifed:
+                        epochs = report["components"][tagger_name]["best_epoch"]
+                        jackknifed[tagger.attribute] = jackknife(specs[tagger_name], train_set, folds, epochs, tracker)
                         if output is not None:
                             _save_jackknife(output / CHECKPOINT, jackknifed)
                 train_x = [_retag(x, jackknifed, i) for i, x in enumerate(train_set)]

@@ -20,3 +20,14 @@ cdef class Weights:
         self.sq_norm_change += value * (old + old + value)
         if self.averaged:
             self.u[index] += self.step * value
+
+
+cdef inline double touch(uint64_t key, uint64_t mask, const double* w, Weights target, double value) noexcept nogil:
+    """The feature kernels' one access to a hashed weight, so that scoring and updating
+    enumerate features with the same code: with w, read w[key & mask]; with w = NULL,
+    add value to target at key & mask."""
+    cdef uint64_t index = key & mask
+    if w != NULL:
+        return w[index]
+    target.add(index, value)
+    return 0.0

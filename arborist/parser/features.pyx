@@ -18,7 +18,7 @@ from libc.math cimport INFINITY
 import numpy
 
 from ..hashing cimport GOLDEN, combine, mix64
-from ..learn.weights cimport Weights
+from ..learn.weights cimport Weights, touch
 from ..sentence import ATTR_NAMES
 from ..strings import hash_string
 
@@ -235,14 +235,6 @@ cdef inline uint64_t _side_hash(uint64_t seed, const int[::1] atoms, const uint6
     return value
 
 
-cdef inline double _touch(uint64_t key, uint64_t mask, const double* w, Weights target, double value) noexcept nogil:
-    cdef uint64_t index = key & mask
-    if w != NULL:
-        return w[index]
-    target.add(index, value)
-    return 0.0
-
-
 cdef double _visit_arc(int h, int m, int T, int B, const uint64_t[:, ::1] H, const uint64_t[:, ::1] M,
                        uint64_t* masks, const uint64_t[:, ::1] values, uint64_t mask,
                        const double* w, Weights target, double value) noexcept nogil:
@@ -256,14 +248,14 @@ cdef double _visit_arc(int h, int m, int T, int B, const uint64_t[:, ::1] H, con
     cdef double total = 0.0
     for t in range(T):
         key = mix64(H[t, h] ^ (M[t, m] * GOLDEN))
-        total += _touch(key, mask, w, target, value)
-        total += _touch(mix64(key ^ dd), mask, w, target, value)
+        total += touch(key, mask, w, target, value)
+        total += touch(mix64(key ^ dd), mask, w, target, value)
     for j in range(B):
         if masks[j] == 0:
             continue
         for b in range(64):
             if masks[j] & ((<uint64_t>1) << b):
                 key = mix64(H[T + j, h] ^ (M[T + j, m] * GOLDEN) ^ mix64(values[j, b]))
-                total += _touch(key, mask, w, target, value)
-                total += _touch(mix64(key ^ dd), mask, w, target, value)
+                total += touch(key, mask, w, target, value)
+                total += touch(mix64(key ^ dd), mask, w, target, value)
     return total

@@ -36,7 +36,7 @@ collide with the same probability as with one hash per feature. The tag bigram
 and trigram are hashed from the tag names. Weights depend on the tag names,
 not on the order of the tag list.
 
-`score` and `add` enumerate features with the same code (`_touch`,
+`score` and `add` enumerate features with the same code (`touch`,
 `_visit_emission`, `_emission_index`, `_word_bigram_index`), so scores are
 exactly w . phi: for coefficients over parts, `add` sums them per piece (E
 over (q, p), W over q, B over t, q, T over t) and adds each piece's features
@@ -48,7 +48,7 @@ import re
 import numpy
 
 from ..hashing cimport GOLDEN, combine, mix64
-from ..learn.weights cimport Weights
+from ..learn.weights cimport Weights, touch
 from ..strings import hash_string, hash_strings
 
 PREFIX_LENGTHS = (1, 2, 3, 4)
@@ -146,14 +146,6 @@ cdef inline int _hi(int t, int back, int K) noexcept nogil:
     return K + 1 if t < back else K
 
 
-cdef inline double _touch(uint64_t key, uint64_t mask, const double* w, Weights target, double value) noexcept nogil:
-    cdef uint64_t index = key & mask
-    if w != NULL:
-        return w[index]
-    target.add(index, value)
-    return 0.0
-
-
 cdef inline uint64_t _emission_index(uint64_t key, int c, const int* rank) noexcept nogil:
     """Emission feature `key` conjoined with tag c: slot rank(c) of the key's block."""
     return key + <uint64_t>rank[c]
@@ -170,7 +162,7 @@ cdef double _visit_emission(const uint64_t[:, ::1] keys, int t, int c, const int
     cdef int j
     cdef double total = 0.0
     for j in range(keys.shape[1]):
-        total += _touch(_emission_index(keys[t, j], c, rank), mask, w, target, value)
+        total += touch(_emission_index(keys[t, j], c, rank), mask, w, target, value)
     return total
 
 
@@ -207,17 +199,17 @@ cdef void _score(int n, int K, int order, const uint64_t[:, ::1] keys, const uin
                 E[t, c] += w[_emission_index(key, c, rank) & mask]
     for p in range(K + 1):
         for c in range(K):
-            B[p, c] = _touch(BK[p, c], mask, w, None, 0.0)
+            B[p, c] = touch(BK[p, c], mask, w, None, 0.0)
     if order == 2:
         for q in range(K + 1):
             for p in range(K + 1):
                 for c in range(K):
-                    T[q, p, c] = _touch(TK[q, p, c], mask, w, None, 0.0)
+                    T[q, p, c] = touch(TK[q, p, c], mask, w, None, 0.0)
     for t in range(n):
         block = combine(word_bigram_seed, values[t, LOWER_COLUMN])
         for p in range(_lo(t, 1, K), _hi(t, 1, K)):
             for c in range(K):
-                piece = E[t, c] + B[p, c] + _touch(_word_bigram_index(block, p, c, K, rank), mask, w, None, 0.0)
+                piece = E[t, c] + B[p, c] + touch(_word_bigram_index(block, p, c, K, rank), mask, w, None, 0.0)
                 if order == 1:
                     S[(<Py_ssize_t>t * (K + 1) + p) * K + c] = piece
                 else:
@@ -247,7 +239,7 @@ cdef void _add(int n, int K, int order, const uint64_t[:, ::1] keys, const uint6
                         total += v
                         cT[q, p, c] += v
                 if total != 0.0:
-                    _touch(_word_bigram_index(block, p, c, K, rank), mask, NULL, target, scale * total)
+                    touch(_word_bigram_index(block, p, c, K, rank), mask, NULL, target, scale * total)
                     cE[t, c] += total
                     cB[p, c] += total
     for t in range(n):
@@ -257,13 +249,13 @@ cdef void _add(int n, int K, int order, const uint64_t[:, ::1] keys, const uint6
     for p in range(K + 1):
         for c in range(K):
             if cB[p, c] != 0.0:
-                _touch(BK[p, c], mask, NULL, target, scale * cB[p, c])
+                touch(BK[p, c], mask, NULL, target, scale * cB[p, c])
     if order == 2:
         for q in range(K + 1):
             for p in range(K + 1):
                 for c in range(K):
                     if cT[q, p, c] != 0.0:
-                        _touch(TK[q, p, c], mask, NULL, target, scale * cT[q, p, c])
+                        touch(TK[q, p, c], mask, NULL, target, scale * cT[q, p, c])
 
 
 cdef class ChainFeatures:
