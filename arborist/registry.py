@@ -19,11 +19,13 @@ def dependency_tree(hash_bits: int = 22, single_root: bool = True, templates: li
 
 
 @registry.structures("arborist.LinearChain.v1")
-def linear_chain(attribute: str = "upos", order: int = 1, hash_bits: int = 22, tags: list[str] | None = None):
-    """A tagger's structure; without `tags`, the tag set is read from the training data."""
+def linear_chain(attribute: str = "upos", order: int = 1, hash_bits: int = 22, tags: list[str] | None = None,
+                 templates: list[str] | None = None):
+    """A tagger's structure; without `tags`, the tag set is read from the training data; without
+    `templates`, the emission templates are `arborist.tagger.features.EMISSION_TEMPLATES`."""
     from .tagger.chain import LinearChain
 
-    return LinearChain(tags, attribute=attribute, order=order, hash_bits=hash_bits)
+    return LinearChain(tags, attribute=attribute, order=order, hash_bits=hash_bits, templates=templates)
 
 
 # Trainers register their classes: the constructor's signature is the config

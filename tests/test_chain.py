@@ -286,10 +286,31 @@ def test_config_round_trip_gives_the_same_scores():
     structure = LinearChain(["N", "V", "D"], attribute="xpos", order=2, hash_bits=12)
     again = LinearChain.from_config(structure.config())
     assert again.config() == structure.config() == {
-        "structure": "chain", "tags": ["N", "V", "D"], "attribute": "xpos", "order": 2, "hash_bits": 12}
+        "structure": "chain", "tags": ["N", "V", "D"], "attribute": "xpos", "order": 2, "hash_bits": 12,
+        "templates": list(EMISSION_TEMPLATES)}
     w = Weights(12, False, rng.normal(size=1 << 12))
     x = sentence(4)
     np.testing.assert_array_equal(structure.scores(x, w), again.scores(x, w))
+    # A model written before templates were configurable has no "templates": the default set.
+    old = {k: v for k, v in structure.config().items() if k != "templates"}
+    np.testing.assert_array_equal(structure.scores(x, w), LinearChain.from_config(old).scores(x, w))
+
+
+def test_template_subset_has_exactly_those_emission_features():
+    """The HMM feature set of the SWVP experiments: the tag bias and the form, plus transitions."""
+    full = LinearChain(["N", "V"], hash_bits=14)
+    hmm = LinearChain(["N", "V"], hash_bits=14, templates=["bias", "form"])
+    x = sentence(3)
+    assert hmm.features.features_per_part == 2 + 2
+    # The shared templates hash to the same slots in both feature sets.
+    shared = set(hmm.features.part_indices(x, (1, 0, 1)).tolist())
+    assert shared < set(full.features.part_indices(x, (1, 0, 1)).tolist())
+    again = LinearChain.from_config(hmm.config())
+    assert again.templates == ("bias", "form")
+    with pytest.raises(ValueError, match="not a WORD_VALUES name"):
+        LinearChain(["N"], templates=["bias", "colour"])
+    with pytest.raises(ValueError, match="duplicate emission templates"):
+        LinearChain(["N"], templates=["form", "form"])
 
 
 def test_mix_indicator_and_part_cost():

@@ -23,7 +23,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..sentence import Sentence
-from .features import ChainFeatures
+from .features import EMISSION_TEMPLATES, ChainFeatures
 from .viterbi import chain_argmax, chain_marginals, chain_shape, valid_parts
 
 ATTRIBUTES = ("upos", "xpos")
@@ -34,8 +34,9 @@ class LinearChain:
     name = "chain"
 
     def __init__(self, tags: Sequence[str] | None = None, attribute: str = "upos", order: int = 1,
-                 hash_bits: int = 22):
-        """`tags=None` leaves the tag set to `initialize`, which reads it from the training data."""
+                 hash_bits: int = 22, templates: Sequence[str] | None = None):
+        """`tags=None` leaves the tag set to `initialize`, which reads it from the training data.
+        `templates`: the emission templates (`features.EMISSION_TEMPLATES` when None)."""
         if attribute not in ATTRIBUTES:
             raise ValueError(f"chain attribute must be one of {ATTRIBUTES}, got {attribute!r}")
         if order not in (1, 2):
@@ -43,6 +44,7 @@ class LinearChain:
         self.attribute = attribute
         self.order = int(order)
         self._hash_bits = int(hash_bits)
+        self.templates = tuple(EMISSION_TEMPLATES if templates is None else templates)
         self._valid: dict[int, np.ndarray] = {}
         self.tags: tuple[str, ...] = ()
         self.features = None
@@ -54,7 +56,8 @@ class LinearChain:
         if len(set(tags)) != len(tags):
             duplicates = sorted({t for t in tags if tags.count(t) > 1})
             raise ValueError(f"duplicate tags: {', '.join(duplicates)}")
-        self.features = ChainFeatures(tags, self.order, self._hash_bits)  # checks order, hash bits, K >= 1
+        # checks order, hash bits, template names, K >= 1
+        self.features = ChainFeatures(tags, self.order, self._hash_bits, self.templates)
         self.tags = tags
         self.tag_ids = {t: i for i, t in enumerate(tags)}
         self._valid.clear()
@@ -75,9 +78,9 @@ class LinearChain:
 
     @classmethod
     def from_sentences(cls, sentences: Iterable[Sentence], attribute: str = "upos", order: int = 1,
-                       hash_bits: int = 22) -> "LinearChain":
+                       hash_bits: int = 22, templates: Sequence[str] | None = None) -> "LinearChain":
         """The chain over every tag of `attribute` in `sentences`."""
-        chain = cls(None, attribute, order, hash_bits)
+        chain = cls(None, attribute, order, hash_bits, templates)
         chain.initialize(sentences)
         return chain
 
@@ -96,11 +99,13 @@ class LinearChain:
             "attribute": self.attribute,
             "order": self.order,
             "hash_bits": self.hash_bits,
+            "templates": list(self.templates),
         }
 
     @classmethod
     def from_config(cls, config: dict) -> "LinearChain":
-        return cls(config["tags"], config["attribute"], config["order"], config["hash_bits"])
+        # Models written before templates were configurable used the default set.
+        return cls(config["tags"], config["attribute"], config["order"], config["hash_bits"], config.get("templates"))
 
     def shape(self, n: int) -> tuple[int, ...]:
         return chain_shape(n, self.n_tags, self.order)

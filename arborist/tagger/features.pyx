@@ -6,7 +6,8 @@ every part that contains it:
   order 1: S[t, p, c]     = E[t, c] + B[p, c] + W[t, p, c]
   order 2: S[t, q, p, c]  = E[t, c] + B[p, c] + W[t, p, c] + T[q, p, c]
 
-  E[t, c]     emission: every EMISSION_TEMPLATES feature of word t, conjoined with tag c
+  E[t, c]     emission: every emission template's feature of word t (EMISSION_TEMPLATES
+              by default), conjoined with tag c
               (computed once per (t, c), not once per part);
   B[p, c]     the tag bigram (p = START at t = 0);
   W[t, p, c]  the tag bigram conjoined with word t's lowercase form;
@@ -96,19 +97,18 @@ def template_parts(str name):
     return tuple(parts)
 
 
-def _template_table():
-    n_parts = numpy.zeros(len(EMISSION_TEMPLATES), dtype=numpy.int32)
-    columns = numpy.zeros((len(EMISSION_TEMPLATES), MAX_PARTS), dtype=numpy.int32)
-    offsets = numpy.zeros((len(EMISSION_TEMPLATES), MAX_PARTS), dtype=numpy.int32)
-    for j, name in enumerate(EMISSION_TEMPLATES):
+def _template_table(templates):
+    """(n_parts, columns, offsets) arrays of the emission templates, for `_emission_keys`."""
+    n_parts = numpy.zeros(len(templates), dtype=numpy.int32)
+    columns = numpy.zeros((len(templates), MAX_PARTS), dtype=numpy.int32)
+    offsets = numpy.zeros((len(templates), MAX_PARTS), dtype=numpy.int32)
+    for j, name in enumerate(templates):
         parts = template_parts(name)
         n_parts[j] = len(parts)
         for m, (column, offset) in enumerate(parts):
             columns[j, m], offsets[j, m] = column, offset
     return n_parts, columns, offsets
 
-
-N_PARTS, PART_COLUMNS, PART_OFFSETS = _template_table()
 
 
 def word_shape(str word):
@@ -263,12 +263,15 @@ cdef class ChainFeatures:
 
     cdef readonly tuple tags
     cdef readonly int order, bits, n_tags
-    cdef object seeds, rank, bigram_keys, trigram_keys
+    cdef readonly tuple templates
+    cdef object seeds, rank, bigram_keys, trigram_keys, n_parts, part_columns, part_offsets
     cdef uint64_t word_bigram_seed
     cdef dict vocab
     cdef object table
 
-    def __init__(self, tags, int order=1, int bits=20):
+    def __init__(self, tags, int order=1, int bits=20, templates=EMISSION_TEMPLATES):
+        """`templates`: the emission templates (names as in EMISSION_TEMPLATES, which is the
+        default); the transition features are always on."""
         if order not in (1, 2):
             raise ValueError(f"chain order must be 1 or 2, got {order}")
         if not 1 <= bits <= 32:
@@ -277,7 +280,11 @@ cdef class ChainFeatures:
         if not self.tags:
             raise ValueError("a chain needs at least one tag")
         self.order, self.bits, self.n_tags = order, bits, len(self.tags)
-        self.seeds = hash_strings([f"chain/{name}" for name in EMISSION_TEMPLATES])
+        self.templates = tuple(templates)
+        if len(set(self.templates)) != len(self.templates):
+            raise ValueError(f"duplicate emission templates in {list(self.templates)}")
+        self.n_parts, self.part_columns, self.part_offsets = _template_table(self.templates)  # checks names
+        self.seeds = hash_strings([f"chain/{name}" for name in self.templates])
         cdef int K = self.n_tags, q, p, c
         names = hash_strings(list(self.tags) + [START])  # START = id K
         bigram = numpy.empty((K + 1, K), dtype=numpy.uint64)
@@ -303,7 +310,7 @@ cdef class ChainFeatures:
     @property
     def features_per_part(self) -> int:
         """Features of one part: the emission templates, bigram, bigram+word (and trigram)."""
-        return len(EMISSION_TEMPLATES) + 2 + (self.order == 2)
+        return len(self.templates) + 2 + (self.order == 2)
 
     def shape(self, int n):
         K = self.n_tags
@@ -332,13 +339,13 @@ cdef class ChainFeatures:
         return self.table[[self.vocab[f] for f in forms]] if forms else numpy.zeros((0, N_VALUES), dtype=numpy.uint64)
 
     def emission_keys(self, sentence):
-        """(n, len(EMISSION_TEMPLATES)) uint64: each word's emission features before the tag."""
+        """(n, len(templates)) uint64: each word's emission features before the tag."""
         values = numpy.ascontiguousarray(self.word_values(sentence))
-        keys = numpy.empty((values.shape[0], len(EMISSION_TEMPLATES)), dtype=numpy.uint64)
+        keys = numpy.empty((values.shape[0], len(self.templates)), dtype=numpy.uint64)
         cdef const uint64_t[:, ::1] vv = values
         cdef const uint64_t[::1] seeds = self.seeds
-        cdef const int[::1] n_parts = N_PARTS
-        cdef const int[:, ::1] columns = PART_COLUMNS, offsets = PART_OFFSETS
+        cdef const int[::1] n_parts = self.n_parts
+        cdef const int[:, ::1] columns = self.part_columns, offsets = self.part_offsets
         cdef uint64_t[:, ::1] kv = keys
         with nogil:
             _emission_keys(vv, seeds, n_parts, columns, offsets, kv)
