@@ -32,8 +32,9 @@ def linear_chain(attribute: str = "upos", order: int = 1, hash_bits: int = 22, t
 # schema, so defaults and validation live in one place.
 from .learn.baselines import SGD  # noqa: E402
 from .learn.eg import EG  # noqa: E402
-from .learn.perceptron import Perceptron  # noqa: E402
+from .learn.perceptron import SWVP, Perceptron  # noqa: E402
 
 registry.trainers("arborist.Perceptron.v1", func=Perceptron)
+registry.trainers("arborist.SWVP.v1", func=SWVP)
 registry.trainers("arborist.EG.v1", func=EG)
 registry.trainers("arborist.SGD.v1", func=SGD)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Sequence, runtime_checkable
 
+import numpy as np
+
 # A numpy array over the structure's parts. A structure with several part types
 # (arcs and siblings of a second-order tree) packs them into one array and hands
 # out views, so trainers do plain element-wise arithmetic on a single array: EG
@@ -45,7 +47,8 @@ class Structure(Protocol):
         """w += scale * sum_r coef_r * phi(x, r)."""
 
     def mix(self, gold: Label, pred: Label, positions: Sequence[int]) -> Label:
-        """The label that takes pred at `positions` and gold elsewhere (SWVP's m^J)."""
+        """The label that takes pred at `positions` and gold elsewhere (SWVP's m^J).
+        A label is an array and a position an index into it (`differing_positions`)."""
 
     def gold(self, x) -> Label:
         """The gold label stored with example x."""
@@ -54,3 +57,8 @@ class Structure(Protocol):
         """(positions pred gets right, positions): words with the right head, tokens with
         the right tag. positions - hits is the Hamming loss of pred."""
 
+
+def differing_positions(gold: Label, pred: Label) -> np.ndarray:
+    """The positions (indices into the label array, as `mix` takes them) where pred differs
+    from gold: SWVP's single-difference substructures."""
+    return np.flatnonzero(np.asarray(gold) != np.asarray(pred))

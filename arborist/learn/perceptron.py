@@ -1,24 +1,89 @@
-"""The averaged structured perceptron (CSP): Algorithm 1 of Dror and Reichart.
+"""The structured weighted violations perceptron (SWVP, Algorithm 2 of Dror and
+Reichart) and its special case the averaged structured perceptron (CSP, Algorithm 1).
 
 Written against the Structure protocol only. For each example in turn, decode
-y* = argmax_y w . phi(x, y); if y* != y, w += phi(x, y) - phi(x, y*). Averaging
-(Collins 2002) uses the clock of `Weights`: the returned weights are the mean of
-w after every example.
+y* = argmax_y w . phi(x, y); if y* != y, build the mixed assignments m^J (y* at
+the positions in J, gold elsewhere) for every J in JJ, weight them with gamma
+(SetGamma), and update w += sum_J gamma(m^J) (phi(x, y) - phi(x, m^J)).
+
+JJ ("substructures"):
+  "full"    JJ = {[L]}: the one mixed assignment is y* itself and gamma = 1, which is
+            exactly CSP (`Perceptron`).
+  "single"  single differences (Section 5): one J = {j} per position j where y*
+            differs from the gold label (a word and its head, a token and its tag).
+
+gamma ("weighting", Section 5), over the mixed assignments with margins
+w . Delta phi(x, y, m^J), all of them (balanced) or only the violations, margin <= 0
+(aggressive, footnote 5):
+  "wm"   gamma ~ |margin|^beta
+  "wmr"  gamma ~ ((N - r) / N)^beta, r the rank of |margin| among the N, 0 for the
+         largest (ties share the better rank). The paper leaves the origin of r
+         open; from 0, the smallest still gets a positive weight, and one mixed
+         assignment gets gamma = 1 as it must.
+Both are normalized to sum to 1 (Definition 3, condition 1); if every |margin| is 0
+(w = 0 at the start), gamma is uniform.
+
+Dynamic updates (Property 3): at every update the gamma selection conditions are
+checked; when condition (2), w . sum_J gamma(m^J) Delta phi(x, y, m^J) <= 0, fails
+(balanced weighting can break it), or no gamma can meet condition (1) (aggressive
+weighting and no mixed assignment is a violation), the update backs off to CSP's
+for that example. The epoch metrics count these back-offs.
+
+Averaging (Collins 2002) uses the clock of `Weights`: the returned weights are the
+mean of w after every example.
 """
 
 import time
 
 import numpy as np
 
-from ..structure import Structure
+from ..structure import Structure, differing_positions
 from .weights import Weights
 
+SUBSTRUCTURES = ("full", "single")
+WEIGHTINGS = ("wm", "wmr")
 
-class Perceptron:
-    name = "perceptron"
-    columns = ("train_accuracy", "updates", "epoch_seconds")
 
-    def __init__(self, averaged: bool = True, shuffle: bool = True, seed: int = 0):
+def set_gamma(margins: np.ndarray, weighting: str, beta: float, aggressive: bool) -> np.ndarray | None:
+    """SetGamma (Section 5): gamma over mixed assignments with these margins, summing to 1;
+    None when no gamma meets condition (1) (aggressive, and no margin is <= 0)."""
+    margins = np.asarray(margins, dtype=np.float64)
+    eligible = margins <= 0.0 if aggressive else np.ones(margins.shape, dtype=bool)
+    if not eligible.any():
+        return None
+    magnitude = np.abs(margins[eligible])
+    if weighting == "wm":
+        raw = magnitude ** beta
+    elif weighting == "wmr":
+        n = len(magnitude)
+        rank = (magnitude[None, :] > magnitude[:, None]).sum(axis=1)  # how many are strictly larger
+        raw = ((n - rank) / n) ** beta
+    else:
+        raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+    total = raw.sum()
+    gamma = np.zeros(margins.shape)
+    gamma[eligible] = raw / total if total > 0.0 else 1.0 / len(raw)
+    return gamma
+
+
+class SWVP:
+    """Averaged SWVP; `substructures="full"` is CSP (see the module docstring)."""
+
+    name = "swvp"
+    columns = ("train_accuracy", "updates", "backoffs", "epoch_seconds")
+
+    def __init__(self, substructures: str = "single", weighting: str = "wm", aggressive: bool = False,
+                 beta: float = 1.0, averaged: bool = True, shuffle: bool = True, seed: int = 0):
+        if substructures not in SUBSTRUCTURES:
+            raise ValueError(f"substructures must be one of {SUBSTRUCTURES}, got {substructures!r}")
+        if weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+        if not beta > 0:
+            raise ValueError(f"beta must be positive, got {beta!r}")
+        self.substructures = substructures
+        self.weighting = weighting
+        self.aggressive = bool(aggressive)
+        self.beta = float(beta)
         self.averaged = averaged
         self.shuffle = shuffle
         self.rng = np.random.default_rng(seed)
@@ -27,23 +92,48 @@ class Perceptron:
     def begin(self, structure: Structure, examples: list, hash_bits: int) -> None:
         self.weights = Weights(hash_bits, averaged=self.averaged)
 
+    def update_coefficients(self, structure: Structure, x, scores, gold, pred) -> tuple[np.ndarray, bool]:
+        """(sum_J gamma(m^J) (indicator(gold) - indicator(m^J)), whether it backed off to CSP's update)
+        for a wrong prediction `pred` under part scores `scores`."""
+        differ = differing_positions(gold, pred)
+        subsets = [differ] if self.substructures == "full" else [differ[k:k + 1] for k in range(len(differ))]
+        gold_parts = structure.indicator(x, gold)
+        gold_score = float((scores * gold_parts).sum())
+        mixed_parts = [structure.indicator(x, structure.mix(gold, pred, J)) for J in subsets]
+        margins = np.array([gold_score - float((scores * parts).sum()) for parts in mixed_parts])
+        gamma = set_gamma(margins, self.weighting, self.beta, self.aggressive)
+        if gamma is not None:
+            if not (gamma >= 0.0).all() or abs(gamma.sum() - 1.0) > 1e-9:  # condition (1)
+                raise AssertionError(f"SetGamma broke condition (1): {gamma}")
+            if float(gamma @ margins) <= 0.0:  # condition (2)
+                coef = gold_parts.copy()
+                for g, parts in zip(gamma, mixed_parts):
+                    if g:
+                        coef -= g * parts
+                return coef, False
+        return gold_parts - structure.indicator(x, pred), True
+
     def epoch(self, structure: Structure, examples: list, tracker=None) -> dict:
-        """One pass over examples; returns training metrics (accuracy of the positions, updates, examples/s)."""
+        """One pass over examples; returns training metrics (accuracy of the positions, updates,
+        back-offs to the CSP update, examples/s)."""
         w = self.weights
         order = self.rng.permutation(len(examples)) if self.shuffle else np.arange(len(examples))
         correct = total = 0.0
-        updates = 0
+        updates = backoffs = 0
         start = time.perf_counter()
-        for count, i in enumerate(order, start=1):
+        for i in order:
             x = examples[i]
             gold = structure.gold(x)
-            pred = structure.argmax(x, structure.scores(x, w))
+            scores = structure.scores(x, w)
+            pred = structure.argmax(x, scores)
             right, positions = structure.hits(x, gold, pred)
             correct += right
             total += positions
             if right < positions:
-                structure.add_features(x, structure.indicator(x, gold) - structure.indicator(x, pred), w, 1.0)
+                coef, backed_off = self.update_coefficients(structure, x, scores, gold, pred)
+                structure.add_features(x, coef, w, 1.0)
                 updates += 1
+                backoffs += backed_off
             w.tick()
             if tracker is not None:
                 tracker.advance(1, train_accuracy=correct / max(total, 1.0))
@@ -51,6 +141,7 @@ class Perceptron:
         return {
             "train_accuracy": correct / max(total, 1.0),
             "updates": updates,
+            "backoffs": backoffs,
             "epoch_seconds": seconds,
             "examples_per_second": len(order) / max(seconds, 1e-9),
         }
@@ -59,17 +150,22 @@ class Perceptron:
         """Nothing to schedule between epochs; never asks to stop."""
         return False
 
+    def settings(self) -> dict:
+        return {"trainer": self.name, "averaged": self.averaged, "substructures": self.substructures,
+                "weighting": self.weighting, "aggressive": self.aggressive, "beta": self.beta}
+
     def state(self) -> tuple[dict, dict]:
         """(arrays, meta) that `restore` turns back into this exact trainer state."""
         arrays = {"weights": self.weights.array, "accumulator": self.weights.accumulator}
-        meta = {"trainer": self.name, "averaged": self.averaged, "step": self.weights.step,
-                "rng": self.rng.bit_generator.state}
+        meta = {**self.settings(), "step": self.weights.step, "rng": self.rng.bit_generator.state}
         return arrays, meta
 
     def restore(self, structure: Structure, examples: list, arrays: dict, meta: dict) -> None:
-        if meta.get("trainer") != self.name or meta.get("averaged") != self.averaged:
-            raise ValueError(f"checkpoint is for trainer {meta.get('trainer')!r} (averaged={meta.get('averaged')}), "
-                             f"not {self.name!r} (averaged={self.averaged})")
+        ours = self.settings()
+        # Checkpoints written before SWVP existed hold only trainer and averaged (CSP).
+        theirs = {**Perceptron().settings(), **{k: meta[k] for k in ours if k in meta}}
+        if theirs != ours:
+            raise ValueError(f"checkpoint is for {theirs}, not {ours}")
         bits = int(arrays["weights"].size).bit_length() - 1
         self.weights = Weights(bits, self.averaged, arrays["weights"].copy())
         if self.averaged:
@@ -80,3 +176,12 @@ class Perceptron:
     def prediction_weights(self) -> Weights:
         """The weights to predict with: the average, for an averaged perceptron."""
         return Weights(self.weights.bits, False, self.weights.averaged_array())
+
+
+class Perceptron(SWVP):
+    """The averaged structured perceptron, CSP: SWVP with JJ = {[L]} and gamma = 1."""
+
+    name = "perceptron"
+
+    def __init__(self, averaged: bool = True, shuffle: bool = True, seed: int = 0):
+        super().__init__(substructures="full", averaged=averaged, shuffle=shuffle, seed=seed)
