@@ -39,16 +39,15 @@ ADJS = ["big", "small", "old"]
 
 
 def corpus(n_sentences: int, seed: int, pos: bool = True) -> list[Sentence]:
-    """NP VERB NP [in NP] . with UPOS and XPOS (unless not `pos`) and UD-style heads (the verb is the root; a
-    determiner and an adjective attach to their noun, the preposition to its noun, nouns and
-    the full stop to the verb). Every gold tree is projective with a single root."""
+    """NP VERB NP [in NP] . with UPOS and XPOS (unless not `pos`) and UD-style heads (the verb
+    is the root; a determiner and an adjective attach to their noun, the preposition to its
+    noun, nouns and the full stop to the verb). Every gold tree is projective with a single root."""
     rng = np.random.default_rng(seed)
     pick = lambda words: words[int(rng.integers(len(words)))]  # noqa: E731
     out = []
     for i in range(n_sentences):
         words, tags, heads = [], [], []
-        verb = None  # index (1-based) of the verb, known once it is placed
-        pending = []  # words whose head is the verb
+        pending = []  # words whose head is the verb, placed before we know where it is
 
         def noun_phrase(case=None):
             start = len(words) + 1
@@ -92,7 +91,7 @@ def corpus(n_sentences: int, seed: int, pos: bool = True) -> list[Sentence]:
     return out
 
 
-def random_corpus(n_sentences: int, seed: int, pos: bool = True) -> list[Sentence]:
+def random_corpus(n_sentences: int, seed: int) -> list[Sentence]:
     """Sentences of 3-9 random words with random tags and random gold trees (each word attaches to
     a word placed before it in a random order: a tree, often non-projective). Nothing here is
     learnable, so the perceptron keeps updating: every update rule is exercised on every pass."""
@@ -108,8 +107,7 @@ def random_corpus(n_sentences: int, seed: int, pos: bool = True) -> list[Sentenc
             heads[m - 1] = int(order[rng.integers(k)])
         words = [vocabulary[j] for j in rng.integers(len(vocabulary), size=n)]
         upos = [tags[j] for j in rng.integers(len(tags), size=n)]
-        out.append(Sentence.from_columns(words, None, upos if pos else None, upos if pos else None, heads=heads,
-                                         source="random", first_line=i + 1))
+        out.append(Sentence.from_columns(words, None, upos, upos, heads=heads, source="random", first_line=i + 1))
     return out
 
 
@@ -622,3 +620,9 @@ max_train_sentences = 30
         assert 0 <= h["backoffs"] <= h["updates"] <= 30 and h["updates"] > 0
     state, _ = load_checkpoint(tmp_path / "run" / "checkpoint")
     assert state["trainer"]["trainer"] == "swvp" and state["trainer"]["beta"] == 2.0
+
+
+def test_wm_gamma_survives_extreme_margins():
+    """|margin|**beta would overflow (1e70**5) or underflow (1e-70**5) without scaling."""
+    np.testing.assert_allclose(set_gamma([-1e70, -1.0], "wm", 5.0, False), [1.0, 0.0])
+    np.testing.assert_allclose(set_gamma([-1e-70, -3e-70], "wm", 5.0, False), [1 / 244, 243 / 244])

@@ -154,17 +154,15 @@ def test_viterbi_is_the_most_probable_state_sequence(setup):
     assert checked == 20 and unique >= 5
 
 
-def test_viterbi_beats_chance_on_held_out_data():
-    """The true model's decoding is the accuracy ceiling the SWVP experiments compare with:
-    well above the majority state on setup 1, lower on the harder setup 3."""
-    accuracy = {}
-    for setup in (1, 3):
-        hmm, data = synthetic.dataset(setup, 0, splits=(0, 0, 300))
-        states, observations = data["test"]
-        accuracy[setup] = np.mean([hmm.viterbi(o) == s for s, o in zip(states, observations)])
-        majority = np.bincount(states.ravel()).max() / states.size
-        assert accuracy[setup] > majority + 0.2, (setup, accuracy[setup], majority)
-    assert accuracy[3] < accuracy[1]
+@pytest.mark.parametrize("setup", [1, 2, 3])
+def test_viterbi_beats_the_majority_state_on_held_out_data(setup):
+    """The true model's decoding, the accuracy ceiling of the learners, is far above always
+    predicting the most frequent state: the observations and transitions carry the states."""
+    hmm, data = synthetic.dataset(setup, 0, splits=(0, 0, 300))
+    states, observations = data["test"]
+    accuracy = np.mean([hmm.viterbi(o) == s for s, o in zip(states, observations)])
+    majority = np.bincount(states.ravel()).max() / states.size
+    assert accuracy > majority + 0.2, (accuracy, majority)
 
 
 @pytest.mark.parametrize("setup", [1, 3])

@@ -53,7 +53,9 @@ def set_gamma(margins: np.ndarray, weighting: str, beta: float, aggressive: bool
         return None
     magnitude = np.abs(margins[eligible])
     if weighting == "wm":
-        raw = magnitude ** beta
+        largest = magnitude.max()
+        # Scaled by the largest first: the same ratios, without overflow for large margins.
+        raw = (magnitude / largest) ** beta if largest > 0.0 else np.zeros_like(magnitude)
     elif weighting == "wmr":
         n = len(magnitude)
         rank = (magnitude[None, :] > magnitude[:, None]).sum(axis=1)  # how many are strictly larger
