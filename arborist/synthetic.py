@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .sentence import Sentence
-from .tagger.viterbi import chain_argmax
+from .tagger.viterbi import chain_argmax, chain_marginals
 
 # (Cx, Cy, transition vector, emission vector) of setups 1, 2, 3 (footnote 6).
 SETUPS = {
@@ -64,16 +64,26 @@ class HMM:
                 y = _draw(cum_t[y], rng)
         return states, observations
 
-    def viterbi(self, observations: np.ndarray) -> np.ndarray:
-        """The most probable state sequence of one observation sequence under the true model."""
+    def log_scores(self, observations: np.ndarray) -> np.ndarray:
+        """log P(states, observations) as first-order chain part scores: [t, prev, cur],
+        prev = K is START (only at t = 0); log 0 is -1e30."""
         K, n = self.n_states, len(observations)
         with np.errstate(divide="ignore"):
             log_prior, log_t, log_e = np.log(self.prior), np.log(self.transition), np.log(self.emission)
-        # The chain layout: scores[t, prev, cur], prev = K is START (only at t = 0).
         scores = np.full((n, K + 1, K), -1e30)
         scores[0, K] = log_prior + log_e[:, observations[0]]
         scores[1:, :K] = log_t[None] + log_e[:, observations[1:]].T[:, None, :]
-        return chain_argmax(np.maximum(scores, -1e30))[0]
+        return np.maximum(scores, -1e30)
+
+    def viterbi(self, observations: np.ndarray) -> np.ndarray:
+        """The most probable state sequence of one observation sequence under the true model."""
+        return chain_argmax(self.log_scores(observations))[0]
+
+    def posterior_decode(self, observations: np.ndarray) -> np.ndarray:
+        """Each position's most probable state under the true model (forward-backward): the
+        decoder with the highest expected per-position accuracy, the ceiling for tag accuracy."""
+        marginals, _ = chain_marginals(self.log_scores(observations))
+        return marginals.sum(axis=1).argmax(axis=1)
 
 
 def _draw(cumulative: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -195,3 +195,23 @@ def test_to_sentences_feed_a_linear_chain(setup):
 def test_unknown_setup_is_an_error():
     with pytest.raises(ValueError, match="setup"):
         synthetic.dataset(4, 0)
+
+
+@pytest.mark.parametrize("setup", [1, 3])
+def test_posterior_decoding_takes_each_positions_most_probable_state(setup):
+    """HMM.posterior_decode against brute-force state marginals P(y_i | x) over every state
+    sequence of length 4: at each position the state with the largest marginal (ties: any of them)."""
+    hmm, _ = synthetic.dataset(setup, 2, splits=(1, 0, 0))
+    rng = np.random.default_rng(10 + setup)
+    K, length = hmm.n_states, 4
+    candidates = [np.array(y) for y in itertools.product(range(K), repeat=length)]
+    differs = 0
+    for obs in hmm.sample(30, length, rng)[1]:
+        joint = np.exp([log_joint(hmm, y, obs) for y in candidates])
+        marginal = np.zeros((length, K))
+        for y, p in zip(candidates, joint):
+            marginal[np.arange(length), y] += p
+        got = hmm.posterior_decode(obs)
+        assert np.allclose(marginal[np.arange(length), got], marginal.max(axis=1), rtol=1e-9)
+        differs += not np.array_equal(got, hmm.viterbi(obs))
+    assert differs >= 1  # on some sequences it is not Viterbi: the test sees which decoder ran
