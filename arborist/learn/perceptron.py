@@ -113,7 +113,10 @@ class SWVP:
                     if g:
                         coef -= g * parts
                 return coef, False
-        return gold_parts - structure.indicator(x, pred), True
+        # With JJ = {[L]} this is the update itself, not a back-off. (Its condition (2) fails
+        # only when the gold label outscores the decoder's best, i.e. lies outside the
+        # decoder's label space.)
+        return gold_parts - structure.indicator(x, pred), self.substructures != "full"
 
     def epoch(self, structure: Structure, examples: list, tracker=None) -> dict:
         """One pass over examples; returns training metrics (accuracy of the positions, updates,
