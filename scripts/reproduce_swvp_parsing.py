@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from arborist.corpus import read_corpus
+from arborist.evaluate import attachment_scores
 from arborist.learn.perceptron import SWVP, Perceptron
 from arborist.parser.tree import DependencyTree
 
@@ -45,12 +46,7 @@ SEED_ROWS = {"English": (86.34, 86.4, 86.7, 86.7), "Greek": (80.41, 80.20, 80.28
 
 
 def uas(tree, weights, sentences) -> float:
-    right = total = 0
-    for x in sentences:
-        pred = tree.argmax(x, tree.scores(x, weights))
-        right += int((pred[1:] == x.heads[1:]).sum())
-        total += x.n
-    return 100.0 * right / total
+    return attachment_scores((x, tree.argmax(x, tree.scores(x, weights)), None) for x in sentences)["uas"]
 
 
 def train_run(trainer, train, evaluation: dict, epochs: int, hash_bits: int) -> dict:

@@ -23,6 +23,7 @@ from arborist.sentence import FORM, ROOT, UPOS, XPOS, Sentence
 from arborist.strings import hash_strings
 from arborist.tagger.chain import LinearChain
 from arborist.train import jackknife, load_checkpoint, train
+from trackers import Quiet
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "corpora" / "sample"
@@ -48,41 +49,6 @@ def listing(directory: Path) -> list[str]:
 
 def vocabulary_of(sentences) -> np.ndarray:
     return np.unique(np.concatenate([x.attrs[FORM, 1:] for x in sentences]))
-
-
-class Quiet:
-    """A tracker that prints nothing, records the components it is told about, and can
-    interrupt training part-way through an epoch of a component or at a message."""
-
-    def __init__(self, interrupt_at: tuple[str, int, int] | None = None, interrupt_on: str | None = None):
-        self.interrupt_at = interrupt_at
-        self.interrupt_on = interrupt_on
-        self.components: list[str] = []
-        self.messages: list[str] = []
-        self.component, self.epoch, self.seen = None, 0, 0
-
-    def start_component(self, name, columns):
-        self.components.append(name)
-        self.component = name
-
-    def start_epoch(self, epoch, total):
-        self.epoch, self.seen = epoch, 0
-
-    def advance(self, n=1, **kwargs):
-        self.seen += n
-        if self.interrupt_at == (self.component, self.epoch, self.seen):
-            raise KeyboardInterrupt
-
-    def end_epoch(self, epoch, metrics):
-        pass
-
-    def message(self, text):
-        self.messages.append(text)
-        if self.interrupt_on is not None and self.interrupt_on in text:
-            raise KeyboardInterrupt
-
-    def close(self):
-        pass
 
 
 # ---------------------------------------------------------------------------

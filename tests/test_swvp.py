@@ -22,6 +22,7 @@ from arborist.registry import registry
 from arborist.sentence import Sentence
 from arborist.structure import differing_positions
 from arborist.tagger.chain import LinearChain
+from trackers import Quiet
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "corpora" / "sample"
@@ -562,26 +563,6 @@ def test_restore_refuses_other_settings_and_csp_checkpoints():
 
 
 # -- 7. end to end --------------------------------------------------------------------
-
-class Quiet:
-    def start_component(self, name, columns):
-        self.columns = columns
-
-    def start_epoch(self, epoch, total):
-        pass
-
-    def advance(self, n=1, **kwargs):
-        pass
-
-    def end_epoch(self, epoch, metrics):
-        pass
-
-    def message(self, text):
-        pass
-
-    def close(self):
-        pass
-
 
 def test_train_a_parser_with_swvp_from_a_config(tmp_path):
     """`@trainers = "arborist.SWVP.v1"` trains a parser through the driver; the report's

@@ -10,6 +10,7 @@ from confection import Config
 
 from arborist.model import load
 from arborist.train import annealing_markdown, load_checkpoint, train
+from trackers import Quiet
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "corpora" / "sample"
@@ -57,42 +58,12 @@ def parser_override(text: str) -> Config:
     return Config().from_str("[components]\n\n[components.parser]\n\n" + text)
 
 
-class Quiet:
-    """A tracker that prints nothing, and can interrupt training part-way through an epoch."""
-
-    def __init__(self, interrupt_at: tuple[int, int] | None = None):
-        self.interrupt_at = interrupt_at
-        self.components = []
-        self.epoch = 0
-        self.seen = 0
-
-    def start_component(self, name, columns):
-        self.components.append(name)
-
-    def start_epoch(self, epoch, total):
-        self.epoch, self.seen = epoch, 0
-
-    def advance(self, n=1, **kwargs):
-        self.seen += n
-        if self.interrupt_at == (self.epoch, self.seen):
-            raise KeyboardInterrupt
-
-    def end_epoch(self, epoch, metrics):
-        pass
-
-    def message(self, text):
-        pass
-
-    def close(self):
-        pass
-
-
 @pytest.mark.parametrize("trainer", ["perceptron", "eg"])
 def test_interrupted_then_resumed_run_equals_uninterrupted(trainer, tmp_path):
     cfg = config(trainer, 4)
     _, straight = train(cfg, tmp_path / "straight", Quiet())
     with pytest.raises(KeyboardInterrupt):
-        train(cfg, tmp_path / "resumed", Quiet(interrupt_at=(3, 17)))
+        train(cfg, tmp_path / "resumed", Quiet(interrupt_at=("parser", 3, 17)))
     state, _ = load_checkpoint(tmp_path / "resumed" / "checkpoint")
     assert (state["component"], state["epoch"]) == ("parser", 2)  # the interrupted epoch is lost, nothing before it
     _, resumed = train(cfg, tmp_path / "resumed", Quiet(), resume=True)

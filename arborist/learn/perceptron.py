@@ -97,9 +97,14 @@ class SWVP:
     def update_coefficients(self, structure: Structure, x, scores, gold, pred) -> tuple[np.ndarray, bool]:
         """(sum_J gamma(m^J) (indicator(gold) - indicator(m^J)), whether it backed off to CSP's update)
         for a wrong prediction `pred` under part scores `scores`."""
-        differ = differing_positions(gold, pred)
-        subsets = [differ] if self.substructures == "full" else [differ[k:k + 1] for k in range(len(differ))]
         gold_parts = structure.indicator(x, gold)
+        if self.substructures == "full":
+            # One mixed assignment, y* itself, so gamma = 1 under any weighting: CSP's update.
+            # (Its condition (2) fails only when the gold label outscores the decoder's best,
+            # i.e. lies outside the decoder's label space; the update is the same.)
+            return gold_parts - structure.indicator(x, pred), False
+        differ = differing_positions(gold, pred)
+        subsets = [differ[k:k + 1] for k in range(len(differ))]
         gold_score = float((scores * gold_parts).sum())
         mixed_parts = [structure.indicator(x, structure.mix(gold, pred, J)) for J in subsets]
         margins = np.array([gold_score - float((scores * parts).sum()) for parts in mixed_parts])
@@ -113,10 +118,7 @@ class SWVP:
                     if g:
                         coef -= g * parts
                 return coef, False
-        # With JJ = {[L]} this is the update itself, not a back-off. (Its condition (2) fails
-        # only when the gold label outscores the decoder's best, i.e. lies outside the
-        # decoder's label space.)
-        return gold_parts - structure.indicator(x, pred), self.substructures != "full"
+        return gold_parts - structure.indicator(x, pred), True
 
     def epoch(self, structure: Structure, examples: list, tracker=None) -> dict:
         """One pass over examples; returns training metrics (accuracy of the positions, updates,
