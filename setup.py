@@ -7,6 +7,7 @@ MODULES = [
     "arborist.strings",
     "arborist.learn.weights",
     "arborist.parser.eisner",
+    "arborist.parser.mst",
     "arborist.parser.features",
     "arborist.tagger.viterbi",
     "arborist.tagger.features",
