@@ -11,11 +11,15 @@ class registry(confection.registry):
 
 
 @registry.structures("arborist.DependencyTree.v1")
-def dependency_tree(hash_bits: int = 22, single_root: bool = True, templates: list[str] | None = None):
+def dependency_tree(hash_bits: int = 22, single_root: bool = True, templates: list[str] | None = None,
+                    projective: bool | str = True):
+    """A parser's structure. projective: true (Eisner), false (Chu-Liu-Edmonds and the
+    matrix-tree theorem) or "auto" (decided from the training trees)."""
     from .parser.features import DEFAULT_TEMPLATES
     from .parser.tree import DependencyTree
 
-    return DependencyTree(templates or DEFAULT_TEMPLATES, hash_bits=hash_bits, single_root=single_root)
+    return DependencyTree(templates or DEFAULT_TEMPLATES, hash_bits=hash_bits, single_root=single_root,
+                          projective=projective)
 
 
 @registry.structures("arborist.LinearChain.v1")

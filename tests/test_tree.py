@@ -61,7 +61,26 @@ def projective_trees(n: int, single_root: bool) -> tuple:
     return tuple(out)
 
 
+@lru_cache(maxsize=None)
+def spanning_trees(n: int, single_root: bool) -> tuple:
+    """Every tree over n words, projective or not."""
+    out = []
+    for hs in itertools.product(range(n + 1), repeat=n):
+        heads = (-1,) + hs
+        if any(heads[m] == m for m in range(1, n + 1)) or not is_tree(heads):
+            continue
+        if single_root and hs.count(0) != 1:
+            continue
+        out.append(np.array(heads, dtype=np.int32))
+    return tuple(out)
+
+
 def test_enumeration_counts():
+    # Rooted labeled trees: (n+1)^(n-1) with any number of root children (Cayley), and
+    # n^(n-1) with exactly one (a rooted tree on the words, hung from the root).
+    assert [len(spanning_trees(n, False)) for n in range(1, 6)] == [(n + 1) ** (n - 1) for n in range(1, 6)]
+    assert [len(spanning_trees(n, True)) for n in range(1, 6)] == [n ** (n - 1) for n in range(1, 6)]
+
     # Known counts of projective dependency trees: single-root 1, 2, 7, 30, 143, 728
     # (A006013 shifted), any number of roots 1, 3, 12, 55, 273 (A001764).
     assert [len(projective_trees(n, True)) for n in range(1, 7)] == [1, 2, 7, 30, 143, 728]

@@ -24,7 +24,7 @@ holds only arcs into m, so each column is scaled by exp(-max_h S[h, m]) first
 overflow. The LU factorization and inverse are LAPACK's (numpy).
 """
 import numpy
-from libc.math cimport INFINITY, isfinite
+from libc.math cimport INFINITY, isfinite, exp, log, log1p
 
 cdef extern from *:
     """
@@ -202,41 +202,269 @@ def mst_argmax(scores, bint single_root=True):
     return heads, score
 
 
-def mst_marginals(scores, bint single_root=True):
-    """Arc marginals mu[h, m] = P(h -> m) over all (single-root) spanning trees, and log Z."""
+# -- matrix-tree marginals by elimination ------------------------------------------------
+#
+# Z is the determinant of the (in-degree) Laplacian of the words, and Gaussian
+# elimination of a Laplacian needs no subtraction (Grassmann, Taksar and Heyman 1985):
+# eliminating word k leaves the Laplacian of the graph on the other nodes whose arcs are
+#     B'[i, j] = B[i, j] + B[i, k] B[k, j] / d_k,     rho'[j] = rho[j] + rho[k] B[k, j] / d_k,
+# where d_k, the pivot, is the total weight of the arcs into k (a sum of positive terms),
+# and Z is the product of the pivots. With any number of root attachments the pivot
+# includes the root arc rho[k] and all n words are eliminated. With the single-root rule
+# Z is the coefficient of t in Z(t rho) (Koo et al. 2007 take the same limit with a
+# rank-one update): pivots leave rho out, words 1..n-1 are eliminated, and the last
+# word's root weight rho[n] is the last factor. log Z's gradient (the marginals) is the
+# reverse pass over the same steps; it reads each step's pivot column and row, which
+# no later step changes, so it runs on the eliminated matrix in place.
+#
+# Every quantity of the forward pass is a sum of products of positive numbers, so the
+# relative error stays at rounding level. After each column is scaled by its largest
+# weight, every entry and pivot is at least the original weight of an arc into its
+# column (the updates only add): when all pivots are far above the underflow threshold,
+# the products lost to underflow do not matter. Otherwise (score ranges of hundreds
+# inside a column, as with two words that strongly head each other) the same
+# elimination runs on log weights, which needs the values before each step for its
+# reverse pass: O(n^3) memory, so it is the fallback, not the rule.
+
+cdef double _SAFE_PIVOT = 1e-200
+
+
+cdef int _eliminate_linear(int n, bint single_root, double[:, ::1] B, double[::1] rho, double[::1] piv) noexcept nogil:
+    """Forward pass in place: pivots in piv, row k of B becomes B[k, j] / d_k. 0, or -1 on a
+    pivot too small to trust."""
+    cdef int k, i, j, K = n - 1 if single_root else n
+    cdef double d, a
+    for k in range(K):
+        d = 0.0
+        for i in range(k + 1, n):
+            d += B[i, k]
+        if not single_root:
+            d += rho[k]
+        if not (d > _SAFE_PIVOT) or d == INFINITY:
+            return -1
+        piv[k] = d
+        for j in range(k + 1, n):
+            B[k, j] /= d
+        a = rho[k]
+        if a != 0.0:
+            for j in range(k + 1, n):
+                rho[j] += a * B[k, j]
+        for i in range(k + 1, n):
+            a = B[i, k]
+            if a != 0.0:
+                for j in range(k + 1, n):
+                    B[i, j] += a * B[k, j]  # j == i writes a self-loop that nothing reads
+    if single_root:
+        if not (rho[n - 1] > _SAFE_PIVOT):
+            return -1
+        piv[n - 1] = rho[n - 1]
+    return 0
+
+
+cdef void _reverse_linear(int n, bint single_root, double[:, ::1] B, double[::1] rho, double[::1] piv,
+                          double[:, ::1] gB, double[::1] grho, double[::1] row_adj) noexcept nogil:
+    """d log Z / d (original B, rho) from the eliminated B, rho and pivots (gB, grho zeroed)."""
+    cdef int k, i, j, K = n - 1 if single_root else n
+    cdef double d, a, g, acc, gd, rk
+    if single_root:
+        grho[n - 1] = 1.0 / piv[n - 1]
+    for k in range(K - 1, -1, -1):
+        d = piv[k]
+        gd = 1.0 / d
+        for j in range(k + 1, n):
+            row_adj[j] = 0.0
+        # rho[j] += rho[k] * f_j with f_j = B[k, j] / d stored in row k
+        rk = rho[k]
+        acc = 0.0
+        for j in range(k + 1, n):
+            g = grho[j]
+            acc += g * B[k, j]
+            row_adj[j] += g * rk
+        grho[k] += acc
+        gd -= rk * acc / d
+        # B[i, j] += B[i, k] * f_j
+        for i in range(k + 1, n):
+            a = B[i, k]
+            acc = 0.0
+            for j in range(k + 1, n):
+                if j != i:
+                    g = gB[i, j]
+                    acc += g * B[k, j]
+                    row_adj[j] += g * a
+            gB[i, k] += acc
+            gd -= a * acc / d
+        for j in range(k + 1, n):
+            gB[k, j] += row_adj[j] / d
+        # d = sum_i B[i, k] (+ rho[k])
+        for i in range(k + 1, n):
+            gB[i, k] += gd
+        if not single_root:
+            grho[k] += gd
+
+
+cdef inline double _logaddexp(double a, double b) noexcept nogil:
+    if a < b:
+        a, b = b, a
+    if b == ARB_NEG_INF:
+        return a
+    return a + log1p(exp(b - a))
+
+
+cdef int _eliminate_log(int n, bint single_root, double[:, ::1] L, double[::1] lrho, double[::1] lpiv,
+                        double[::1] saved) noexcept nogil:
+    """The forward pass on log weights; `saved` receives every overwritten value (the
+    word-word block then the root row, per step). 0, or -1 on a pivot of -inf."""
+    cdef int k, i, j, p = 0, K = n - 1 if single_root else n
+    cdef double d, m, s, a
+    for k in range(K):
+        m = ARB_NEG_INF
+        for i in range(k + 1, n):
+            if L[i, k] > m:
+                m = L[i, k]
+        if not single_root and lrho[k] > m:
+            m = lrho[k]
+        if m == ARB_NEG_INF:
+            return -1
+        s = 0.0
+        for i in range(k + 1, n):
+            s += exp(L[i, k] - m)
+        if not single_root:
+            s += exp(lrho[k] - m)
+        d = m + log(s)
+        lpiv[k] = d
+        for j in range(k + 1, n):
+            L[k, j] -= d
+        a = lrho[k]
+        for j in range(k + 1, n):
+            saved[p] = lrho[j]
+            p += 1
+            lrho[j] = _logaddexp(lrho[j], a + L[k, j])
+        for i in range(k + 1, n):
+            a = L[i, k]
+            for j in range(k + 1, n):
+                if j != i:
+                    saved[p] = L[i, j]
+                    p += 1
+                    L[i, j] = _logaddexp(L[i, j], a + L[k, j])
+    if single_root:
+        if lrho[n - 1] == ARB_NEG_INF:
+            return -1
+        lpiv[n - 1] = lrho[n - 1]
+    return 0
+
+
+cdef void _reverse_log(int n, bint single_root, double[:, ::1] L, double[::1] lrho, double[::1] lpiv,
+                       double[::1] saved, double[:, ::1] G, double[::1] grho, double[::1] row_adj) noexcept nogil:
+    """d log Z / d (log weights), read off the saved values in reverse order."""
+    cdef int k, i, j, p, K = n - 1 if single_root else n
+    cdef double d, a, g, t, new, u, gd, rk
+    # Position in `saved` just past step k's values: the steps wrote (n-k-1) + (n-k-1)(n-k-2) each.
+    p = 0
+    for k in range(K):
+        p += (n - k - 1) * (n - k - 1)
+    if single_root:
+        grho[n - 1] = 1.0
+    for k in range(K - 1, -1, -1):
+        d = lpiv[k]
+        gd = 1.0
+        for j in range(k + 1, n):
+            row_adj[j] = 0.0
+        # Undo the word-word updates (saved after the root row), last first.
+        for i in range(n - 1, k, -1):
+            a = L[i, k]
+            for j in range(n - 1, k, -1):
+                if j != i:
+                    p -= 1
+                    t = a + L[k, j]
+                    new = L[i, j]
+                    L[i, j] = saved[p]
+                    g = G[i, j]
+                    if g != 0.0 and t != ARB_NEG_INF:
+                        u = exp(t - new)  # the share of the new weight that came through k
+                        G[i, j] = g * exp(L[i, j] - new)
+                        G[i, k] += g * u
+                        row_adj[j] += g * u
+        rk = lrho[k]
+        for j in range(n - 1, k, -1):
+            p -= 1
+            t = rk + L[k, j]
+            new = lrho[j]
+            lrho[j] = saved[p]
+            g = grho[j]
+            if g != 0.0 and t != ARB_NEG_INF:
+                u = exp(t - new)
+                grho[j] = g * exp(lrho[j] - new)
+                grho[k] += g * u
+                row_adj[j] += g * u
+        for j in range(k + 1, n):
+            G[k, j] += row_adj[j]  # L[k, j] here is the log of B[k, j] / d_k
+            gd -= row_adj[j]
+            L[k, j] += d  # undo the division: earlier steps read the value before step k
+        # d_k = logsumexp of the arcs into k
+        for i in range(k + 1, n):
+            G[i, k] += gd * exp(L[i, k] - d)
+        if not single_root:
+            grho[k] += gd * exp(lrho[k] - d)
+
+
+def mst_marginals(scores, bint single_root=True, str domain="auto"):
+    """Arc marginals mu[h, m] = P(h -> m) over all (single-root) spanning trees, and log Z.
+
+    domain: "linear" (scaled weights; refuses when a pivot underflows), "log" (exact for
+    any scores, O(n^3) memory), or "auto" (linear, and log when linear refuses)."""
     S = _check_scores(scores)
-    N = S.shape[0]
-    n = N - 1
-    arcs = S.copy()
-    numpy.fill_diagonal(arcs, -numpy.inf)
-    arcs[:, 0] = -numpy.inf
-    shift = arcs[:, 1:].max(axis=0)  # per modifier
-    if not numpy.isfinite(shift).all():
-        raise ValueError("no spanning tree has a finite score (some word has no allowed head)")
-    E = numpy.exp(arcs[:, 1:] - shift[None, :])  # E[h, m-1]: arc h -> m, column-scaled
-    A = E[1:]  # (n, n) word -> word
-    r = E[0]  # root -> word
-    L = -A.copy()
-    L[numpy.arange(n), numpy.arange(n)] = A.sum(axis=0)  # diagonal of A is 0 (exp(-inf))
-    if single_root:
-        L[0] = r
-    else:
-        L[numpy.arange(n), numpy.arange(n)] += r
-    sign, logdet = numpy.linalg.slogdet(L)
-    if sign <= 0 or not numpy.isfinite(logdet):
-        raise ValueError("no spanning tree has a finite score (the Laplacian is singular)")
-    inv = numpy.linalg.inv(L)
+    if domain not in ("auto", "linear", "log"):
+        raise ValueError(f"domain must be 'auto', 'linear' or 'log', got {domain!r}")
+    cdef int N = S.shape[0], n = N - 1, status = -1
+    arcs = S[:, 1:].copy()  # arcs[h, m - 1]: h -> m
+    arcs[numpy.arange(1, N), numpy.arange(n)] = -numpy.inf  # no self-loops
+    if numpy.isnan(arcs).any():
+        raise ValueError("arc scores contain NaN")
+    if not numpy.isfinite(arcs[0]).all() or not numpy.isfinite(arcs[1:][~numpy.eye(n, dtype=bool)]).all():
+        raise ValueError("marginals need a finite score on every arc")
+    cdef double logz = 0.0
+    piv_arr = numpy.empty(n)
+    cdef double[::1] piv = piv_arr
+    row_adj_arr = numpy.zeros(n)
+    cdef double[::1] row_adj = row_adj_arr
+    cdef double[:, ::1] B, G
+    cdef double[::1] rho, grho, saved
+    grad_words = numpy.zeros((n, n))
+    grad_root = numpy.zeros(n)
+    G, grho = grad_words, grad_root
+    if domain != "log":
+        shift = arcs.max(axis=0)
+        W = numpy.exp(arcs - shift[None, :])
+        B_arr = W[1:].copy()  # the elimination overwrites it; W is needed after
+        rho_arr = W[0].copy()
+        B, rho = B_arr, rho_arr
+        with nogil:
+            status = _eliminate_linear(n, single_root, B, rho, piv)
+            if status == 0:
+                _reverse_linear(n, single_root, B, rho, piv, G, grho, row_adj)
+        if status == 0:
+            logz = float(numpy.log(piv_arr).sum() + shift.sum())
+            grad_words *= W[1:]
+            grad_root *= W[0]
+        elif domain == "linear":
+            raise FloatingPointError("a pivot underflowed in the linear domain")
+    if status != 0:
+        L_arr = arcs[1:].copy()
+        lrho_arr = arcs[0].copy()
+        B, rho = L_arr, lrho_arr
+        saved_arr = numpy.empty(sum((n - k - 1) * (n - k - 1) for k in range(n)) + 1)
+        saved = saved_arr
+        grad_words[:] = 0.0
+        grad_root[:] = 0.0
+        with nogil:
+            status = _eliminate_log(n, single_root, B, rho, piv, saved)
+            if status == 0:
+                _reverse_log(n, single_root, B, rho, piv, saved, G, grho, row_adj)
+        if status != 0:
+            raise ValueError("no spanning tree has a finite score")
+        logz = float(piv_arr.sum())
     mu = numpy.zeros((N, N))
-    diag = numpy.diag(inv)
-    if single_root:
-        # Koo et al. (2007), single root: first row of L replaced by r (0-based word indices).
-        not_first_m = numpy.ones(n)
-        not_first_m[0] = 0.0
-        words = A * (not_first_m[None, :] * diag[None, :]) - A * (not_first_m[:, None] * inv.T)
-        mu[0, 1:] = r * inv[:, 0]
-    else:
-        words = A * diag[None, :] - A * inv.T
-        mu[0, 1:] = r * diag
-    mu[1:, 1:] = words
+    mu[0, 1:] = grad_root
+    mu[1:, 1:] = grad_words
     numpy.fill_diagonal(mu, 0.0)
-    return mu, float(logdet + shift.sum())
+    return mu, logz

@@ -1,8 +1,15 @@
-"""DependencyTree: first-order projective trees behind the Structure protocol.
+"""DependencyTree: first-order trees, projective or not, behind the Structure protocol.
 
 Parts are arcs: an (n+1, n+1) array indexed [head, modifier]; column 0 (arcs
 into the root) and the diagonal are not parts and are always 0. A label is a
 heads array (int32, n+1) with heads[0] = -1.
+
+Projective trees are decoded by Eisner's algorithm and their marginals come from
+inside-outside (`eisner`); non-projective trees by Chu-Liu-Edmonds and the
+matrix-tree theorem (`mst`). `projective="auto"` decides at `initialize` from the
+training treebank: non-projective when at least `AUTO_NONPROJECTIVE_SHARE` of its
+sentences are non-projective (the threshold is set from the dev measurements in the
+README, "Projective or not").
 """
 from __future__ import annotations
 
@@ -13,14 +20,37 @@ import numpy as np
 from ..sentence import Sentence
 from .eisner import eisner_argmax, eisner_marginals
 from .features import DEFAULT_TEMPLATES, ArcFeatures
+from .mst import mst_argmax, mst_marginals
+
+AUTO_NONPROJECTIVE_SHARE = 0.05
+
+
+def is_projective(heads) -> bool:
+    """Whether a tree (heads[0] = -1) has no crossing arcs, the arc from the root included."""
+    heads = np.asarray(heads)
+    m = np.arange(1, len(heads))
+    lo, hi = np.minimum(heads[1:], m), np.maximum(heads[1:], m)
+    # arcs a, b cross when lo_a < lo_b < hi_a < hi_b
+    crossing = (lo[:, None] < lo[None, :]) & (lo[None, :] < hi[:, None]) & (hi[:, None] < hi[None, :])
+    return not crossing.any()
+
+
+def nonprojective_share(sentences) -> float:
+    """The share of sentences whose gold tree is not projective."""
+    flags = [not is_projective(x.heads) for x in sentences]
+    return sum(flags) / len(flags) if flags else 0.0
 
 
 class DependencyTree:
     name = "tree"
 
-    def __init__(self, templates: Sequence[str] = DEFAULT_TEMPLATES, hash_bits: int = 22, single_root: bool = True):
+    def __init__(self, templates: Sequence[str] = DEFAULT_TEMPLATES, hash_bits: int = 22, single_root: bool = True,
+                 projective: bool | str = True):
+        if projective not in (True, False, "auto"):
+            raise ValueError(f"projective must be true, false or \"auto\", got {projective!r}")
         self.features = ArcFeatures(templates, hash_bits)
         self.single_root = bool(single_root)
+        self.projective = projective
 
     @property
     def hash_bits(self) -> int:
@@ -32,24 +62,31 @@ class DependencyTree:
             "templates": list(self.features.templates),
             "hash_bits": self.features.bits,
             "single_root": self.single_root,
+            "projective": self.projective,
         }
 
     @classmethod
     def from_config(cls, config: dict) -> "DependencyTree":
-        return cls(config["templates"], config["hash_bits"], config["single_root"])
+        # Models written before non-projective decoding existed are projective.
+        return cls(config["templates"], config["hash_bits"], config["single_root"], config.get("projective", True))
+
+    def _decoder(self):
+        if self.projective == "auto":
+            raise ValueError('projective = "auto" is decided by initialize(training sentences); call it first')
+        return (eisner_argmax, eisner_marginals) if self.projective else (mst_argmax, mst_marginals)
 
     # -- the protocol -------------------------------------------------------
     def scores(self, x: Sentence, w) -> np.ndarray:
         return self.features.score(x, w.array)
 
     def argmax(self, x: Sentence, scores: np.ndarray) -> np.ndarray:
-        return eisner_argmax(scores, self.single_root)[0]
+        return self._decoder()[0](scores, self.single_root)[0]
 
     def cost_augmented_argmax(self, x: Sentence, scores: np.ndarray, gold: np.ndarray) -> np.ndarray:
         return self.argmax(x, scores + self.part_cost(x, gold))
 
     def marginals(self, x: Sentence, scores: np.ndarray) -> tuple[np.ndarray, float]:
-        return eisner_marginals(scores, self.single_root)
+        return self._decoder()[1](scores, self.single_root)
 
     def indicator(self, x: Sentence, y: np.ndarray) -> np.ndarray:
         n = len(y) - 1
@@ -81,4 +118,7 @@ class DependencyTree:
         return int((np.asarray(gold[1:]) == np.asarray(pred[1:])).sum()), len(gold) - 1
 
     def initialize(self, sentences) -> None:
-        """Nothing to learn from the training data before training (the feature space is hashed)."""
+        """Resolves projective = "auto" from the training trees (the feature space is hashed,
+        so there is nothing else to learn before training)."""
+        if self.projective == "auto":
+            self.projective = nonprojective_share(list(sentences)) < AUTO_NONPROJECTIVE_SHARE

@@ -1,0 +1,230 @@
+"""Non-projective trees: Chu-Liu-Edmonds and matrix-tree marginals against enumeration of
+every spanning tree, and DependencyTree(projective=False) through the protocol suite."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arborist.learn.perceptron import Perceptron
+from arborist.parser.eisner import eisner_argmax
+from arborist.parser.mst import mst_argmax, mst_marginals
+from arborist.parser.tree import AUTO_NONPROJECTIVE_SHARE, DependencyTree, is_projective, nonprojective_share
+
+from protocol import brute_force, check_gradient, check_protocol
+from test_tree import HASH_BITS, hamming, is_projective as brute_is_projective, is_tree, random_scores, sentence
+from test_tree import projective_trees, spanning_trees
+
+
+def tree_score(scores, heads):
+    n = len(heads) - 1
+    return float(scores[heads[1:], np.arange(1, n + 1)].sum())
+
+
+def enumerate_marginals(scores, single_root):
+    n = scores.shape[0] - 1
+    labels = spanning_trees(n, single_root)
+    values = np.array([tree_score(scores, y) for y in labels])
+    logz = np.logaddexp.reduce(values)
+    mu = np.zeros_like(scores)
+    for y, p in zip(labels, np.exp(values - logz)):
+        mu[y[1:], np.arange(1, n + 1)] += p
+    return values, mu, logz
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_protocol_against_brute_force(n, single_root):
+    rng = np.random.default_rng(1000 + 10 * n + single_root)
+    structure = DependencyTree(hash_bits=HASH_BITS, single_root=single_root, projective=False)
+    labels = spanning_trees(n, single_root)
+    x = sentence(n)
+    for _ in range(2):
+        scores = random_scores(rng, n)
+        gold = labels[int(rng.integers(len(labels)))]
+        check_protocol(structure, x, scores, labels, gold, hamming, rng, HASH_BITS)
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_marginals_are_gradient_of_log_z(n, single_root):
+    rng = np.random.default_rng(n)
+    structure = DependencyTree(hash_bits=HASH_BITS, single_root=single_root, projective=False)
+    check_gradient(structure, sentence(n), random_scores(rng, n))
+
+
+@pytest.mark.parametrize("domain", ["linear", "log"])
+@pytest.mark.parametrize("single_root", [True, False])
+def test_both_elimination_domains_match_enumeration(domain, single_root):
+    rng = np.random.default_rng(17)
+    for n in (1, 2, 3, 4, 5):
+        for scale in (0.1, 3.0, 30.0):
+            scores = random_scores(rng, n, scale)
+            _, mu, logz = enumerate_marginals(scores, single_root)
+            got_mu, got_logz = mst_marginals(scores, single_root, domain)
+            assert abs(got_logz - logz) < 1e-9 * max(1.0, abs(logz))
+            np.testing.assert_allclose(got_mu, mu, atol=1e-9)
+
+
+def test_single_root_is_the_limit_of_small_root_weights():
+    # Z_single is the coefficient of t in Z(t * root weights): the independent check of the
+    # elimination's single-root rule.
+    rng = np.random.default_rng(4)
+    scores = random_scores(rng, 7)
+    t = -60.0
+    shifted = scores.copy()
+    shifted[0, 1:] += t
+    _, logz_multi = mst_marginals(shifted, single_root=False)
+    _, logz_single = mst_marginals(scores, single_root=True)
+    assert abs((logz_multi - t) - logz_single) < 1e-9
+
+
+def test_two_words_that_head_each_other_need_the_log_domain():
+    # Words 1 and 2 prefer each other by 1000 over everything else: every tree breaks the
+    # 2-cycle, so the linear domain's pivots underflow and the log domain takes over.
+    n = 4
+    scores = np.zeros((n + 1, n + 1))
+    scores[1, 2] = scores[2, 1] = 1000.0
+    with pytest.raises(FloatingPointError):
+        mst_marginals(scores, True, "linear")
+    mu, logz = mst_marginals(scores, True)  # auto
+    mu_log, logz_log = mst_marginals(scores, True, "log")
+    np.testing.assert_array_equal(mu, mu_log)
+    values, want_mu, want_logz = enumerate_marginals(scores, True)
+    assert abs(logz - want_logz) < 1e-9 * abs(want_logz)
+    np.testing.assert_allclose(mu, want_mu, atol=1e-9)
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_huge_scores_give_the_best_tree(single_root):
+    # Scores of 1e4: the distribution is (nearly) a point mass on the maximum spanning tree.
+    rng = np.random.default_rng(5)
+    for n in (10, 60, 150):
+        scores = random_scores(rng, n, 1e4)
+        heads, best = mst_argmax(scores, single_root)
+        mu, logz = mst_marginals(scores, single_root)
+        assert np.isfinite(mu).all() and 0 <= logz - best < 1e-9 * abs(best)
+        np.testing.assert_allclose(mu[:, 1:].sum(axis=0), 1.0, atol=1e-9)
+        on_best = mu[heads[1:], np.arange(1, n + 1)]
+        assert on_best.min() > 0.99
+        # The arc the best tree is least sure of: the best tree without it carries at least
+        # exp(its score - log Z) of the mass, and (with gaps of thousands elsewhere) about all.
+        m = int(np.argmin(on_best)) + 1
+        without = scores.copy()
+        without[heads[m], m] = -np.inf
+        second = mst_argmax(without, single_root)[1]
+        assert np.isclose(1.0 - on_best[m - 1], np.exp(second - logz), rtol=1e-6, atol=1e-12)
+        mu_log, logz_log = mst_marginals(scores, single_root, "log")
+        np.testing.assert_array_equal(mu, mu_log)
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_long_sentences_linear_and_log_agree(single_root):
+    rng = np.random.default_rng(6)
+    for n, scale in ((60, 3.0), (150, 5.0), (40, 200.0)):
+        scores = random_scores(rng, n, scale)
+        mu, logz = mst_marginals(scores, single_root, "linear")
+        mu_log, logz_log = mst_marginals(scores, single_root, "log")
+        np.testing.assert_allclose(mu, mu_log, atol=1e-10)
+        assert abs(logz - logz_log) < 1e-11 * abs(logz)
+        np.testing.assert_allclose(mu[:, 1:].sum(axis=0), 1.0, atol=1e-10)
+        assert (mu >= -1e-12).all() and np.all(mu[:, 0] == 0) and np.all(np.diag(mu) == 0)
+        if single_root:
+            assert abs(mu[0].sum() - 1.0) < 1e-10
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(1, 7), seed=st.integers(0, 2**32 - 1), scale=st.sampled_from([0.1, 1.0, 10.0, 1e4]),
+       single_root=st.booleans())
+def test_argmax_is_the_best_spanning_tree(n, seed, scale, single_root):
+    rng = np.random.default_rng(seed)
+    scores = random_scores(rng, n, scale)
+    scores[0, 1:] += scale * rng.uniform(0, 3)  # tempt the decoder to attach many words to the root
+    heads, best = mst_argmax(scores, single_root)
+    assert heads[0] == -1 and is_tree(tuple(heads))
+    if single_root:
+        assert int((heads[1:] == 0).sum()) == 1
+    assert np.isclose(best, tree_score(scores, heads))
+    if n <= 6:
+        assert np.isclose(best, max(tree_score(scores, y) for y in spanning_trees(n, single_root)),
+                          rtol=1e-12, atol=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(8, 120), seed=st.integers(0, 2**32 - 1))
+def test_argmax_beats_eisner_and_is_a_tree_on_long_sentences(n, seed):
+    # Every projective tree is a spanning tree, so the maximum spanning tree scores at least
+    # as high as Eisner's; and Chu-Liu-Edmonds must return a tree whatever the cycles.
+    rng = np.random.default_rng(seed)
+    scores = random_scores(rng, n)
+    heads, best = mst_argmax(scores, True)
+    assert is_tree(tuple(heads)) and int((heads[1:] == 0).sum()) == 1
+    assert best >= eisner_argmax(scores, True)[1] - 1e-9
+
+
+def test_forbidden_arcs_and_impossible_inputs():
+    n = 5
+    scores = random_scores(np.random.default_rng(8), n)
+    scores[2, 3] = scores[0, 1] = -np.inf
+    heads, _ = mst_argmax(scores)
+    assert heads[3] != 2 and heads[1] != 0
+    with pytest.raises(ValueError, match="finite score"):
+        mst_marginals(scores)
+    scores[:, 4] = -np.inf
+    with pytest.raises(ValueError, match="no spanning tree"):
+        mst_argmax(scores)
+    with pytest.raises(ValueError, match="shape"):
+        mst_argmax(np.zeros((3, 4)))
+    with pytest.raises(ValueError, match="domain"):
+        mst_marginals(np.zeros((3, 3)), True, "complex")
+
+
+def test_is_projective_matches_the_brute_force_definition():
+    for n in (1, 2, 3, 4, 5):
+        for y in spanning_trees(n, False):
+            assert is_projective(y) == brute_is_projective(tuple(y))
+    assert len([y for y in spanning_trees(4, True) if is_projective(y)]) == len(projective_trees(4, True))
+
+
+def test_auto_decides_from_the_training_trees():
+    projective_gold = sentence(4)  # heads 0 1 1 1
+    crossing = sentence(4)
+    crossing.heads = np.array([-1, 2, 0, 1, 2], dtype=np.int32)
+    assert nonprojective_share([projective_gold, crossing]) == 0.5
+    structure = DependencyTree(hash_bits=HASH_BITS, projective="auto")
+    with pytest.raises(ValueError, match="initialize"):
+        structure.argmax(projective_gold, np.zeros((5, 5)))
+    structure.initialize([projective_gold] * 100)
+    assert structure.projective is True and structure.config()["projective"] is True
+    structure = DependencyTree(hash_bits=HASH_BITS, projective="auto")
+    share = AUTO_NONPROJECTIVE_SHARE
+    k = int(np.ceil(share * 100))
+    structure.initialize([crossing] * k + [projective_gold] * (100 - k))
+    assert structure.projective is False
+    with pytest.raises(ValueError, match="projective must be"):
+        DependencyTree(projective="sometimes")
+
+
+def test_models_without_the_key_are_projective():
+    config = DependencyTree(hash_bits=HASH_BITS, projective=False).config()
+    assert DependencyTree.from_config(config).projective is False
+    del config["projective"]
+    assert DependencyTree.from_config(config).projective is True
+
+
+def test_perceptron_learns_a_crossing_tree_that_eisner_cannot_produce():
+    crossing = sentence(4)
+    crossing.heads = np.array([-1, 2, 0, 1, 2], dtype=np.int32)
+    for projective in (False, True):
+        structure = DependencyTree(hash_bits=HASH_BITS, projective=projective)
+        trainer = Perceptron(averaged=False, seed=0)
+        trainer.begin(structure, [crossing], HASH_BITS)
+        for _ in range(20):
+            trainer.epoch(structure, [crossing])
+        pred = structure.argmax(crossing, structure.scores(crossing, trainer.weights))
+        hits, total = structure.hits(crossing, crossing.heads, pred)
+        if projective:  # the best projective tree gets 3 of the 4 heads right
+            assert hits <= 3 and is_projective(pred)
+        else:
+            assert hits == total
