@@ -15,13 +15,9 @@ root) is imposed as Gabow and Tarjan (1984) suggest: every root arc is penalized
 by a constant larger than the score range of any two trees, so the best tree has
 the fewest root arcs (one) and, among those, the highest score.
 
-`mst_marginals`: the matrix-tree theorem in the single-root form of Koo, Globerson,
-Carreras and Collins (2007): with A[h, m] = exp(S[h, m]) over words and
-r[m] = exp(S[0, m]), the Laplacian L of the words with its first row replaced by r
-has det = Z, and arc marginals follow from its inverse. Column m of that matrix
-holds only arcs into m, so each column is scaled by exp(-max_h S[h, m]) first
-(log Z gains the shifts back; the marginals are unchanged): scores of 1e4 do not
-overflow. The LU factorization and inverse are LAPACK's (numpy).
+`mst_marginals`: log Z and arc marginals by the matrix-tree theorem (Koo, Globerson,
+Carreras and Collins 2007; single-root variant included), computed by a Gaussian
+elimination that never subtracts (below), and its reverse pass for the gradient.
 """
 import numpy
 from libc.math cimport INFINITY, isfinite, exp, log, log1p
@@ -163,43 +159,62 @@ cdef int _cle(int N, double[:, ::1] W, int[:, ::1] src, int[:, ::1] dst, int* he
     return 0
 
 
+cdef double _prepare(int N, const double[:, ::1] S, double[:, ::1] W, int[:, ::1] src, int[:, ::1] dst,
+                     bint single_root) noexcept nogil:
+    """W = S without self-loops and arcs into the root, root arcs penalized for the single-root
+    rule; src/dst name the original arc behind every entry. Returns the penalty."""
+    cdef int h, m
+    cdef double lo = INFINITY, hi = -INFINITY, v, penalty = 0.0
+    for h in range(N):
+        for m in range(N):
+            src[h, m] = h
+            dst[h, m] = m
+            if m == 0 or h == m:
+                W[h, m] = ARB_NEG_INF
+            else:
+                v = S[h, m]
+                W[h, m] = v
+                if isfinite(v):
+                    if v < lo:
+                        lo = v
+                    if v > hi:
+                        hi = v
+    if single_root and hi >= lo:
+        # Larger than the score difference of any two trees (n arcs each), so the best tree
+        # has the fewest root arcs and, among those, the highest score.
+        penalty = (N + 1) * (hi - lo + 1.0)
+        for m in range(1, N):
+            W[0, m] -= penalty
+    return penalty
+
+
 def mst_argmax(scores, bint single_root=True):
     """Highest-scoring spanning tree (non-projective): heads (int32, n+1), heads[0] = -1; its score."""
-    S = _check_scores(scores)
-    cdef int N = S.shape[0], h, m
-    W_arr = S.copy()
-    numpy.fill_diagonal(W_arr, -INFINITY)
-    W_arr[:, 0] = -INFINITY
-    arcs = W_arr[:, 1:]
-    finite = arcs[numpy.isfinite(arcs)]
-    if single_root and finite.size:
-        # Larger than the score difference of any two trees (n arcs each).
-        W_arr[0, 1:] -= (N + 1) * (finite.max() - finite.min() + 1.0)
-    cdef double[:, ::1] W = W_arr
-    src_arr = numpy.repeat(numpy.arange(N, dtype=numpy.intc)[:, None], N, axis=1)
-    dst_arr = numpy.ascontiguousarray(src_arr.T)
-    cdef int[:, ::1] src = src_arr, dst = dst_arr
-    heads_arr = numpy.full(N, -1, dtype=numpy.intc)
-    work = numpy.zeros(16 * N + N * N + 4, dtype=numpy.intc)
-    cdef int[::1] ws = work
+    cdef const double[:, ::1] S = _check_scores(scores)
+    cdef int N = S.shape[0], m, status
+    cdef double[:, ::1] W = numpy.empty((N, N))
+    cdef int[:, ::1] src = numpy.empty((N, N), dtype=numpy.intc)
+    cdef int[:, ::1] dst = numpy.empty((N, N), dtype=numpy.intc)
+    heads_arr = numpy.empty(N, dtype=numpy.intc)
     cdef int[::1] hv = heads_arr
-    cdef int status
-    cdef int* base = &ws[0]
     # Work arrays: alive, best_in, mark, cycle (N each), cycle members (2N: the contracted
     # cycles hold at most 2N nodes in all), member_start, reps, in_src, in_dst (N each), the
     # members' saved cycle arcs (2N each), group (N), group before each contraction (N*N).
+    cdef int[::1] ws = numpy.empty(16 * N + N * N + 4, dtype=numpy.intc)
+    cdef int* base = &ws[0]
+    cdef double score = 0.0
     with nogil:
+        _prepare(N, S, W, src, dst, single_root)
         status = _cle(N, W, src, dst, &hv[0], base, base + N, base + 2 * N, base + 3 * N, base + 4 * N,
                       base + 6 * N, base + 7 * N, base + 8 * N, base + 9 * N, base + 10 * N, base + 12 * N,
                       base + 14 * N, base + 16 * N)
-    if status != 0:
+        if status == 0:
+            hv[0] = -1
+            for m in range(1, N):
+                score += S[hv[m], m]
+    if status != 0 or not isfinite(score):
         raise ValueError("no spanning tree has a finite score (some word has no allowed head)")
-    heads_arr[0] = -1
-    heads = heads_arr.astype(numpy.int32)
-    score = float(S[heads[1:], numpy.arange(1, N)].sum())
-    if not numpy.isfinite(score):
-        raise ValueError("no spanning tree has a finite score (all trees use a forbidden arc)")
-    return heads, score
+    return heads_arr.astype(numpy.int32, copy=False), score
 
 
 # -- matrix-tree marginals by elimination ------------------------------------------------
