@@ -12,9 +12,10 @@ class registry(confection.registry):
 
 @registry.structures("arborist.DependencyTree.v1")
 def dependency_tree(hash_bits: int = 22, single_root: bool = True, templates: list[str] | None = None,
-                    projective: bool | str = True):
+                    projective: bool | str = "auto"):
     """A parser's structure. projective: true (Eisner), false (Chu-Liu-Edmonds and the
-    matrix-tree theorem) or "auto" (decided from the training trees)."""
+    matrix-tree theorem) or "auto" (the default: non-projective when the training treebank
+    has at least `tree.AUTO_NONPROJECTIVE_SHARE` non-projective sentences)."""
     from .parser.features import DEFAULT_TEMPLATES
     from .parser.tree import DependencyTree
 

@@ -168,6 +168,8 @@ def train(config: Config, output: str | Path | None = None, tracker=None,
         else:
             train_x, dev_x = train_set, dev_set
         structure.initialize(train_x)
+        if kind_of(structure) == "parser":
+            tracker.message(f"{name}: {'projective' if structure.projective else 'non-projective'} trees")
         _train_component(name, structure, trainer, train_x, dev_x, dev_set, limits, pipeline, report,
                          config_text, output, tracker, arrays if resuming else None, state if resuming else None)
         state = None

@@ -125,3 +125,26 @@ def test_every_trainer_offers_the_trainer_interface():
 
     for trainer in (Perceptron(), EG(), SGD()):
         assert isinstance(trainer, Trainer), type(trainer).__name__
+
+
+@pytest.mark.parametrize("projective", ["true", "false", None])
+def test_projective_choice_is_trained_saved_and_used(projective, tmp_path):
+    from arborist.parser.tree import AUTO_NONPROJECTIVE_SHARE, is_projective, nonprojective_share
+    from arborist.corpus import read_corpus
+
+    extra = "" if projective is None else f"projective = {projective}\n"
+    cfg = config("perceptron", 2).merge(parser_override(f"[components.parser.structure]\n{extra}"))
+    tracker = Quiet()
+    train(cfg, tmp_path / "run", tracker)
+    train_set = read_corpus(SAMPLE / "sample-train.conllu")[:40]
+    if projective is None:  # "auto": decided by the training trees
+        want = nonprojective_share(train_set) < AUTO_NONPROJECTIVE_SHARE
+    else:
+        want = projective == "true"
+    parser = load(tmp_path / "run").components["parser"]
+    assert parser.structure.projective is want
+    assert any(f"parser: {'projective' if want else 'non-projective'} trees" in m for m in tracker.messages)
+    dev = read_corpus(SAMPLE / "sample-dev.conllu")
+    parsed = [parser.structure.argmax(x, parser.structure.scores(x, parser.weights)) for x in dev]
+    if want:
+        assert all(is_projective(h) for h in parsed)

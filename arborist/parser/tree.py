@@ -22,7 +22,10 @@ from .eisner import eisner_argmax, eisner_marginals
 from .features import DEFAULT_TEMPLATES, ArcFeatures
 from .mst import mst_argmax, mst_marginals
 
-AUTO_NONPROJECTIVE_SHARE = 0.05
+# Measured (README, "Projective or not"): with the same trainer, non-projective decoding
+# gained dev UAS on el_gdt (11.0% of training sentences non-projective) and hu_szeged
+# (19.5%), tied on tr_imst (5.0%) and lost on en_ewt (2.3%) and it_partut (2.1%).
+AUTO_NONPROJECTIVE_SHARE = 0.08
 
 
 def is_projective(heads) -> bool:
