@@ -3,12 +3,13 @@ dev sets, with the same trainer, features, weights and example order.
 
 For each treebank: the share of non-projective sentences in train and dev, then a
 first-order model trained each way (averaged CSP by default, or EG-CRF), dev UAS after
-every epoch on all of dev and on its non-projective sentences. The table reports the
-last epoch (no choice made on dev). Results go to JSON lines as runs finish, so an
+every epoch on all of dev and on its non-projective sentences, for several seeds
+(example orders). The tables report the last epoch (no choice made on dev): one per
+seed and their mean. Results go to JSON lines as runs finish, so an
 interrupted run continues (--fresh starts over); the table is written as markdown
 and JSON.
 
-    python scripts/compare_projective.py                       # 5 treebanks, CSP, 8 epochs
+    python scripts/compare_projective.py                       # 5 treebanks, CSP, 8 epochs, seeds 0 1 2
     python scripts/compare_projective.py --treebanks hu_szeged --epochs 1   # smoke run
 """
 from __future__ import annotations
@@ -70,7 +71,7 @@ def main() -> None:
     ap.add_argument("--trainer", choices=("csp", "eg-crf"), default="csp")
     ap.add_argument("--epochs", type=int, default=8)
     ap.add_argument("--hash-bits", type=int, default=22)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--processes", type=int, default=2)
     ap.add_argument("--output", default="scripts/results/projective")
     ap.add_argument("--fresh", action="store_true")
@@ -83,17 +84,38 @@ def main() -> None:
         for line in cache.read_text().splitlines():
             r = json.loads(line)
             done[(r["treebank"], r["projective"], r["trainer"], r["epochs"], r["hash_bits"], r["seed"])] = r
-    jobs = [(t, p, args.trainer, args.epochs, args.hash_bits, args.seed) for t in args.treebanks for p in (True, False)]
+    jobs = [(t, p, args.trainer, args.epochs, args.hash_bits, seed) for seed in args.seeds for t in args.treebanks
+            for p in (True, False)]
     todo = [j for j in jobs if j not in done]
     with multiprocessing.Pool(args.processes) as pool:
         for r in pool.imap_unordered(run, todo):
             done[(r["treebank"], r["projective"], r["trainer"], r["epochs"], r["hash_bits"], r["seed"])] = r
             with cache.open("a") as f:
                 f.write(json.dumps(r) + "\n")
-            print(f"{r['treebank']} projective={r['projective']}: dev UAS {r['history']['dev'][-1]:.2f}", flush=True)
+            print(f"{r['treebank']} projective={r['projective']} seed {r['seed']}: dev UAS {r['history']['dev'][-1]:.2f}",
+                  flush=True)
+    tables, lines = {}, []
+    for seed in args.seeds:
+        tables[seed] = table(done, args, seed)
+        lines += [f"Seed {seed}:", ""] + markdown(tables[seed]) + [""]
+    mean_rows = [{k: (float(np.mean([tables[seed]["rows"][i][k] for seed in args.seeds]))
+                      if k not in ("treebank", "epoch_seconds") else row[k]) for k, v in row.items()}
+                 for i, row in enumerate(tables[args.seeds[0]]["rows"])]
+    mean = {"rows": mean_rows, "average": {k: float(np.mean([tables[s]["average"][k] for s in args.seeds]))
+                                           for k in ("projective", "nonprojective")}}
+    head = [f"Dev UAS after {args.epochs} epochs of {args.trainer}, first order, 2^{args.hash_bits} weights, gold tags, "
+            f"mean over seeds {', '.join(map(str, args.seeds))}:", ""]
+    lines = head + markdown(mean) + [""] + lines
+    Path(f"{args.output}_{args.trainer}.md").write_text("\n".join(lines))
+    Path(f"{args.output}_{args.trainer}.json").write_text(json.dumps({"mean": mean, "per_seed": tables,
+                                                                      "settings": vars(args)}, indent=1))
+    print("\n".join(lines))
+
+
+def table(done: dict, args, seed: int) -> dict:
     rows = []
     for t in args.treebanks:
-        p, q = (done[(t, flag, args.trainer, args.epochs, args.hash_bits, args.seed)] for flag in (True, False))
+        p, q = (done[(t, flag, args.trainer, args.epochs, args.hash_bits, seed)] for flag in (True, False))
         rows.append({"treebank": t, "train_nonprojective": 100 * p["train_nonprojective_share"],
                      "dev_nonprojective": 100 * p["dev_nonprojective_share"],
                      "projective": p["history"]["dev"][-1], "nonprojective": q["history"]["dev"][-1],
@@ -101,9 +123,12 @@ def main() -> None:
                      "nonprojective_on_crossing": q["history"]["dev_nonprojective"][-1],
                      "projective_best_epoch": max(p["history"]["dev"]), "nonprojective_best_epoch": max(q["history"]["dev"]),
                      "epoch_seconds": (float(np.median(p["history"]["seconds"])), float(np.median(q["history"]["seconds"])))})
-    mean = {k: float(np.mean([r[k] for r in rows])) for k in ("projective", "nonprojective")}
-    lines = [f"Dev UAS after {args.epochs} epochs of {args.trainer}, first order, 2^{args.hash_bits} weights, gold tags.", "",
-             "| treebank | non-proj. sentences train / dev | projective | non-projective | difference "
+    return {"rows": rows, "average": {k: float(np.mean([r[k] for r in rows])) for k in ("projective", "nonprojective")}}
+
+
+def markdown(result: dict) -> list[str]:
+    rows, mean = result["rows"], result["average"]
+    lines = ["| treebank | non-proj. sentences train / dev | projective | non-projective | difference "
              "| on non-proj. dev sentences: proj. / non-proj. |",
              "|---|---:|---:|---:|---:|---:|"]
     for r in rows:
@@ -114,10 +139,7 @@ def main() -> None:
                      f"| {crossing} |")
     lines.append(f"| average | | {mean['projective']:.2f} | {mean['nonprojective']:.2f} "
                  f"| {mean['nonprojective'] - mean['projective']:+.2f} | |")
-    Path(f"{args.output}_{args.trainer}.md").write_text("\n".join(lines) + "\n")
-    Path(f"{args.output}_{args.trainer}.json").write_text(json.dumps({"rows": rows, "average": mean,
-                                                                      "settings": vars(args)}, indent=1))
-    print("\n".join(lines))
+    return lines
 
 
 if __name__ == "__main__":
