@@ -122,7 +122,7 @@ def test_huge_scores_give_the_best_tree(single_root):
 @pytest.mark.parametrize("single_root", [True, False])
 def test_long_sentences_linear_and_log_agree(single_root):
     rng = np.random.default_rng(6)
-    for n, scale in ((60, 3.0), (150, 5.0), (40, 200.0)):
+    for n, scale in ((60, 3.0), (150, 5.0), (40, 60.0)):  # the last spans about 270 per column
         scores = random_scores(rng, n, scale)
         mu, logz = mst_marginals(scores, single_root, "linear")
         mu_log, logz_log = mst_marginals(scores, single_root, "log")
@@ -228,3 +228,59 @@ def test_perceptron_learns_a_crossing_tree_that_eisner_cannot_produce():
             assert hits <= 3 and is_projective(pred)
         else:
             assert hits == total
+
+
+def mutual_pair(pair: float, root: float) -> np.ndarray:
+    scores = np.zeros((4, 4))
+    scores[1, 2] = scores[2, 1] = pair
+    scores[0, 1:] = root
+    return scores
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+@pytest.mark.parametrize("scores", [
+    mutual_pair(460.0, -300.0), mutual_pair(433.0, -312.0), mutual_pair(400.0, -312.0),
+    mutual_pair(250.0, -249.0), mutual_pair(240.0, -240.0),  # ranges just under LINEAR_RANGE
+    np.array([[0.0, 1137, -1137, -758], [0, 0, -379, 0], [0, 758, 0, -379], [0, 0, -758, 0]]),
+], ids=["460/-300", "433/-312", "400/-312", "250/-249", "240/-240", "spread-1137"])
+def test_wide_score_ranges_are_exact_in_auto(scores, single_root):
+    # Review cases: weights hundreds below their column's best used to underflow in the
+    # linear domain and give a wrong log Z, inf or NaN without an error.
+    _, mu, logz = enumerate_marginals(scores, single_root)
+    got_mu, got_logz = mst_marginals(scores, single_root)
+    assert abs(got_logz - logz) < 1e-9 * max(1.0, abs(logz))
+    np.testing.assert_allclose(got_mu, mu, atol=1e-9)
+
+
+def test_single_root_rho_growth_is_rescaled():
+    # Every word strongly prefers the root (by 400, inside LINEAR_RANGE): with the root left
+    # out of the pivots, the single-root weights grow by about e^400 a step and would
+    # overflow after two; the linear domain rescales them and must still be exact.
+    n = 6
+    scores = np.zeros((n + 1, n + 1))
+    scores[0, 1:] = 400.0
+    mu, logz = mst_marginals(scores, True, "linear")
+    mu_log, logz_log = mst_marginals(scores, True, "log")
+    assert abs(logz - logz_log) < 1e-12 * abs(logz_log)
+    np.testing.assert_allclose(mu, mu_log, atol=1e-12)
+    _, want_mu, want_logz = enumerate_marginals(scores, True)
+    np.testing.assert_allclose(mu, want_mu, atol=1e-9)
+
+
+def test_single_root_argmax_refuses_when_no_single_root_tree_exists():
+    scores = np.array([[0.0, 0.0, 0.0], [-np.inf, 0.0, -np.inf], [-np.inf, -np.inf, 0.0]])
+    with pytest.raises(ValueError, match="single-root"):
+        mst_argmax(scores, True)
+    heads, _ = mst_argmax(scores, False)  # both words on the root is the only tree
+    assert list(heads) == [-1, 0, 0]
+
+
+def test_large_placeholder_scores_do_not_break_the_single_root_rule():
+    # Forbidden arcs written as a large negative finite number rather than -inf.
+    rng = np.random.default_rng(9)
+    for _ in range(50):
+        n = 5
+        scores = random_scores(rng, n)
+        scores[rng.integers(0, n + 1), rng.integers(1, n + 1)] = -1e6
+        heads, best = mst_argmax(scores, True)
+        assert np.isclose(best, max(tree_score(scores, y) for y in spanning_trees(n, True)), rtol=0, atol=1e-9)

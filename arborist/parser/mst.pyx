@@ -12,15 +12,16 @@ there are at most n contractions of total size O(n), so decoding is O(n^2). The
 original arc behind every contracted entry is kept, and the contractions are
 undone in reverse order. The UD single-root rule (exactly one word attached to the
 root) is imposed as Gabow and Tarjan (1984) suggest: every root arc is penalized
-by a constant larger than the score range of any two trees, so the best tree has
-the fewest root arcs (one) and, among those, the highest score.
+by a constant larger than the score difference of any two trees, so the best tree
+has the fewest root arcs (one) and, among those, the highest score. (The penalty
+adds to the root arcs' magnitude: scores near 1e15 lose the precision to rank them.)
 
 `mst_marginals`: log Z and arc marginals by the matrix-tree theorem (Koo, Globerson,
 Carreras and Collins 2007; single-root variant included), computed by a Gaussian
 elimination that never subtracts (below), and its reverse pass for the gradient.
 """
 import numpy
-from libc.math cimport INFINITY, isfinite, exp, log, log1p
+from libc.math cimport INFINITY, isfinite, exp, fabs, log, log1p
 
 cdef extern from *:
     """
@@ -164,9 +165,10 @@ cdef double _prepare(int N, const double[:, ::1] S, double[:, ::1] W, int[:, ::1
     """W = S without self-loops and arcs into the root, root arcs penalized for the single-root
     rule; src/dst name the original arc behind every entry. Returns the penalty."""
     cdef int h, m
-    cdef double lo = INFINITY, hi = -INFINITY, v, penalty = 0.0
-    for h in range(N):
-        for m in range(N):
+    cdef double lo, hi, v, penalty = 1.0
+    for m in range(N):
+        lo, hi = INFINITY, -INFINITY
+        for h in range(N):
             src[h, m] = h
             dst[h, m] = m
             if m == 0 or h == m:
@@ -179,10 +181,12 @@ cdef double _prepare(int N, const double[:, ::1] S, double[:, ::1] W, int[:, ::1
                         lo = v
                     if v > hi:
                         hi = v
-    if single_root and hi >= lo:
-        # Larger than the score difference of any two trees (n arcs each), so the best tree
-        # has the fewest root arcs and, among those, the highest score.
-        penalty = (N + 1) * (hi - lo + 1.0)
+        if hi >= lo:
+            penalty += hi - lo
+    if single_root:
+        # Two trees differ by at most the sum over words of the spread of their head scores,
+        # so with this penalty on every root arc the best tree has the fewest root arcs (one)
+        # and, among those, the highest score.
         for m in range(1, N):
             W[0, m] -= penalty
     return penalty
@@ -202,9 +206,10 @@ def mst_argmax(scores, bint single_root=True):
     # members' saved cycle arcs (2N each), group (N), group before each contraction (N*N).
     cdef int[::1] ws = numpy.empty(16 * N + N * N + 4, dtype=numpy.intc)
     cdef int* base = &ws[0]
-    cdef double score = 0.0
+    cdef double score = 0.0, penalty
+    cdef int root_children = 0
     with nogil:
-        _prepare(N, S, W, src, dst, single_root)
+        penalty = _prepare(N, S, W, src, dst, single_root)
         status = _cle(N, W, src, dst, &hv[0], base, base + N, base + 2 * N, base + 3 * N, base + 4 * N,
                       base + 6 * N, base + 7 * N, base + 8 * N, base + 9 * N, base + 10 * N, base + 12 * N,
                       base + 14 * N, base + 16 * N)
@@ -212,8 +217,13 @@ def mst_argmax(scores, bint single_root=True):
             hv[0] = -1
             for m in range(1, N):
                 score += S[hv[m], m]
+                root_children += hv[m] == 0
+    if single_root and not isfinite(penalty):
+        raise ValueError("arc scores too large for the single-root rule (their spread overflows)")
     if status != 0 or not isfinite(score):
         raise ValueError("no spanning tree has a finite score (some word has no allowed head)")
+    if single_root and root_children != 1:
+        raise ValueError("no single-root spanning tree has a finite score")
     return heads_arr.astype(numpy.int32, copy=False), score
 
 
@@ -233,22 +243,29 @@ def mst_argmax(scores, bint single_root=True):
 # no later step changes, so it runs on the eliminated matrix in place.
 #
 # Every quantity of the forward pass is a sum of products of positive numbers, so the
-# relative error stays at rounding level. After each column is scaled by its largest
-# weight, every entry and pivot is at least the original weight of an arc into its
-# column (the updates only add): when all pivots are far above the underflow threshold,
-# the products lost to underflow do not matter. Otherwise (score ranges of hundreds
-# inside a column, as with two words that strongly head each other) the same
-# elimination runs on log weights, which needs the values before each step for its
-# reverse pass: O(n^3) memory, so it is the fallback, not the rule.
+# relative error stays at rounding level. Each column is scaled by its largest weight,
+# and the linear domain is used only when no arc is more than LINEAR_RANGE below the
+# best arc into its word: then no weight underflows, and every entry and pivot is at
+# least an original weight of its column (the updates only add), so the products that
+# do underflow are negligible beside them. Entries of B stay below the column sums; the
+# single-root rho, whose pivot leaves it out, can grow by e^LINEAR_RANGE a step, so it is
+# rescaled (Z is linear in it) and its log scale kept. The result is checked (finite, the
+# marginals of every word sum to one); otherwise, and whenever a column's range is
+# wider, the same elimination runs on log weights, which needs the values before each
+# step for its reverse pass: O(n^3) memory, so it is the fallback, not the rule.
 
-cdef double _SAFE_PIVOT = 1e-200
+LINEAR_RANGE = 500.0
+cdef double _SAFE_PIVOT = 1e-280
+cdef double _RHO_CEILING = 1e150
 
 
-cdef int _eliminate_linear(int n, bint single_root, double[:, ::1] B, double[::1] rho, double[::1] piv) noexcept nogil:
-    """Forward pass in place: pivots in piv, row k of B becomes B[k, j] / d_k. 0, or -1 on a
-    pivot too small to trust."""
+cdef int _eliminate_linear(int n, bint single_root, double[:, ::1] B, double[::1] rho, double[::1] piv,
+                           double[::1] rho_scale) noexcept nogil:
+    """Forward pass in place: pivots in piv, row k of B becomes B[k, j] / d_k; rho_scale[k] is
+    the factor the live rho were multiplied by after step k. 0, or -1 on a pivot too small to
+    trust."""
     cdef int k, i, j, K = n - 1 if single_root else n
-    cdef double d, a
+    cdef double d, a, top
     for k in range(K):
         d = 0.0
         for i in range(k + 1, n):
@@ -261,23 +278,32 @@ cdef int _eliminate_linear(int n, bint single_root, double[:, ::1] B, double[::1
         for j in range(k + 1, n):
             B[k, j] /= d
         a = rho[k]
+        top = 0.0
         if a != 0.0:
             for j in range(k + 1, n):
                 rho[j] += a * B[k, j]
+                if rho[j] > top:
+                    top = rho[j]
+        rho_scale[k] = 1.0
+        if single_root and top > _RHO_CEILING:  # with any number of root arcs, rho[k] <= d_k
+            rho_scale[k] = 1.0 / top
+            for j in range(k + 1, n):
+                rho[j] *= rho_scale[k]
         for i in range(k + 1, n):
             a = B[i, k]
             if a != 0.0:
                 for j in range(k + 1, n):
                     B[i, j] += a * B[k, j]  # j == i writes a self-loop that nothing reads
     if single_root:
-        if not (rho[n - 1] > _SAFE_PIVOT):
+        if not (rho[n - 1] > _SAFE_PIVOT) or rho[n - 1] == INFINITY:
             return -1
         piv[n - 1] = rho[n - 1]
     return 0
 
 
 cdef void _reverse_linear(int n, bint single_root, double[:, ::1] B, double[::1] rho, double[::1] piv,
-                          double[:, ::1] gB, double[::1] grho, double[::1] row_adj) noexcept nogil:
+                          double[::1] rho_scale, double[:, ::1] gB, double[::1] grho,
+                          double[::1] row_adj) noexcept nogil:
     """d log Z / d (original B, rho) from the eliminated B, rho and pivots (gB, grho zeroed)."""
     cdef int k, i, j, K = n - 1 if single_root else n
     cdef double d, a, g, acc, gd, rk
@@ -288,6 +314,7 @@ cdef void _reverse_linear(int n, bint single_root, double[:, ::1] B, double[::1]
         gd = 1.0 / d
         for j in range(k + 1, n):
             row_adj[j] = 0.0
+            grho[j] *= rho_scale[k]  # the rescaling after step k, undone first
         # rho[j] += rho[k] * f_j with f_j = B[k, j] / d stored in row k
         rk = rho[k]
         acc = 0.0
@@ -329,7 +356,8 @@ cdef int _eliminate_log(int n, bint single_root, double[:, ::1] L, double[::1] l
                         double[::1] saved) noexcept nogil:
     """The forward pass on log weights; `saved` receives every overwritten value (the
     word-word block then the root row, per step). 0, or -1 on a pivot of -inf."""
-    cdef int k, i, j, p = 0, K = n - 1 if single_root else n
+    cdef int k, i, j, K = n - 1 if single_root else n
+    cdef Py_ssize_t p = 0
     cdef double d, m, s, a
     for k in range(K):
         m = ARB_NEG_INF
@@ -371,12 +399,13 @@ cdef int _eliminate_log(int n, bint single_root, double[:, ::1] L, double[::1] l
 cdef void _reverse_log(int n, bint single_root, double[:, ::1] L, double[::1] lrho, double[::1] lpiv,
                        double[::1] saved, double[:, ::1] G, double[::1] grho, double[::1] row_adj) noexcept nogil:
     """d log Z / d (log weights), read off the saved values in reverse order."""
-    cdef int k, i, j, p, K = n - 1 if single_root else n
+    cdef int k, i, j, K = n - 1 if single_root else n
+    cdef Py_ssize_t p
     cdef double d, a, g, t, new, u, gd, rk
     # Position in `saved` just past step k's values: the steps wrote (n-k-1) + (n-k-1)(n-k-2) each.
     p = 0
     for k in range(K):
-        p += (n - k - 1) * (n - k - 1)
+        p += <Py_ssize_t>(n - k - 1) * (n - k - 1)
     if single_root:
         grho[n - 1] = 1.0
     for k in range(K - 1, -1, -1):
@@ -422,11 +451,51 @@ cdef void _reverse_log(int n, bint single_root, double[:, ::1] L, double[::1] lr
             grho[k] += gd * exp(lrho[k] - d)
 
 
+cdef bint _plausible(int n, bint single_root, double logz, double[:, ::1] mu_words, double[::1] mu_root) noexcept nogil:
+    """Marginals that are finite, non-negative and sum to one for every word (and over the
+    root's children, with one root child): the check that the linear domain lost nothing."""
+    cdef int h, m
+    cdef double total, v, root_total = 0.0
+    if not isfinite(logz):
+        return False
+    for m in range(n):
+        total = mu_root[m]
+        root_total += total
+        if not (total >= -1e-9) or not isfinite(total):
+            return False
+        for h in range(n):
+            if h != m:
+                v = mu_words[h, m]
+                if not (v >= -1e-9) or not isfinite(v):
+                    return False
+                total += v
+        if fabs(total - 1.0) > 1e-8:
+            return False
+    return not single_root or fabs(root_total - 1.0) <= 1e-8
+
+
+cdef double _widest_column(int n, const double[:, ::1] arcs) noexcept nogil:
+    """The largest spread of the scores of the arcs into one word (self-loops excluded)."""
+    cdef int h, m
+    cdef double lo, hi, v, widest = 0.0
+    for m in range(n):
+        lo, hi = INFINITY, -INFINITY
+        for h in range(n + 1):
+            if h != m + 1:
+                v = arcs[h, m]
+                lo = v if v < lo else lo
+                hi = v if v > hi else hi
+        if hi - lo > widest:
+            widest = hi - lo
+    return widest
+
+
 def mst_marginals(scores, bint single_root=True, str domain="auto"):
     """Arc marginals mu[h, m] = P(h -> m) over all (single-root) spanning trees, and log Z.
 
-    domain: "linear" (scaled weights; refuses when a pivot underflows), "log" (exact for
-    any scores, O(n^3) memory), or "auto" (linear, and log when linear refuses)."""
+    domain: "linear" (scaled weights; raises FloatingPointError when a column's scores span
+    more than LINEAR_RANGE or the result fails its check), "log" (any finite scores, O(n^3)
+    memory), or "auto" (linear, and log where linear would raise)."""
     S = _check_scores(scores)
     if domain not in ("auto", "linear", "log"):
         raise ValueError(f"domain must be 'auto', 'linear' or 'log', got {domain!r}")
@@ -443,26 +512,31 @@ def mst_marginals(scores, bint single_root=True, str domain="auto"):
     row_adj_arr = numpy.zeros(n)
     cdef double[::1] row_adj = row_adj_arr
     cdef double[:, ::1] B, G
-    cdef double[::1] rho, grho, saved
+    cdef double[::1] rho, grho, saved, scale
     grad_words = numpy.zeros((n, n))
     grad_root = numpy.zeros(n)
     G, grho = grad_words, grad_root
     if domain != "log":
         shift = arcs.max(axis=0)
-        W = numpy.exp(arcs - shift[None, :])
-        B_arr = W[1:].copy()  # the elimination overwrites it; W is needed after
-        rho_arr = W[0].copy()
-        B, rho = B_arr, rho_arr
-        with nogil:
-            status = _eliminate_linear(n, single_root, B, rho, piv)
+        if _widest_column(n, arcs) <= LINEAR_RANGE:
+            W = numpy.exp(arcs - shift[None, :])
+            B_arr = W[1:].copy()  # the elimination overwrites it; W is needed after
+            rho_arr = W[0].copy()
+            B, rho = B_arr, rho_arr
+            scale_arr = numpy.ones(n)
+            scale = scale_arr
+            with nogil:
+                status = _eliminate_linear(n, single_root, B, rho, piv, scale)
+                if status == 0:
+                    _reverse_linear(n, single_root, B, rho, piv, scale, G, grho, row_adj)
             if status == 0:
-                _reverse_linear(n, single_root, B, rho, piv, G, grho, row_adj)
-        if status == 0:
-            logz = float(numpy.log(piv_arr).sum() + shift.sum())
-            grad_words *= W[1:]
-            grad_root *= W[0]
-        elif domain == "linear":
-            raise FloatingPointError("a pivot underflowed in the linear domain")
+                logz = float(numpy.log(piv_arr).sum() + shift.sum() - numpy.log(scale_arr).sum())
+                grad_words *= W[1:]
+                grad_root *= W[0]
+                if not _plausible(n, single_root, logz, G, grho):
+                    status = -1
+        if status != 0 and domain == "linear":
+            raise FloatingPointError("the scores span too wide a range for the linear domain")
     if status != 0:
         L_arr = arcs[1:].copy()
         lrho_arr = arcs[0].copy()
