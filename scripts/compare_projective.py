@@ -44,7 +44,7 @@ def run(job) -> dict:
     treebank, projective, trainer_name, epochs, hash_bits, seed = job
     train = read_corpus(CORPORA / treebank / f"{treebank}-ud-train.conllu")
     dev = read_corpus(CORPORA / treebank / f"{treebank}-ud-dev.conllu")
-    crossing_dev = [x for x in dev if not is_projective(x.heads)]
+    crossing_dev = [i for i, x in enumerate(dev) if not is_projective(x.heads)]
     tree = DependencyTree(hash_bits=hash_bits, projective=projective)
     trainer = make_trainer(trainer_name, seed)
     trainer.begin(tree, train, hash_bits)
@@ -56,7 +56,7 @@ def run(job) -> dict:
         predictions = [(x, tree.argmax(x, tree.scores(x, w)), None) for x in dev]
         history["decode_seconds"].append(time.perf_counter() - start)
         history["dev"].append(attachment_scores(predictions)["uas"])
-        crossing = [p for p in predictions if not is_projective(p[0].heads)]
+        crossing = [predictions[i] for i in crossing_dev]
         history["dev_nonprojective"].append(attachment_scores(crossing)["uas"] if crossing else None)
         history["seconds"].append(metrics["epoch_seconds"])
     return {"treebank": treebank, "projective": projective, "trainer": trainer_name, "epochs": epochs,
