@@ -9,6 +9,7 @@ MODULES = [
     "arborist.parser.eisner",
     "arborist.parser.mst",
     "arborist.parser.features",
+    "arborist.parser.label_features",
     "arborist.tagger.viterbi",
     "arborist.tagger.features",
 ]

@@ -70,8 +70,8 @@ def evaluate(
     tagged = "gold" if gold_tags or not pipeline.taggers else "predicted"
     if pipeline.parser is not None:
         rows += [(f"UAS ({tagged} tags)", scores["uas"]), ("UAS (no punct)", scores["uas_nopunct"]),
-                 ("LAS", scores.get("las")), ("LAS (no punct)", scores.get("las_nopunct")),
-                 ("exact match", scores["exact_match"])]
+                 ("LAS (universal labels)", scores.get("las")), ("LAS (no punct)", scores.get("las_nopunct")),
+                 ("LAS (full labels)", scores.get("las_full")), ("exact match", scores["exact_match"])]
     typer.echo(f"{'metric':<24}{'score':>8}")
     for name, value in rows:
         typer.echo(f"{name:<24}{value:>8.2f}" if value is not None else f"{name:<24}{'-':>8}  (model predicts no labels)")
@@ -84,11 +84,11 @@ def evaluate_pipeline(pipeline, sentences, gold_tags: bool = False) -> dict:
 
     tag_pairs, parse_triples = [], []
     for gold in sentences:
-        tagged, heads = pipeline.annotate(gold, gold_tags)
+        tagged, heads, deprels = pipeline.annotate(gold, gold_tags)
         if not gold_tags and pipeline.taggers:
             tag_pairs.append((gold, pipeline.predicted_tags(tagged)))
         if heads is not None:
-            parse_triples.append((gold, heads, None))
+            parse_triples.append((gold, heads, deprels))
     scores = {}
     if tag_pairs:
         scores.update(tag_scores(tag_pairs, pipeline.unseen))
@@ -106,8 +106,8 @@ def parse(
     output_dir: Path = typer.Option(..., "--output-dir", "-d", help="directory for the parsed files"),
     gold_tags: bool = typer.Option(False, "--gold-tags", help="keep the input's UPOS/XPOS and parse with them"),
 ):
-    """Tag and parse CoNLL-U files: UPOS/XPOS (the model's taggers, unless --gold-tags) and
-    HEAD are written, every other byte is kept."""
+    """Tag and parse CoNLL-U files: UPOS/XPOS (the model's taggers, unless --gold-tags), HEAD
+    and DEPREL (when the model has a labeler) are written, every other byte is kept."""
     from .corpus import CorpusError, read_conllu, write_conllu
     from .model import ModelError, load
 
@@ -120,9 +120,9 @@ def parse(
 
     def annotated(path):
         for sentence in read_conllu(path):
-            tagged, heads = pipeline.annotate(sentence, gold_tags)
+            tagged, heads, deprels = pipeline.annotate(sentence, gold_tags)
             tags = {} if gold_tags else pipeline.predicted_tags(tagged)
-            yield sentence, heads, None, tags
+            yield sentence, heads, deprels, tags
 
     for path in inputs:
         target = output_dir / path.name

@@ -1,7 +1,8 @@
 """Attachment scores with the CoNLL 2018 shared task definitions.
 
 Every word counts (punctuation included); LAS compares the universal part of
-DEPREL (before ':'). The *_nopunct scores leave out words whose gold UPOS is
+DEPREL (before ':'), as the shared task does, and LAS_full the whole label with its
+subtype (`nmod:poss` against `nmod:tmod` is wrong). The *_nopunct scores leave out words whose gold UPOS is
 PUNCT, and exact match is the share of sentences with every head right.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ def attachment_scores(
     pairs: Iterable[tuple[Sentence, np.ndarray, Sequence[str] | None]],
 ) -> dict:
     """pairs: (gold sentence, predicted heads (n+1), predicted deprels (n+1) or None)."""
-    words = head_ok = label_ok = 0
+    words = head_ok = label_ok = full_ok = 0
     words_np = head_ok_np = label_ok_np = 0
     sentences = exact = 0
     labelled = True
@@ -26,13 +27,19 @@ def attachment_scores(
         right = np.asarray(heads[1:]) == gold.heads[1:]
         if deprels is None:
             labelled = False
-            lab = np.zeros(n, dtype=bool)
+            lab = full = np.zeros(n, dtype=bool)
         else:
-            lab = right & np.array([p.split(":")[0] == g.split(":")[0] for p, g in zip(deprels[1:], gold.deprels[1:])])
+            if len(deprels) != n + 1:
+                raise ValueError(f"{gold.source}:{gold.first_line}: {len(deprels)} predicted labels for "
+                                 f"{n} words and the root")
+            labels = list(zip(deprels[1:], gold.deprels[1:]))
+            lab = right & np.array([p.split(":")[0] == g.split(":")[0] for p, g in labels], dtype=bool)
+            full = right & np.array([p == g for p, g in labels], dtype=bool)
         punct = np.array([u == "PUNCT" for u in gold.upos[1:]])
         words += n
         head_ok += int(right.sum())
         label_ok += int(lab.sum())
+        full_ok += int(full.sum())
         words_np += int((~punct).sum())
         head_ok_np += int((right & ~punct).sum())
         label_ok_np += int((lab & ~punct).sum())
@@ -49,6 +56,7 @@ def attachment_scores(
     if labelled:
         scores["las"] = pct(label_ok, words)
         scores["las_nopunct"] = pct(label_ok_np, words_np)
+        scores["las_full"] = pct(full_ok, words)
     return scores
 
 

@@ -1,8 +1,9 @@
-"""Models on disk: a pipeline of components (taggers, then a parser) in one
+"""Models on disk: a pipeline of components (taggers, a parser, a labeler) in one
 directory with meta.json and .npy arrays, no pickle.
 
     meta.json         format, version, and per component its name, kind, structure
-                      configuration and training info
+                      configuration (a tagger's tag set, a labeler's DEPREL label set)
+                      and training info
     <name>.npy        each component's weights (float64, 2^hash_bits)
     vocabulary.npy    sorted 64-bit hashes of the training forms (for accuracy on
                       words unseen in training)
@@ -26,6 +27,7 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from .learn.weights import Weights
+from .parser.labels import ArcLabels
 from .parser.tree import DependencyTree
 from .sentence import FORM, UPOS, XPOS, ROOT, Sentence
 from .strings import hash_strings
@@ -85,8 +87,23 @@ class Parser(Component):
             yield sentence, self.predict(sentence)
 
 
-KINDS = {"tagger": (Tagger, LinearChain), "parser": (Parser, DependencyTree)}
-STRUCTURE_KINDS = {LinearChain.name: "tagger", DependencyTree.name: "parser"}
+class Labeler(Component):
+    """Labels the arcs of a tree with DEPREL strings (the second stage of a labeled parser)."""
+
+    kind = "labeler"
+
+    @property
+    def label_set(self) -> tuple[str, ...]:
+        return self.structure.labels
+
+    def labels(self, sentence: Sentence, heads) -> list[str]:
+        """The DEPREL of every arc of the tree `heads` (n+1; '' for the root)."""
+        tree = replace(sentence, heads=np.asarray(heads, dtype=np.int32))
+        return self.structure.label_names(self.predict(tree))
+
+
+KINDS = {"tagger": (Tagger, LinearChain), "parser": (Parser, DependencyTree), "labeler": (Labeler, ArcLabels)}
+STRUCTURE_KINDS = {LinearChain.name: "tagger", DependencyTree.name: "parser", ArcLabels.name: "labeler"}
 
 
 def kind_of(structure) -> str:
@@ -113,11 +130,13 @@ def with_tags(sentence: Sentence, attribute: str, tags: list[str]) -> Sentence:
 
 
 class Pipeline:
-    """Taggers, then (optionally) a parser that reads their predicted tags.
+    """Taggers, then (optionally) a parser that reads their predicted tags, then
+    (optionally) a labeler that labels the parser's arcs.
 
     `annotate` runs the taggers in order, each on the output of the one before,
-    and the parser on the result; `gold_tags=True` skips the taggers and parses
-    with the input's own tag columns."""
+    the parser on the result and the labeler on the parser's tree; `gold_tags=True`
+    skips the taggers and parses with the input's own tag columns. A labeler without
+    a parser labels the input's own (gold) tree."""
 
     def __init__(self, components: dict[str, Component] | None = None, vocabulary: np.ndarray | None = None,
                  info: dict | None = None):
@@ -137,6 +156,8 @@ class Pipeline:
             raise ValueError(f"two taggers for {component.attribute.upper()}")
         if isinstance(component, Parser) and self.parser is not None and name not in self.components:
             raise ValueError("a pipeline has at most one parser")
+        if isinstance(component, Labeler) and self.labeler is not None and name not in self.components:
+            raise ValueError("a pipeline has at most one labeler")
         self.components[name] = component
 
     @property
@@ -147,17 +168,29 @@ class Pipeline:
     def parser(self) -> Parser | None:
         return next((c for c in self.components.values() if isinstance(c, Parser)), None)
 
+    @property
+    def labeler(self) -> Labeler | None:
+        return next((c for c in self.components.values() if isinstance(c, Labeler)), None)
+
     def tag(self, sentence: Sentence) -> Sentence:
         for tagger in self.taggers:
             sentence = tagger.tag(sentence)
         return sentence
 
-    def annotate(self, sentence: Sentence, gold_tags: bool = False) -> tuple[Sentence, np.ndarray | None]:
-        """(the sentence with predicted tags, predicted heads or None without a parser)."""
+    def annotate(self, sentence: Sentence, gold_tags: bool = False
+                 ) -> tuple[Sentence, np.ndarray | None, list[str] | None]:
+        """(the sentence with predicted tags, predicted heads or None without a parser,
+        DEPREL strings (n+1, '' for the root) or None without a labeler)."""
         if not gold_tags:
             sentence = self.tag(sentence)
-        parser = self.parser
-        return sentence, (parser.predict(sentence) if parser is not None else None)
+        parser, labeler = self.parser, self.labeler
+        heads = parser.predict(sentence) if parser is not None else None
+        deprels = None
+        if labeler is not None:
+            tree = heads if heads is not None else sentence.heads if sentence.has_heads else None
+            if tree is not None:
+                deprels = labeler.labels(sentence, tree)
+        return sentence, heads, deprels
 
     def parse(self, sentences: Iterable[Sentence], gold_tags: bool = False):
         for sentence in sentences:

@@ -33,6 +33,16 @@ def linear_chain(attribute: str = "upos", order: int = 1, hash_bits: int = 22, t
     return LinearChain(tags, attribute=attribute, order=order, hash_bits=hash_bits, templates=templates)
 
 
+@registry.structures("arborist.ArcLabels.v1")
+def arc_labels(hash_bits: int = 22, labels: list[str] | None = None, templates: list[str] | None = None):
+    """A labeler's structure: the DEPREL of each arc of the parser's tree. Without `labels`,
+    the label set (full DEPREL strings, subtypes included) is read from the training data;
+    without `templates`, the templates are `arborist.parser.label_features.DEFAULT_LABEL_TEMPLATES`."""
+    from .parser.labels import ArcLabels
+
+    return ArcLabels(labels, hash_bits=hash_bits, templates=templates)
+
+
 # Trainers register their classes: the constructor's signature is the config
 # schema, so defaults and validation live in one place.
 from .learn.baselines import SGD  # noqa: E402

@@ -1,9 +1,10 @@
 """The training driver: config -> corpora -> components -> the best pipeline on dev.
 
 A config names its components under [components]: taggers (linear chains over
-UPOS or XPOS) and at most one parser. Each is trained in turn, taggers first,
+UPOS or XPOS), at most one parser and at most one labeler (DEPREL of each arc, trained
+on gold trees, scored on dev on the parser's). Each is trained in turn, taggers first,
 with its own structure and trainer, and kept at its best epoch on dev. The
-parser is trained on tags of the quality it will see: the training set's tags
+parser (and labeler) is trained on tags of the quality it will see: the training set's tags
 come from `jackknife_folds`-fold jackknifing (each fold tagged by a tagger
 trained on the other folds for the full tagger's best number of epochs) and
 the dev set's from the trained taggers. Generic over structures and trainers.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,7 @@ from confection import Config
 
 from .corpus import read_corpus
 from .evaluate import attachment_scores, tag_scores
-from .model import BEST_MODEL, Pipeline, Tagger, component_for, kind_of, load, with_tags, write_directory
+from .model import BEST_MODEL, Labeler, Pipeline, Tagger, component_for, kind_of, load, with_tags, write_directory
 from .registry import registry
 from .sentence import FORM
 from .tracking import ConsoleTracker
@@ -152,7 +154,8 @@ def train(config: Config, output: str | Path | None = None, tracker=None,
                 continue
         resolved = registry.resolve(Config({"c": spec}), validate=True)["c"]
         structure, trainer = resolved["structure"], resolved["trainer"]
-        if kind_of(structure) == "parser":
+        kind = kind_of(structure)
+        if kind in ("parser", "labeler"):
             folds = settings["jackknife_folds"]
             if pipeline.taggers and folds:
                 for tagger_name, tagger in pipeline.components.items():
@@ -165,10 +168,13 @@ def train(config: Config, output: str | Path | None = None, tracker=None,
             else:
                 train_x = train_set
             dev_x = [pipeline.tag(x) for x in dev_set]
+            if kind == "labeler" and pipeline.parser is not None:
+                # The labeler trains on gold trees and is scored on the parser's.
+                dev_x = [replace(x, heads=pipeline.parser.predict(x)) for x in dev_x]
         else:
             train_x, dev_x = train_set, dev_set
         structure.initialize(train_x)
-        if kind_of(structure) == "parser":
+        if kind == "parser":
             tracker.message(f"{name}: {'projective' if structure.projective else 'non-projective'} trees")
         _train_component(name, structure, trainer, train_x, dev_x, dev_set, limits, pipeline, report,
                          config_text, output, tracker, arrays if resuming else None, state if resuming else None)
@@ -181,7 +187,7 @@ def _train_component(name, structure, trainer, train_x, dev_x, dev_gold, limits,
                      output, tracker, arrays, state) -> None:
     """Epochs of one component; its best epoch on dev goes into `pipeline` (and model-best)."""
     kind = kind_of(structure)
-    key = f"dev_{structure.attribute}" if kind == "tagger" else "dev_uas"
+    key = {"tagger": f"dev_{getattr(structure, 'attribute', '')}", "parser": "dev_uas", "labeler": "dev_las"}[kind]
     entry = report["components"].setdefault(name, {"kind": kind, "key": key, "best_epoch": None,
                                                    "best": None, "history": [], "done": False})
     tracker.start_component(name, (key,) + tuple(getattr(trainer, "columns", ())))
@@ -249,10 +255,13 @@ def _train_component(name, structure, trainer, train_x, dev_x, dev_gold, limits,
 
 def evaluate_component(component, inputs: list, gold: list, pipeline: Pipeline | None = None) -> dict:
     """Dev scores of one component: a tagger's accuracy (all words and words unseen in
-    training) on `inputs`, or a parser's attachment scores; `gold` holds the gold annotation."""
+    training) on `inputs`, a parser's attachment scores, or a labeler's attachment scores
+    with the labels it gives the trees of `inputs`; `gold` holds the gold annotation."""
     if isinstance(component, Tagger):
         unseen = pipeline.unseen if pipeline is not None else None
         return tag_scores(((g, {component.attribute: component.tags(x)}) for x, g in zip(inputs, gold)), unseen)
+    if isinstance(component, Labeler):
+        return attachment_scores((g, x.heads, component.labels(x, x.heads)) for x, g in zip(inputs, gold))
     return attachment_scores((g, component.predict(x), None) for x, g in zip(inputs, gold))
 
 
@@ -329,7 +338,7 @@ def _settings(config: Config) -> dict:
 
 
 def _component_specs(config: Config) -> dict:
-    """The [components.NAME] sections, taggers first (in config order), then the parser."""
+    """The [components.NAME] sections, taggers first (in config order), then the parser, then the labeler."""
     if "structure" in config or "trainer" in config:
         raise ValueError("[structure] and [trainer] belong to a component: write [components.parser.structure] "
                          "and [components.parser.trainer] (see configs/quickstart.cfg)")
@@ -359,7 +368,10 @@ def _component_specs(config: Config) -> dict:
     parsers = [n for n, k in kinds.items() if k == "parser"]
     if len(parsers) > 1:
         raise ValueError(f"at most one parser per pipeline, got {', '.join(parsers)}")
-    order = [n for n in components if kinds[n] != "parser"] + parsers
+    labelers = [n for n, k in kinds.items() if k == "labeler"]
+    if len(labelers) > 1:
+        raise ValueError(f"at most one labeler per pipeline, got {', '.join(labelers)}")
+    order = [n for n in components if kinds[n] == "tagger"] + parsers + labelers
     return {name: components[name] for name in order}
 
 

@@ -98,7 +98,7 @@ def test_save_load_round_trip(tmp_path):
         np.testing.assert_array_equal(got, expected)
         assert got[0] == -1 and len(got) == sentence.n + 1
         assert is_tree(got)
-        tagged, heads = loaded.annotate(sentence)
+        tagged, heads, _ = loaded.annotate(sentence)
         assert tagged is sentence  # no taggers: the input's own tags
         np.testing.assert_array_equal(heads, expected)
 
@@ -333,11 +333,12 @@ def trained(tmp_path_factory, runner):
 def test_cli_train_writes_loadable_model(trained):
     model_dir, result = trained
     assert listing(model_dir) == ["checkpoint", "model-best", "training.json"]
-    assert listing(model_dir / "model-best") == ["meta.json", "parser.npy", "upos.npy", "vocabulary.npy", "xpos.npy"]
+    assert listing(model_dir / "model-best") == ["labeler.npy", "meta.json", "parser.npy", "upos.npy",
+                                                 "vocabulary.npy", "xpos.npy"]
     assert listing(model_dir.parent) == [model_dir.name]
     pipeline = load(model_dir)  # a run directory loads as its model-best
     best = load(model_dir / "model-best")
-    assert list(pipeline.components) == list(best.components) == ["upos", "xpos", "parser"]
+    assert list(pipeline.components) == list(best.components) == ["upos", "xpos", "parser", "labeler"]
     for name, component in pipeline.components.items():
         assert np.array_equal(component.weights.array, best.components[name].weights.array), name
     parser = pipeline.parser
@@ -347,11 +348,20 @@ def test_cli_train_writes_loadable_model(trained):
     assert parser.info["best_epoch"] in (1, 2)
     assert "dev_uas" in parser.info["dev"]
     assert "dev_upos" in pipeline.components["upos"].info["dev"]
+    labeler = pipeline.labeler
+    assert labeler is pipeline.components["labeler"] and labeler.info["best_epoch"] in (1, 2)
+    assert {"dev_las", "dev_las_full", "dev_uas"} <= set(labeler.info["dev"])
+    # The label set (full DEPREL strings) is the training data's, saved with the model.
+    from arborist.corpus import read_corpus
+
+    train_labels = {d for x in read_corpus(REPO / "corpora/sample/sample-train.conllu") for d in x.deprels[1:]}
+    assert set(labeler.label_set) == train_labels and "nmod:poss" in train_labels
+    assert labeler.info["dev"]["dev_uas"] == pytest.approx(parser.info["dev"]["dev_uas"])  # the parser's trees
     assert "max_epochs = 2" in pipeline.info["config"]
     # one line per component
     lines = [line for line in output_of(result).splitlines() if "best epoch" in line]
-    assert [line.split(":")[0] for line in lines] == ["upos", "xpos", "parser"]
-    assert "dev_upos" in lines[0] and "dev_xpos" in lines[1] and "dev_uas" in lines[2]
+    assert [line.split(":")[0] for line in lines] == ["upos", "xpos", "parser", "labeler"]
+    assert "dev_upos" in lines[0] and "dev_xpos" in lines[1] and "dev_uas" in lines[2] and "dev_las" in lines[3]
 
 
 def test_cli_evaluate_json(trained, runner, monkeypatch):
@@ -360,12 +370,14 @@ def test_cli_evaluate_json(trained, runner, monkeypatch):
     result = runner.invoke(app, ["evaluate", str(model_dir), "corpora/sample/sample-dev.conllu", "--json"])
     assert result.exit_code == 0, output_of(result)
     scores = json.loads(result.stdout)
-    for key in ("uas", "uas_nopunct", "exact_match", "upos", "upos_unseen", "xpos", "xpos_unseen"):
+    for key in ("uas", "uas_nopunct", "exact_match", "upos", "upos_unseen", "xpos", "xpos_unseen", "las",
+                "las_nopunct", "las_full"):
         assert key in scores
         assert 0.0 <= scores[key] <= 100.0
     assert scores["uas"] > 50
     assert scores["upos"] > 50
-    assert "las" not in scores  # the model predicts no labels
+    assert scores["las_full"] <= scores["las"] <= scores["uas"]
+    assert scores["las"] > 30
     sentences = dev_sentences()
     assert scores["sentences"] == len(sentences)
     assert scores["words"] == sum(s.n for s in sentences)
@@ -374,9 +386,9 @@ def test_cli_evaluate_json(trained, runner, monkeypatch):
 
     pipeline = load(model_dir)
     annotated = list(pipeline.parse(sentences))
-    expected = attachment_scores((gold, heads, None) for gold, (_, heads) in zip(sentences, annotated))
+    expected = attachment_scores((gold, heads, deprels) for gold, (_, heads, deprels) in zip(sentences, annotated))
     expected.update(tag_scores(
-        ((gold, {"upos": tagged.upos[1:], "xpos": tagged.xpos[1:]}) for gold, (tagged, _) in zip(sentences, annotated)),
+        ((gold, {"upos": tagged.upos[1:], "xpos": tagged.xpos[1:]}) for gold, (tagged, _, _) in zip(sentences, annotated)),
         pipeline.unseen))
     assert scores == pytest.approx(expected)
 
@@ -389,6 +401,7 @@ def test_cli_evaluate_table(trained, runner, monkeypatch):
     assert "UAS" in result.stdout and "exact match" in result.stdout
     assert "UPOS accuracy" in result.stdout and "XPOS unseen words" in result.stdout
     assert "UAS (predicted tags)" in result.stdout
+    assert "LAS (universal labels)" in result.stdout and "LAS (full labels)" in result.stdout
 
 
 def test_cli_parse_writes_valid_trees(trained, runner, monkeypatch, tmp_path):
@@ -408,7 +421,11 @@ def test_cli_parse_writes_valid_trees(trained, runner, monkeypatch, tmp_path):
         assert p.forms == g.forms
         assert is_tree(p.heads)
         assert int((p.heads[1:] == 0).sum()) == 1  # quickstart.cfg: single_root = true
-    # Only the UPOS, XPOS (predicted tags) and HEAD columns differ from the input.
+    pipeline = load(model_dir)
+    for p in parsed:
+        assert set(p.deprels[1:]) <= set(pipeline.labeler.label_set)
+    assert [p.deprels for p in parsed] == [pipeline.annotate(g)[2] for g in gold]  # DEPREL is the labeler's
+    # Only the UPOS, XPOS (predicted tags), HEAD and DEPREL columns differ from the input.
     original = SAMPLE_DEV.read_bytes().splitlines(keepends=True)
     new = written.read_bytes().splitlines(keepends=True)
     assert len(original) == len(new)
@@ -416,7 +433,7 @@ def test_cli_parse_writes_valid_trees(trained, runner, monkeypatch, tmp_path):
         old_cols, new_cols = old_line.split(b"\t"), new_line.split(b"\t")
         assert len(old_cols) == len(new_cols)
         if len(old_cols) == 10:
-            keep = [0, 1, 2, 5, 7, 8, 9]
+            keep = [0, 1, 2, 5, 8, 9]
             assert [old_cols[i] for i in keep] == [new_cols[i] for i in keep]
         else:
             assert old_line == new_line

@@ -102,15 +102,15 @@ def test_pipeline_round_trip(hand_pipeline, dev_set, tmp_path):
 
     changed_tags = changed_heads = 0
     for sentence in dev_set:
-        tagged, heads = hand_pipeline.annotate(sentence)
-        got_tagged, got_heads = loaded.annotate(sentence)
+        tagged, heads, _ = hand_pipeline.annotate(sentence)
+        got_tagged, got_heads, _ = loaded.annotate(sentence)
         assert got_tagged.upos == tagged.upos and got_tagged.xpos == tagged.xpos
         np.testing.assert_array_equal(got_tagged.attrs, tagged.attrs)
         np.testing.assert_array_equal(got_heads, heads)
         np.testing.assert_array_equal(loaded.unseen(sentence), hand_pipeline.unseen(sentence))
         # the parser reads the taggers' output, gold_tags=True the input's own tags
         np.testing.assert_array_equal(heads, hand_pipeline.parser.predict(hand_pipeline.tag(sentence)))
-        gold_tagged, gold_heads = loaded.annotate(sentence, gold_tags=True)
+        gold_tagged, gold_heads, _ = loaded.annotate(sentence, gold_tags=True)
         assert gold_tagged.upos == sentence.upos and gold_tagged.xpos == sentence.xpos
         np.testing.assert_array_equal(gold_heads, hand_pipeline.parser.predict(sentence))
         changed_tags += tagged.upos != sentence.upos
@@ -145,7 +145,7 @@ def test_format_1_model_loads_as_a_one_parser_pipeline(dev_set, tmp_path):
     assert len(loaded.vocabulary) == 0
     for sentence in dev_set:
         expected = reference.predict(sentence)
-        tagged, heads = loaded.annotate(sentence)
+        tagged, heads, _ = loaded.annotate(sentence)
         assert tagged.upos == sentence.upos
         np.testing.assert_array_equal(heads, expected)
         assert loaded.unseen(sentence).all()  # no vocabulary: every word is unseen
@@ -837,7 +837,8 @@ def test_cli_evaluate_gold_tags(quickstart, runner, dev_set):
     predicted = evaluate_json(runner, model)
     gold = evaluate_json(runner, model, "--gold-tags")
     assert not {"upos", "xpos", "upos_unseen", "unseen_words"} & set(gold)
-    with_gold = attachment_scores((x, pipeline.parser.predict(x), None) for x in dev_set)
+    with_gold = attachment_scores((x, *pipeline.annotate(x, gold_tags=True)[1:]) for x in dev_set)
+    assert with_gold["las"] <= with_gold["uas"]
     with_predicted = attachment_scores((x, pipeline.parser.predict(pipeline.tag(x)), None) for x in dev_set)
     assert gold == pytest.approx(with_gold)
     assert predicted["uas"] == pytest.approx(with_predicted["uas"])
@@ -866,12 +867,13 @@ def test_cli_parse_writes_predicted_tags_and_heads(quickstart, runner, tmp_path,
     assert len(parsed) == len(dev_set)
     changed = 0
     for p, g in zip(parsed, dev_set):
-        tagged, heads = pipeline.annotate(g)
+        tagged, heads, deprels = pipeline.annotate(g)
         assert p.upos == tagged.upos and p.xpos == tagged.xpos
         np.testing.assert_array_equal(p.heads, heads)
+        assert p.deprels == deprels
         changed += p.upos != g.upos
     assert changed  # predicted, not copied
-    keep = [0, 1, 2, 5, 7, 8, 9]
+    keep = [0, 1, 2, 5, 8, 9]
     for old, new in zip(columns_of(DEV), columns_of(tmp_path / "out" / DEV.name), strict=True):
         assert len(old) == len(new)
         if len(old) == 10:
@@ -887,8 +889,9 @@ def test_cli_parse_gold_tags_keeps_the_tag_columns(quickstart, runner, tmp_path,
     parsed = read_corpus(tmp_path / "out" / DEV.name)
     for p, g in zip(parsed, dev_set, strict=True):
         np.testing.assert_array_equal(p.heads, pipeline.parser.predict(g))
+        assert p.deprels == pipeline.annotate(g, gold_tags=True)[2]
     for old, new in zip(columns_of(DEV), columns_of(tmp_path / "out" / DEV.name), strict=True):
         if len(old) == 10:
-            assert old[:6] + old[7:] == new[:6] + new[7:]  # only HEAD may change
+            assert old[:6] + old[8:] == new[:6] + new[8:]  # only HEAD and DEPREL may change
         else:
             assert old == new

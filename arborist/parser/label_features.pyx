@@ -1,0 +1,270 @@
+"""Arc-label features for the second-stage labeler, hashed.
+
+Given a tree (a heads array), every word m has one arc (h = heads[m], m) to label. A
+template is a list of atoms, each a value of that arc:
+
+    h.ATTR, m.ATTR, g.ATTR   an attribute (form, lower, lemma, upos, xpos, prefix, feats)
+                             of the head, the modifier, or the head's head (g of an arc
+                             from the root is a NONE value); h and m take an offset,
+                             h+1.upos, m-1.form (outside the sentence: BOS / EOS)
+    dir, dist                the arc's direction, its binned length
+    sib.ATTR                 one feature per other dependent s of h, with the side of m
+                             that s is on (the head's other dependents)
+    child.ATTR               one feature per dependent c of m, with its side
+
+A template holds at most one of sib / child. The key of a feature is the hash of its
+template and atom values; class k of feature key f has the weight (f + k) & mask, so
+the K weights of one feature are adjacent, as in the tagger's emissions.
+
+`label_keys` lists each word's feature keys (CSR); `score_labels` and `add_labels`
+read and update weights from those lists, so scores are exactly w . phi.
+"""
+from libc.stdint cimport uint64_t, int64_t
+import numpy
+
+from ..hashing cimport combine, mix64
+from ..learn.weights cimport Weights
+from ..sentence import ATTR_NAMES
+from ..strings import hash_string
+
+DEFAULT_LABEL_TEMPLATES = (
+    "dir",
+    # the modifier
+    "m.form", "m.lower dir", "m.lemma", "m.prefix", "m.upos", "m.xpos", "m.feats", "m.upos dir", "m.xpos dir",
+    "m.upos m.feats dir", "m.upos dir dist", "m.lemma m.upos dir",
+    # the head
+    "h.form", "h.lemma", "h.upos", "h.xpos", "h.feats", "h.lemma h.upos dir",
+    # head and modifier
+    "h.upos m.upos dir", "h.xpos m.xpos dir", "h.upos m.upos dir dist", "h.lemma m.lemma", "h.form m.form",
+    "h.lemma m.upos dir", "h.upos m.lemma dir", "h.upos m.feats dir", "h.feats m.feats", "h.upos m.xpos m.feats",
+    # the grandparent
+    "g.upos h.upos m.upos dir", "g.lemma h.upos m.upos", "g.upos h.lemma",
+    # context
+    "m-1.upos m.upos", "m.upos m+1.upos", "m-1.lower m.upos", "m.upos m+1.lower", "h.upos m-1.upos m.upos dir",
+    "h.upos m.upos m+1.upos dir", "h-1.upos h.upos m.upos", "h.upos h+1.upos m.upos",
+    # the head's other dependents and the modifier's own
+    "sib.upos h.upos m.upos", "sib.xpos m.xpos dir", "sib.lower m.upos", "child.upos m.upos", "child.lower m.upos",
+    "child.upos h.upos m.upos dir", "child.feats m.upos",
+)
+
+# Atom kinds in the compiled template table.
+cdef enum:
+    HEAD = 0
+    MOD = 1
+    GRAND = 2
+    SIB = 3
+    CHILD = 4
+    DIR = 5
+    DIST = 6
+
+ROLES = {"h": HEAD, "m": MOD, "g": GRAND, "sib": SIB, "child": CHILD}
+cdef int MAX_ATOMS = 6
+cdef int MAX_OFFSET = 2
+cdef uint64_t BOS = hash_string("<S>")
+cdef uint64_t EOS = hash_string("</S>")
+cdef uint64_t NONE = hash_string("<NONE>")
+
+
+cdef inline int distance_bin(int d) noexcept nogil:
+    if d <= 3:
+        return d
+    if d <= 6:
+        return 4
+    if d <= 10:
+        return 5
+    return 6
+
+
+def parse_label_template(str template):
+    """'h.upos m-1.form dir' -> [(kind, attribute row, offset), ...]."""
+    atoms = []
+    for atom in template.split():
+        if atom in ("dir", "dist"):
+            atoms.append((DIR if atom == "dir" else DIST, -1, 0))
+            continue
+        try:
+            where, attr = atom.split(".")
+            role = where.rstrip("+-0123456789")
+            offset = int(where[len(role):] or 0)
+            if role not in ROLES or attr not in ATTR_NAMES or abs(offset) > MAX_OFFSET:
+                raise ValueError
+            if offset and role not in ("h", "m"):
+                raise ValueError
+        except ValueError:
+            raise ValueError(
+                f"bad label feature atom {atom!r} in template {template!r}: expected dir, dist, "
+                f"h|m[+-k].ATTR (|k| <= {MAX_OFFSET}), g.ATTR, sib.ATTR or child.ATTR with ATTR one of "
+                f"{', '.join(ATTR_NAMES)}"
+            ) from None
+        atoms.append((ROLES[role], ATTR_NAMES.index(attr), offset))
+    if not atoms:
+        raise ValueError("an empty label feature template")
+    if len(atoms) > MAX_ATOMS:
+        raise ValueError(f"label template {template!r} has more than {MAX_ATOMS} atoms")
+    if sum(kind in (SIB, CHILD) for kind, _, _ in atoms) > 1:
+        raise ValueError(f"label template {template!r}: at most one sib or child atom")
+    return atoms
+
+
+cdef class LabelFeatures:
+    """The labeler's feature set: templates -> per-word hashed feature keys."""
+
+    cdef readonly tuple templates
+    cdef readonly int bits
+    cdef object table, seeds, multi
+
+    def __init__(self, templates=DEFAULT_LABEL_TEMPLATES, int bits=20):
+        if not 1 <= bits <= 40:
+            raise ValueError(f"hash_bits must be between 1 and 40, got {bits}")
+        self.templates = tuple(templates)
+        if not self.templates:
+            raise ValueError("the labeler needs at least one feature template")
+        self.bits = bits
+        T = len(self.templates)
+        # table[t, a] = (kind, attribute row, offset); kind -1 ends the list. multi[t]: the
+        # index of the template's sib/child atom, or -1.
+        self.table = numpy.full((T, MAX_ATOMS, 3), -1, dtype=numpy.intc)
+        self.multi = numpy.full(T, -1, dtype=numpy.intc)
+        self.seeds = numpy.array([hash_string(f"label/{t}") for t in self.templates], dtype=numpy.uint64)
+        for t, template in enumerate(self.templates):
+            for a, (kind, row, offset) in enumerate(parse_label_template(template)):
+                self.table[t, a] = (kind, row, offset)
+                if kind in (SIB, CHILD):
+                    self.multi[t] = a
+
+    def keys(self, sentence, heads):
+        """(keys uint64, offsets int64 (n+2,)): word m's feature keys are keys[offsets[m]:offsets[m+1]]
+        (none for the root, m = 0), for the arcs of the tree `heads` (heads[0] = -1)."""
+        cdef const uint64_t[:, :] attrs = sentence.attrs
+        cdef int n = sentence.n
+        H = numpy.ascontiguousarray(heads, dtype=numpy.int32)
+        if H.shape != (n + 1,):
+            raise ValueError(f"heads must have n + 1 = {n + 1} entries, got {H.shape}")
+        if n and (H[1:].min() < 0 or H[1:].max() > n):
+            raise ValueError(f"{sentence.source}:{sentence.first_line}: a head outside 0..{n}")
+        cdef const int[::1] hv = H
+        # Dependents of each token, in word order: kids[start[h]:start[h + 1]].
+        counts = numpy.bincount(H[1:], minlength=n + 1) if n else numpy.zeros(1, dtype=numpy.int64)
+        start_arr = numpy.zeros(n + 2, dtype=numpy.int64)
+        numpy.cumsum(counts, out=start_arr[1:])
+        kids_arr = (numpy.argsort(H[1:], kind="stable") + 1).astype(numpy.int32)
+        cdef const int64_t[::1] start = start_arr
+        cdef const int[::1] kids = kids_arr
+        cdef const int[:, :, ::1] table = self.table
+        cdef const int[::1] multi = self.multi
+        cdef const uint64_t[::1] seeds = self.seeds
+        cdef int T = len(self.templates), t, m, h
+        cdef int64_t total = 0, j
+        # How many keys each word has: one per plain template, one per sibling / child.
+        offsets_arr = numpy.zeros(n + 2, dtype=numpy.int64)
+        cdef int64_t[::1] offsets = offsets_arr
+        cdef int64_t n_sib, n_child
+        with nogil:
+            for m in range(1, n + 1):
+                h = hv[m]
+                n_sib = start[h + 1] - start[h] - 1
+                n_child = start[m + 1] - start[m]
+                for t in range(T):
+                    if multi[t] < 0:
+                        total += 1
+                    elif table[t, multi[t], 0] == SIB:
+                        total += n_sib
+                    else:
+                        total += n_child
+                offsets[m + 1] = total
+        keys_arr = numpy.empty(total, dtype=numpy.uint64)
+        cdef uint64_t[::1] out = keys_arr
+        cdef uint64_t key
+        cdef int64_t at
+        cdef int other, lo, hi
+        with nogil:
+            for m in range(1, n + 1):
+                h = hv[m]
+                at = offsets[m]
+                for t in range(T):
+                    key = _fixed_key(seeds[t], table[t], h, m, hv, attrs, n)
+                    if multi[t] < 0:
+                        out[at] = mix64(key)
+                        at += 1
+                        continue
+                    if table[t, multi[t], 0] == SIB:
+                        lo, hi, other = <int>start[h], <int>start[h + 1], m
+                    else:
+                        lo, hi, other = <int>start[m], <int>start[m + 1], -1
+                    for j in range(lo, hi):
+                        if kids[j] == other:
+                            continue
+                        out[at] = mix64(combine(combine(key, attrs[table[t, multi[t], 1], kids[j]]),
+                                                <uint64_t>(1 if kids[j] < m else 2)))
+                        at += 1
+        return keys_arr, offsets_arr
+
+    def score(self, keys, offsets, const double[::1] w, int n_labels):
+        """(n+1, n_labels) float64: S[m, k] = w . phi(m, k); row 0 (the root) is 0."""
+        cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
+        if w.shape[0] != <Py_ssize_t>(mask + 1):
+            raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{self.bits}")
+        cdef const uint64_t[::1] kv = keys
+        cdef const int64_t[::1] ov = offsets
+        out = numpy.zeros((ov.shape[0] - 1, n_labels))
+        cdef double[:, ::1] S = out
+        cdef int m, k
+        cdef int64_t j
+        cdef uint64_t f
+        cdef const double* wp = &w[0]
+        with nogil:
+            for m in range(1, ov.shape[0] - 1):
+                for j in range(ov[m], ov[m + 1]):
+                    f = kv[j]
+                    for k in range(n_labels):
+                        S[m, k] += wp[(f + <uint64_t>k) & mask]
+        return out
+
+    def add(self, keys, offsets, coef, Weights weights, double scale=1.0):
+        """weights += scale * sum_{m,k} coef[m, k] * phi(m, k) (entries with coef 0 are skipped)."""
+        if weights.bits != self.bits:
+            raise ValueError(f"weights have 2**{weights.bits} entries, features expect 2**{self.bits}")
+        cdef const uint64_t[::1] kv = keys
+        cdef const int64_t[::1] ov = offsets
+        C = numpy.ascontiguousarray(coef, dtype=numpy.float64)
+        if C.ndim != 2 or C.shape[0] != ov.shape[0] - 1:
+            raise ValueError(f"coefficients must have shape ({ov.shape[0] - 1}, n_labels), got {C.shape}")
+        cdef const double[:, ::1] cv = C
+        cdef int m, k, K = C.shape[1]
+        cdef int64_t j
+        cdef uint64_t f, mask = (<uint64_t>1 << self.bits) - 1
+        cdef double v
+        with nogil:
+            for m in range(1, ov.shape[0] - 1):
+                for k in range(K):
+                    v = cv[m, k]
+                    if v == 0.0:
+                        continue
+                    v *= scale
+                    for j in range(ov[m], ov[m + 1]):
+                        weights.add((kv[j] + <uint64_t>k) & mask, v)
+
+
+cdef inline uint64_t _fixed_key(uint64_t seed, const int[:, ::1] atoms, int h, int m, const int[::1] heads,
+                                const uint64_t[:, :] attrs, int n) noexcept nogil:
+    """The hash of a template's single-valued atoms for arc (h, m) (sib/child atoms are skipped)."""
+    cdef int a, kind, pos, d
+    cdef uint64_t key = seed, value
+    for a in range(atoms.shape[0]):
+        kind = atoms[a, 0]
+        if kind < 0:
+            break
+        if kind == DIR:
+            value = 1 if m < h else 2
+        elif kind == DIST:
+            d = m - h if m > h else h - m
+            value = <uint64_t>(16 + distance_bin(d))
+        elif kind == GRAND:
+            value = NONE if h == 0 else attrs[atoms[a, 1], heads[h]]
+        elif kind == HEAD or kind == MOD:
+            pos = (h if kind == HEAD else m) + atoms[a, 2]
+            value = BOS if pos < 0 else EOS if pos > n else attrs[atoms[a, 1], pos]
+        else:
+            continue
+        key = combine(key, value)
+    return key

@@ -1,0 +1,179 @@
+"""ArcLabels (the second-stage labeler) through the shared protocol suite; its features; trainers on it."""
+from __future__ import annotations
+
+import itertools
+import re
+
+import numpy as np
+import pytest
+
+from arborist.learn.perceptron import Perceptron
+from arborist.learn.weights import Weights
+from arborist.parser.label_features import LabelFeatures, parse_label_template
+from arborist.parser.labels import ArcLabels
+from arborist.sentence import Sentence
+
+from protocol import check_gradient, check_protocol
+
+BITS = 12
+WORDS = ["the", "dog", "saw", "a", "cat", "today"]
+UPOS = ["DET", "NOUN", "VERB", "DET", "NOUN", "NOUN"]
+HEADS = [2, 3, 0, 5, 3, 3]
+DEPRELS = ["det", "nsubj", "root", "det", "obj", "obl:tmod"]
+
+
+def sentence(n=len(WORDS), heads=None, deprels=None, **provenance) -> Sentence:
+    return Sentence.from_columns(WORDS[:n], None, UPOS[:n], [u.lower() for u in UPOS[:n]], None,
+                                 heads if heads is not None else None, deprels, **provenance)
+
+
+def random_tree(rng, n):
+    """A random tree (heads[0] = -1): each word attaches to an earlier-visited word or the root."""
+    order = rng.permutation(n) + 1
+    heads = np.full(n + 1, -1, dtype=np.int32)
+    placed = [0]
+    for m in order:
+        heads[m] = placed[int(rng.integers(len(placed)))]
+        placed.append(m)
+    return heads
+
+
+def all_labels(n, k):
+    return [np.array([-1, *ys], dtype=np.int32) for ys in itertools.product(range(k), repeat=n)]
+
+
+def hamming(gold, y):
+    return int((np.asarray(gold[1:]) != np.asarray(y[1:])).sum())
+
+
+@pytest.mark.parametrize("n,k", [(1, 2), (2, 3), (3, 3), (4, 2)])
+def test_protocol_against_brute_force(n, k):
+    rng = np.random.default_rng(10 * n + k)
+    structure = ArcLabels([f"l{i}" for i in range(k)], hash_bits=BITS)
+    for _ in range(3):
+        x = sentence(n, heads=random_tree(rng, n)[1:])
+        w = Weights(BITS, False, rng.normal(size=1 << BITS))
+        scores = structure.scores(x, w)
+        labels = all_labels(n, k)
+        gold = labels[int(rng.integers(len(labels)))]
+        check_protocol(structure, x, scores, labels, gold, hamming, rng, BITS)
+        check_gradient(structure, x, scores)
+
+
+def test_large_scores_stay_finite():
+    structure = ArcLabels(["a", "b", "c"], hash_bits=BITS)
+    x = sentence(3, heads=[2, 0, 2])
+    scores = np.zeros((4, 3))
+    scores[1:] = [[1e4, -1e4, 0.0], [5e3, 5e3, -1e4], [0.0, 0.0, 0.0]]
+    mu, logz = structure.marginals(x, scores)
+    assert np.isfinite(logz) and np.isfinite(mu).all()
+    np.testing.assert_allclose(mu[1:].sum(axis=1), 1.0)
+    np.testing.assert_allclose(mu[2], [0.5, 0.5, 0.0], atol=1e-12)
+    assert np.isclose(logz, 1e4 + 5e3 + np.log(2) + np.log(3))
+
+
+def test_scores_are_the_sum_of_each_key_class_slot():
+    rng = np.random.default_rng(0)
+    structure = ArcLabels(["a", "b", "c", "d"], hash_bits=BITS)
+    x = sentence(heads=HEADS)
+    w = Weights(BITS, False, rng.normal(size=1 << BITS))
+    keys, offsets = structure.features.keys(x, x.heads)
+    mask = (1 << BITS) - 1
+    scores = structure.scores(x, w)
+    assert not scores[0].any()
+    for m in range(1, x.n + 1):
+        mine = keys[offsets[m]:offsets[m + 1]]
+        want = [w.array[(mine + np.uint64(k)) & np.uint64(mask)].sum() for k in range(4)]
+        np.testing.assert_allclose(scores[m], want)
+
+
+def count_keys(template, heads):
+    x = sentence(heads=heads)
+    _, offsets = LabelFeatures([template], BITS).keys(x, x.heads)
+    return np.diff(offsets)[1:]  # per word 1..n
+
+
+def test_sibling_and_child_templates_fire_once_per_other_dependent():
+    # saw (3) has dependents dog (2), cat (5), today (6); dog has the; cat has a.
+    assert list(count_keys("sib.upos m.upos", HEADS)) == [0, 2, 0, 0, 2, 2]
+    assert list(count_keys("child.upos m.upos", HEADS)) == [0, 1, 3, 0, 1, 0]
+    assert list(count_keys("h.upos m.upos dir", HEADS)) == [1] * 6
+
+
+def test_keys_follow_the_tree():
+    """A word's keys depend on its own arc: moving another word's head changes only the
+    words whose head, grandparent, siblings or children that move touches."""
+    templates = ["h.form m.form", "g.upos h.upos m.upos", "m.form dir dist"]
+    features = LabelFeatures(templates, BITS)
+    x = sentence(heads=HEADS)
+    keys, offsets = features.keys(x, x.heads)
+    moved = list(HEADS)
+    moved[3] = 3  # "a" now attaches to "saw" instead of "cat"
+    keys2, offsets2 = features.keys(x, np.array([-1, *moved], dtype=np.int32))
+    per_word = lambda k, o: [tuple(k[o[m]:o[m + 1]]) for m in range(1, 7)]
+    before, after = per_word(keys, offsets), per_word(keys2, offsets2)
+    changed = [m + 1 for m in range(6) if before[m] != after[m]]
+    assert changed == [4]
+    # The grandparent of an arc from the root is a NONE value, not the root's own attributes.
+    x_root = sentence(heads=HEADS)
+    g_keys, g_off = LabelFeatures(["g.upos"], BITS).keys(x_root, x_root.heads)
+    root_child = g_keys[g_off[3]:g_off[4]]
+    other = g_keys[g_off[2]:g_off[3]]  # dog <- saw <- root: g = root
+    assert root_child[0] != other[0]
+
+
+def test_template_errors_name_the_atom():
+    for bad, needle in [("m.colour", "m.colour"), ("g+1.upos", "g+1.upos"), ("h+3.form", "h+3.form"),
+                        ("sib.upos child.upos", "at most one"), ("", "empty")]:
+        with pytest.raises(ValueError, match=re.escape(needle)):
+            parse_label_template(bad)
+    with pytest.raises(ValueError, match="at least one"):
+        LabelFeatures([], BITS)
+
+
+def test_initialize_reads_full_labels_and_gold_errors_name_the_line():
+    x = sentence(heads=HEADS, deprels=DEPRELS)
+    structure = ArcLabels(hash_bits=BITS)
+    structure.initialize([x, sentence(2, heads=[2, 0], deprels=["nmod:poss", "_"])])
+    assert structure.labels == ("det", "nmod:poss", "nsubj", "obj", "obl:tmod", "root")
+    assert structure.label_names(structure.gold(x)) == [""] + DEPRELS
+    unknown = sentence(2, heads=[2, 0], deprels=["det", "flat"], source="dev.conllu", first_line=17)
+    with pytest.raises(ValueError, match=r"dev.conllu:17: DEPREL 'flat' of word 2"):
+        structure.gold(unknown)
+    again = ArcLabels.from_config(structure.config())
+    assert again.labels == structure.labels and again.features.templates == structure.features.templates
+
+
+def test_perceptron_update_is_gold_minus_predicted_features():
+    """One unaveraged perceptron step from zero weights, by hand: every score is 0, so the
+    prediction is label 0 for every word, and each word m whose gold label g != 0 adds +1 at
+    its keys' class-g slots and -1 at their class-0 slots."""
+    structure = ArcLabels(["det", "nsubj", "obj", "obl:tmod", "root"], hash_bits=BITS)
+    x = sentence(heads=HEADS, deprels=DEPRELS)
+    trainer = Perceptron(averaged=False, shuffle=False)
+    trainer.begin(structure, [x], BITS)
+    metrics = trainer.epoch(structure, [x])
+    assert metrics["train_accuracy"] == 2 / 6  # the two "det" words
+    keys, offsets = structure.features.keys(x, x.heads)
+    want = np.zeros(1 << BITS)
+    mask = np.uint64((1 << BITS) - 1)
+    for m, gold in enumerate(structure.gold(x)[1:], start=1):
+        mine = keys[offsets[m]:offsets[m + 1]]
+        np.add.at(want, (mine + np.uint64(gold)) & mask, 1.0)
+        np.add.at(want, mine & mask, -1.0)
+    np.testing.assert_allclose(trainer.weights.array, want)
+
+
+def test_perceptron_learns_the_sample_treebank_labels():
+    from pathlib import Path
+
+    from arborist.corpus import read_corpus
+
+    path = Path(__file__).resolve().parents[1] / "corpora" / "sample" / "sample-train.conllu"
+    xs = read_corpus(path, require_heads=True)[:200]
+    structure = ArcLabels(hash_bits=18)
+    structure.initialize(xs)
+    trainer = Perceptron(averaged=True, shuffle=True, seed=0)
+    trainer.begin(structure, xs, 18)
+    accuracies = [trainer.epoch(structure, xs)["train_accuracy"] for _ in range(5)]
+    assert accuracies[-1] > 0.97 and accuracies[-1] > accuracies[0]
