@@ -3,7 +3,8 @@
 Reads the corpus first (reading is not timed), then runs every component of the
 model over every sentence `--repeat` times and reports the median words/s of
 each component on its own (a tagger on the input, the parser on the tagged
-sentences) and of the whole pipeline (tags, then parse). Writes JSON.
+sentences, the labeler on the parser's trees) and of the whole pipeline (tags,
+then parse, then labels). Writes JSON.
 
     python scripts/bench_parse.py MODEL [--corpus ../shared/corpora/ud/en_ewt/en_ewt-ud-dev.conllu]
 """
@@ -14,6 +15,7 @@ import json
 import platform
 import statistics
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import arborist
@@ -42,9 +44,12 @@ def main() -> None:
     sentences = read_corpus(args.corpus, require_heads=False)
     words = sum(s.n for s in sentences)
     tagged = [pipeline.tag(s) for s in sentences]
+    trees = tagged
+    if pipeline.parser is not None:  # the labeler labels the parser's trees
+        trees = [replace(s, heads=pipeline.parser.predict(s)) for s in tagged]
     components = {}
     for name, component in pipeline.components.items():
-        inputs = tagged if component.kind == "parser" else sentences
+        inputs = {"parser": tagged, "labeler": trees}.get(component.kind, sentences)
         runs = words_per_second(component.predict, inputs, words, args.repeat)
         components[name] = {
             "kind": component.kind,

@@ -515,6 +515,9 @@ def test_attachment_scores_hand_computed():
     assert scores["las"] == pytest.approx(100 * 6 / 9)
     # without PUNCT: s1 3/4, s2 1/2, s3 1/1 -> 5/7
     assert scores["las_nopunct"] == pytest.approx(100 * 5 / 7)
+    # head and full label (subtype included) right: s1 2/5 ('s, barked; nmod is not nmod:poss),
+    # s2 1/3 (bark; punct:extra is not punct), s3 1/1 -> 4/9
+    assert scores["las_full"] == pytest.approx(100 * 4 / 9)
     # only s3 entirely right
     assert scores["exact_match"] == pytest.approx(100 / 3)
 
@@ -522,7 +525,7 @@ def test_attachment_scores_hand_computed():
 def test_attachment_scores_without_deprels():
     pairs = [(s, h, None) for s, h, _ in scoring_example()]
     scores = attachment_scores(pairs)
-    assert "las" not in scores and "las_nopunct" not in scores
+    assert "las" not in scores and "las_nopunct" not in scores and "las_full" not in scores
     assert scores["uas"] == pytest.approx(100 * 7 / 9)
     assert scores["uas_nopunct"] == pytest.approx(100 * 6 / 7)
     assert scores["exact_match"] == pytest.approx(100 / 3)
@@ -536,12 +539,16 @@ def test_attachment_scores_subtype_only_differs():
     scores = attachment_scores([(s, np.array([-1, 2, 0]), ["", "det", "root"])])
     assert scores["las"] == pytest.approx(50.0)
     assert scores["uas"] == pytest.approx(100.0)
+    scores = attachment_scores([(s, np.array([-1, 2, 0]), ["", "nmod", "root"])])
+    assert scores["las_full"] == pytest.approx(50.0)
+    with pytest.raises(ValueError, match="1 predicted labels for 2 words"):
+        attachment_scores([(s, np.array([-1, 2, 0]), ["nmod"])])
 
 
 def test_attachment_scores_gold_is_perfect():
     sentences = list(read_conllu(SAMPLE_FILES[1], require_heads=True))
     scores = attachment_scores((s, s.heads, s.deprels) for s in sentences)
-    for key in ("uas", "uas_nopunct", "las", "las_nopunct", "exact_match"):
+    for key in ("uas", "uas_nopunct", "las", "las_nopunct", "las_full", "exact_match"):
         assert scores[key] == pytest.approx(100.0), key
     assert scores["sentences"] == len(sentences)
     assert scores["words"] == sum(s.n for s in sentences)

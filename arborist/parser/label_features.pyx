@@ -140,20 +140,35 @@ cdef class LabelFeatures:
         H = numpy.ascontiguousarray(heads, dtype=numpy.int32)
         if H.shape != (n + 1,):
             raise ValueError(f"heads must have n + 1 = {n + 1} entries, got {H.shape}")
-        if n and (H[1:].min() < 0 or H[1:].max() > n):
-            raise ValueError(f"{sentence.source}:{sentence.first_line}: a head outside 0..{n}")
         cdef const int[::1] hv = H
-        # Dependents of each token, in word order: kids[start[h]:start[h + 1]].
-        counts = numpy.bincount(H[1:], minlength=n + 1) if n else numpy.zeros(1, dtype=numpy.int64)
+        cdef int m
+        # Dependents of each token, in word order: kids[start[h]:start[h + 1]] (a counting sort).
         start_arr = numpy.zeros(n + 2, dtype=numpy.int64)
-        numpy.cumsum(counts, out=start_arr[1:])
-        kids_arr = (numpy.argsort(H[1:], kind="stable") + 1).astype(numpy.int32)
-        cdef const int64_t[::1] start = start_arr
-        cdef const int[::1] kids = kids_arr
+        kids_arr = numpy.empty(max(n, 1), dtype=numpy.int32)
+        fill_arr = numpy.empty(n + 1, dtype=numpy.int64)
+        cdef int64_t[::1] start = start_arr, fill = fill_arr
+        cdef int[::1] kids = kids_arr
+        cdef bint bad = False
+        with nogil:
+            for m in range(1, n + 1):
+                if hv[m] < 0 or hv[m] > n:
+                    bad = True
+                    break
+        if bad:
+            raise ValueError(f"{sentence.source}:{sentence.first_line}: a head outside 0..{n}")
+        with nogil:
+            for m in range(1, n + 1):
+                start[hv[m] + 1] += 1
+            for m in range(n + 1):
+                start[m + 1] += start[m]
+                fill[m] = start[m]
+            for m in range(1, n + 1):
+                kids[fill[hv[m]]] = m
+                fill[hv[m]] += 1
         cdef const int[:, :, ::1] table = self.table
         cdef const int[::1] multi = self.multi
         cdef const uint64_t[::1] seeds = self.seeds
-        cdef int T = len(self.templates), t, m, h
+        cdef int T = len(self.templates), t, h
         cdef int64_t total = 0, j
         # How many keys each word has: one per plain template, one per sibling / child.
         offsets_arr = numpy.zeros(n + 2, dtype=numpy.int64)
@@ -212,12 +227,21 @@ cdef class LabelFeatures:
         cdef int64_t j
         cdef uint64_t f
         cdef const double* wp = &w[0]
+        cdef const double* block
+        cdef double* row
         with nogil:
             for m in range(1, ov.shape[0] - 1):
+                row = &S[m, 0]
                 for j in range(ov[m], ov[m + 1]):
-                    f = kv[j]
-                    for k in range(n_labels):
-                        S[m, k] += wp[(f + <uint64_t>k) & mask]
+                    f = kv[j] & mask
+                    if f + <uint64_t>n_labels <= mask + 1:
+                        # The feature's K weights are one contiguous block: a loop the compiler vectorizes.
+                        block = wp + f
+                        for k in range(n_labels):
+                            row[k] += block[k]
+                    else:  # the block wraps around the end of the weight vector
+                        for k in range(n_labels):
+                            row[k] += wp[(f + <uint64_t>k) & mask]
         return out
 
     def add(self, keys, offsets, coef, Weights weights, double scale=1.0):
