@@ -68,7 +68,7 @@ def evaluate(
             rows += [(f"{attribute.upper()} accuracy", scores[attribute]),
                      (f"{attribute.upper()} unseen words", scores[f"{attribute}_unseen"])]
     tagged = "gold" if gold_tags or not pipeline.taggers else "predicted"
-    if pipeline.parser is not None:
+    if pipeline.parser is not None or pipeline.labeler is not None:
         rows += [(f"UAS ({tagged} tags)", scores["uas"]), ("UAS (no punct)", scores["uas_nopunct"]),
                  ("LAS (universal labels)", scores.get("las")), ("LAS (no punct)", scores.get("las_nopunct")),
                  ("LAS (full labels)", scores.get("las_full")), ("exact match", scores["exact_match"])]
@@ -87,8 +87,8 @@ def evaluate_pipeline(pipeline, sentences, gold_tags: bool = False) -> dict:
         tagged, heads, deprels = pipeline.annotate(gold, gold_tags)
         if not gold_tags and pipeline.taggers:
             tag_pairs.append((gold, pipeline.predicted_tags(tagged)))
-        if heads is not None:
-            parse_triples.append((gold, heads, deprels))
+        if heads is not None or deprels is not None:  # a labeler without a parser labels the gold tree
+            parse_triples.append((gold, heads if heads is not None else gold.heads, deprels))
     scores = {}
     if tag_pairs:
         scores.update(tag_scores(tag_pairs, pipeline.unseen))

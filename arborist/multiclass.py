@@ -84,6 +84,9 @@ class Multiclass:
         return np.array(pred if len(positions) else gold, dtype=np.int32, copy=True)
 
     def gold(self, x: MulticlassExample) -> np.ndarray:
+        if not 0 <= x.label < self.n_classes:
+            raise ValueError(f"gold class {x.label} is not one of the {self.n_classes} classes "
+                             "(-1: the example has no gold label)")
         return np.array([x.label], dtype=np.int32)
 
     def hits(self, x, gold: np.ndarray, pred: np.ndarray) -> tuple[int, int]:

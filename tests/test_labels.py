@@ -244,3 +244,42 @@ def test_labeler_saves_its_label_set_and_labels_the_parsers_tree(tmp_path):
     alone = Pipeline({"labeler": labeler})
     assert alone.annotate(x, gold_tags=True) [1:] == (None, labeler.labels(x, x.heads))
     assert alone.annotate(sentence(), gold_tags=True)[1:] == (None, None)
+
+
+def test_bad_inputs_are_refused():
+    x = sentence(2, heads=[2, 0])
+    structure = ArcLabels(["a", "b"], hash_bits=8)
+    with pytest.raises(ValueError, match=r"shape \(3, 2\)"):
+        structure.add_features(x, np.ones((3, 5)), Weights(8, False))
+    with pytest.raises(ValueError, match="integers"):
+        structure.features.keys(x, np.array([-1, 2.0, 0.0]))
+    with pytest.raises(ValueError, match="outside"):
+        structure.features.keys(x, np.array([-1, 2 + 2**32, 0], dtype=np.int64))
+    with pytest.raises(ValueError, match="between 1 and 32"):
+        LabelFeatures(bits=33)
+
+
+def test_cli_evaluates_a_labeler_without_a_parser(tmp_path):
+    """A lone labeler labels the gold trees: evaluate reports its LAS (UAS is 100)."""
+    import json
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from arborist.cli import app
+    from arborist.corpus import read_corpus
+    from arborist.model import Labeler, Pipeline
+
+    dev = Path(__file__).resolve().parents[1] / "corpora" / "sample" / "sample-dev.conllu"
+    xs = read_corpus(dev, require_heads=True)
+    structure = ArcLabels(hash_bits=10)
+    structure.initialize(xs)
+    Pipeline({"labeler": Labeler(structure, np.zeros(1 << 10))}).save(tmp_path / "m")
+    result = CliRunner().invoke(app, ["evaluate", str(tmp_path / "m"), str(dev), "--json"])
+    assert result.exit_code == 0, result.output
+    scores = json.loads(result.stdout)
+    assert scores["uas"] == 100.0
+    # zero weights: every word gets label 0, the alphabetically first label
+    first = structure.labels[0]
+    right = sum(d == first for x in xs for d in x.deprels[1:])
+    assert scores["las_full"] == pytest.approx(100 * right / sum(x.n for x in xs))

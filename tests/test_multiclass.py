@@ -123,3 +123,9 @@ def test_eg_crf_reaches_the_brute_force_primal_optimum():
     v_eg = eg.weights.array / C
     assert abs(primal(v_eg) - best.fun) < 1e-6 * abs(best.fun)
     np.testing.assert_allclose(v_eg, best.x, atol=1e-4)
+
+
+def test_an_example_without_a_gold_class_is_refused():
+    structure = Multiclass(CLASSES)
+    with pytest.raises(ValueError, match="no gold label"):
+        structure.gold(MulticlassExample(np.array([5], dtype=np.uint64)))

@@ -114,8 +114,8 @@ cdef class LabelFeatures:
     cdef object table, seeds, multi
 
     def __init__(self, templates=DEFAULT_LABEL_TEMPLATES, int bits=20):
-        if not 1 <= bits <= 40:
-            raise ValueError(f"hash_bits must be between 1 and 40, got {bits}")
+        if not 1 <= bits <= 32:
+            raise ValueError(f"hash_bits must be between 1 and 32 (the weight vector's limit), got {bits}")
         self.templates = tuple(templates)
         if not self.templates:
             raise ValueError("the labeler needs at least one feature template")
@@ -137,7 +137,14 @@ cdef class LabelFeatures:
         (none for the root, m = 0), for the arcs of the tree `heads` (heads[0] = -1)."""
         cdef const uint64_t[:, :] attrs = sentence.attrs
         cdef int n = sentence.n
-        H = numpy.ascontiguousarray(heads, dtype=numpy.int32)
+        H = numpy.asarray(heads)
+        if H.dtype != numpy.int32:  # the parser's own heads are int32; check others before casting
+            if H.dtype.kind not in "iu":
+                raise ValueError(f"heads must be integers, got {H.dtype}")
+            if H.shape == (n + 1,) and n and (H[1:].min() < 0 or H[1:].max() > n):
+                raise ValueError(f"{sentence.source}:{sentence.first_line}: a head outside 0..{n}")
+            H = H.astype(numpy.int32)
+        H = numpy.ascontiguousarray(H)
         if H.shape != (n + 1,):
             raise ValueError(f"heads must have n + 1 = {n + 1} entries, got {H.shape}")
         cdef const int[::1] hv = H

@@ -117,6 +117,9 @@ class ArcLabels:
         return cost
 
     def add_features(self, x: Sentence, coef: np.ndarray, w, scale: float = 1.0) -> None:
+        coef = np.asarray(coef, dtype=np.float64)
+        if coef.shape != (x.n + 1, self.n_labels):
+            raise ValueError(f"coefficients must have shape ({x.n + 1}, {self.n_labels}), got {coef.shape}")
         keys, offsets = self.features.keys(x, x.heads)
         self.features.add(keys, offsets, coef, w, scale)
 
