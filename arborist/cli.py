@@ -24,6 +24,7 @@ def train(
     ),
     overrides: List[str] = typer.Option([], "--set", help="override a config value: section.key=value"),
     resume: bool = typer.Option(False, "--resume", help="continue the run in --output from its last checkpoint"),
+    no_wandb: bool = typer.Option(False, "--no-wandb", help="do not log to Weights & Biases"),
 ):
     """Train the config's components (taggers, then a parser on jackknifed tags); the best
     epoch of each on dev goes into OUTPUT/model-best."""
@@ -32,7 +33,7 @@ def train(
 
     try:
         cfg = load_config(config, parse_overrides(overrides))
-        _, report = run(cfg, output, resume=resume)
+        _, report = run(cfg, output, resume=resume, use_wandb=not no_wandb)
     except (CorpusError, ValueError, OSError) as e:
         _fail(str(e))
     for name, entry in report["components"].items():

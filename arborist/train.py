@@ -38,7 +38,7 @@ from .evaluate import attachment_scores, tag_scores
 from .model import BEST_MODEL, Labeler, Pipeline, Tagger, component_for, kind_of, load, with_tags, write_directory
 from .registry import registry
 from .sentence import FORM
-from .tracking import ConsoleTracker
+from .tracking import trackers_for, tracking_settings
 
 CHECKPOINT = "checkpoint"
 JACKKNIFE = "jackknife.npz"
@@ -104,14 +104,23 @@ def load_checkpoint(directory: Path) -> tuple[dict, dict]:
 
 
 def train(config: Config, output: str | Path | None = None, tracker=None,
-          resume: bool = False) -> tuple[Pipeline, dict]:
-    """Train every component of the config; returns the best pipeline and the report."""
+          resume: bool = False, use_wandb: bool = True) -> tuple[Pipeline, dict]:
+    """Train every component of the config; returns the best pipeline and the report.
+
+    Without a `tracker`, progress goes to the console and, unless `use_wandb` is false or
+    the config's [tracking] says wandb = false, to a W&B run (a resumed run continues the
+    W&B run of its checkpoint)."""
     settings = _settings(config)
     specs = _component_specs(config)
+    tracking_settings(config)  # a bad [tracking] section fails before any work
     if resume and output is None:
         raise ValueError("--resume needs the --output directory of the run to continue")
     output = Path(output) if output is not None else None
-    tracker = tracker or ConsoleTracker()
+    if tracker is None:
+        run_id = None
+        if resume and (output / CHECKPOINT / "state.json").is_file():
+            run_id = load_checkpoint(output / CHECKPOINT)[0].get("wandb_run_id")
+        tracker = trackers_for(config, output, use_wandb, run_id)
 
     train_set = read_corpus(settings["train_path"], require_heads=True)
     limit = settings["max_train_sentences"] or 0
@@ -179,6 +188,11 @@ def train(config: Config, output: str | Path | None = None, tracker=None,
         _train_component(name, structure, trainer, train_x, dev_x, dev_set, limits, pipeline, report,
                          config_text, output, tracker, arrays if resuming else None, state if resuming else None)
         state = None
+    tracker.summary({f"{name}/best_{entry['key']}": entry["best"] for name, entry in report["components"].items()
+                     if entry.get("best") is not None}
+                    | {f"{name}/best_epoch": entry["best_epoch"] for name, entry in report["components"].items()})
+    if output is not None and (output / BEST_MODEL).is_dir():
+        tracker.log_model(output / BEST_MODEL, "model")
     tracker.close()
     return pipeline, report
 
@@ -203,9 +217,12 @@ def _train_component(name, structure, trainer, train_x, dev_x, dev_gold, limits,
             tracker.message(f"trainer set-up: {setup:.1f} s" + "".join(
                 f"; {k} {v}" for k, v in getattr(trainer, "setup_report", lambda: {})().items()))
     best_score = -1.0 if entry["best"] is None else entry["best"]
+    train_words = sum(x.n for x in train_x)
     for epoch in range(first_epoch, limits["max_epochs"] + 1):
         tracker.start_epoch(epoch, len(train_x))
         metrics = trainer.epoch(structure, train_x, tracker)
+        if metrics.get("epoch_seconds"):
+            metrics["train_words_per_second"] = train_words / metrics["epoch_seconds"]
         if "train_accuracy" in metrics:
             metrics["train_accuracy"] *= 100.0
         component = component_for(structure, trainer.prediction_weights().array)
@@ -234,11 +251,14 @@ def _train_component(name, structure, trainer, train_x, dev_x, dev_gold, limits,
         entry["done"] = entry["stopped"] is not None
         table = getattr(trainer, "annealing_table", None)
         if table:
-            entry["annealing"] = table
+            for row in table[len(entry.get("annealing", [])):]:  # one W&B row per finished C value
+                tracker.log({f"annealing/{k}": v for k, v in row.items()})
+            entry["annealing"] = list(table)
         if output is not None:
             (output / "training.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
             save_checkpoint(output / CHECKPOINT, trainer,
-                            {"component": name, "epoch": epoch, "config": config_text, "report": report})
+                            {"component": name, "epoch": epoch, "config": config_text, "report": report,
+                             "wandb_run_id": getattr(tracker, "run_id", None)})
         if stop:
             tracker.message("the trainer finished its schedule; stopping")
             break
@@ -381,6 +401,7 @@ def _resumable(config_text: str) -> dict:
     training = dict(config.get("training", {}))
     training.pop("max_epochs", None)
     training.pop("patience", None)
+    config.pop("tracking", None)  # where progress is logged does not change what is trained
     components = {}
     for name, spec in dict(config.get("components", {})).items():
         spec = dict(spec)

@@ -12,6 +12,9 @@ class Quiet:
         self.components: list[str] = []
         self.columns: tuple[str, ...] = ()
         self.messages: list[str] = []
+        self.logged: list[dict] = []
+        self.summaries: list[dict] = []
+        self.models: list = []
         self.component, self.epoch, self.seen = None, 0, 0
 
     def start_component(self, name, columns):
@@ -34,6 +37,15 @@ class Quiet:
         self.messages.append(text)
         if self.interrupt_on is not None and self.interrupt_on in text:
             raise KeyboardInterrupt
+
+    def log(self, metrics):
+        self.logged.append(metrics)
+
+    def summary(self, values):
+        self.summaries.append(values)
+
+    def log_model(self, path, name):
+        self.models.append((path, name))
 
     def close(self):
         pass
