@@ -148,3 +148,47 @@ def test_projective_choice_is_trained_saved_and_used(projective, tmp_path):
     parsed = [parser.structure.argmax(x, parser.structure.scores(x, parser.weights)) for x in dev]
     if want:
         assert all(is_projective(h) for h in parsed)
+
+
+KILLED_RUN = '''
+import os, signal, sys
+sys.path.insert(0, {tests!r})
+from confection import Config
+from arborist.train import train
+from trackers import Quiet
+
+class Killer(Quiet):
+    """SIGKILL (no cleanup, no finally blocks) at sentence 17 of the parser's epoch 3."""
+    def advance(self, n=1, **kwargs):
+        super().advance(n, **kwargs)
+        if (self.component, self.epoch, self.seen) == ("parser", 3, 17):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+train(Config().from_str({config!r}), {output!r}, Killer())
+'''
+
+
+@pytest.mark.parametrize("trainer", ["perceptron", "eg"])
+def test_killed_process_then_resumed_run_equals_uninterrupted(trainer, tmp_path):
+    """A training process killed with SIGKILL in the middle of an epoch, then resumed with
+    --resume, ends with the same weights as a run that was never interrupted."""
+    import signal
+    import subprocess
+    import sys
+
+    cfg = config(trainer, 4)
+    _, straight = train(cfg, tmp_path / "straight", Quiet())
+    script = KILLED_RUN.format(tests=str(Path(__file__).parent), config=cfg.to_str(),
+                               output=str(tmp_path / "killed"))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    state, _ = load_checkpoint(tmp_path / "killed" / "checkpoint")
+    assert (state["component"], state["epoch"]) == ("parser", 2)
+    _, resumed = train(cfg, tmp_path / "killed", Quiet(), resume=True)
+    a = load_checkpoint(tmp_path / "straight" / "checkpoint")[1]
+    b = load_checkpoint(tmp_path / "killed" / "checkpoint")[1]
+    assert sorted(a) == sorted(b)
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    assert np.array_equal(load(tmp_path / "straight").parser.weights.array,
+                          load(tmp_path / "killed").parser.weights.array)
