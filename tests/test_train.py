@@ -180,7 +180,9 @@ def test_killed_process_then_resumed_run_equals_uninterrupted(trainer, tmp_path)
     _, straight = train(cfg, tmp_path / "straight", Quiet())
     script = KILLED_RUN.format(tests=str(Path(__file__).parent), config=cfg.to_str(),
                                output=str(tmp_path / "killed"))
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    # cwd: not the repository, whose source tree would shadow the installed (built) package
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
     assert done.returncode == -signal.SIGKILL, done.stderr
     state, _ = load_checkpoint(tmp_path / "killed" / "checkpoint")
     assert (state["component"], state["epoch"]) == ("parser", 2)
