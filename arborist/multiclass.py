@@ -16,6 +16,8 @@ from typing import Sequence
 import numpy as np
 from scipy.special import logsumexp, softmax
 
+from .structure import take_positions
+
 
 @dataclass
 class MulticlassExample:
@@ -81,7 +83,7 @@ class Multiclass:
 
     def mix(self, gold: np.ndarray, pred: np.ndarray, positions: Sequence[int]) -> np.ndarray:
         # The one position is the class itself.
-        return np.array(pred if len(positions) else gold, dtype=np.int32, copy=True)
+        return take_positions(gold, pred, positions)
 
     def gold(self, x: MulticlassExample) -> np.ndarray:
         if not 0 <= x.label < self.n_classes:

@@ -62,3 +62,11 @@ def differing_positions(gold: Label, pred: Label) -> np.ndarray:
     """The positions (indices into the label array, as `mix` takes them) where pred differs
     from gold: SWVP's single-difference substructures."""
     return np.flatnonzero(np.asarray(gold) != np.asarray(pred))
+
+
+def take_positions(gold: Label, pred: Label, positions: Sequence[int]) -> np.ndarray:
+    """`mix` for a label that is one array: a copy of gold with pred's values at `positions`."""
+    out = np.array(gold, dtype=np.int32, copy=True)
+    idx = np.asarray(positions, dtype=np.intp)
+    out[idx] = np.asarray(pred)[idx]
+    return out

@@ -58,6 +58,17 @@ def parser_override(text: str) -> Config:
     return Config().from_str("[components]\n\n[components.parser]\n\n" + text)
 
 
+def assert_same_final_state(straight: Path, resumed: Path) -> None:
+    """Every checkpoint array (weights, averaging, dual and random state) and the best
+    model's parser weights of two runs are bit-identical."""
+    a = load_checkpoint(straight / "checkpoint")[1]
+    b = load_checkpoint(resumed / "checkpoint")[1]
+    assert sorted(a) == sorted(b)
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    assert np.array_equal(load(straight).parser.weights.array, load(resumed).parser.weights.array)
+
+
 @pytest.mark.parametrize("trainer", ["perceptron", "eg"])
 def test_interrupted_then_resumed_run_equals_uninterrupted(trainer, tmp_path):
     cfg = config(trainer, 4)
@@ -67,17 +78,11 @@ def test_interrupted_then_resumed_run_equals_uninterrupted(trainer, tmp_path):
     state, _ = load_checkpoint(tmp_path / "resumed" / "checkpoint")
     assert (state["component"], state["epoch"]) == ("parser", 2)  # the interrupted epoch is lost, nothing before it
     _, resumed = train(cfg, tmp_path / "resumed", Quiet(), resume=True)
-    a = load_checkpoint(tmp_path / "straight" / "checkpoint")[1]
-    b = load_checkpoint(tmp_path / "resumed" / "checkpoint")[1]
-    assert sorted(a) == sorted(b)
-    for key in a:
-        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    assert_same_final_state(tmp_path / "straight", tmp_path / "resumed")
     history = lambda report: report["components"]["parser"]["history"]
     assert [h["epoch"] for h in history(resumed)] == [1, 2, 3, 4]
     assert [h["dev_uas"] for h in history(straight)] == [h["dev_uas"] for h in history(resumed)]
     assert straight["components"]["parser"]["best_epoch"] == resumed["components"]["parser"]["best_epoch"]
-    assert np.array_equal(load(tmp_path / "straight").parser.weights.array,
-                          load(tmp_path / "resumed").parser.weights.array)
 
 
 def test_resume_refuses_a_different_config(tmp_path):
@@ -187,10 +192,4 @@ def test_killed_process_then_resumed_run_equals_uninterrupted(trainer, tmp_path)
     state, _ = load_checkpoint(tmp_path / "killed" / "checkpoint")
     assert (state["component"], state["epoch"]) == ("parser", 2)
     _, resumed = train(cfg, tmp_path / "killed", Quiet(), resume=True)
-    a = load_checkpoint(tmp_path / "straight" / "checkpoint")[1]
-    b = load_checkpoint(tmp_path / "killed" / "checkpoint")[1]
-    assert sorted(a) == sorted(b)
-    for key in a:
-        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
-    assert np.array_equal(load(tmp_path / "straight").parser.weights.array,
-                          load(tmp_path / "killed").parser.weights.array)
+    assert_same_final_state(tmp_path / "straight", tmp_path / "killed")

@@ -25,6 +25,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..sentence import Sentence
+from ..structure import take_positions
 from .label_features import DEFAULT_LABEL_TEMPLATES, LabelFeatures
 
 MISSING = "_"
@@ -125,10 +126,7 @@ class ArcLabels:
 
     def mix(self, gold: np.ndarray, pred: np.ndarray, positions: Sequence[int]) -> np.ndarray:
         # A position is a word; taking pred there means taking its predicted label.
-        out = np.array(gold, copy=True)
-        idx = np.asarray(positions, dtype=np.intp)
-        out[idx] = pred[idx]
-        return out
+        return take_positions(gold, pred, positions)
 
     def gold(self, x: Sentence) -> np.ndarray:
         out = np.full(x.n + 1, -1, dtype=np.int32)

@@ -18,6 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from ..sentence import Sentence
+from ..structure import take_positions
 from .eisner import eisner_argmax, eisner_marginals
 from .features import DEFAULT_TEMPLATES, ArcFeatures
 from .mst import mst_argmax, mst_marginals
@@ -109,10 +110,7 @@ class DependencyTree:
 
     def mix(self, gold: np.ndarray, pred: np.ndarray, positions: Sequence[int]) -> np.ndarray:
         # A position is a word; taking pred there means taking its predicted head.
-        out = np.array(gold, copy=True)
-        idx = np.asarray(positions, dtype=np.intp)
-        out[idx] = pred[idx]
-        return out
+        return take_positions(gold, pred, positions)
 
     def gold(self, x: Sentence) -> np.ndarray:
         return x.heads

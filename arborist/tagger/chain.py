@@ -23,6 +23,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..sentence import Sentence
+from ..structure import take_positions
 from .features import EMISSION_TEMPLATES, ChainFeatures
 from .viterbi import chain_argmax, chain_marginals, chain_shape, valid_parts
 
@@ -164,10 +165,7 @@ class LinearChain:
 
     def mix(self, gold: np.ndarray, pred: np.ndarray, positions: Sequence[int]) -> np.ndarray:
         # A position is an index into the label (word m is position m - 1): take pred's tag there.
-        out = np.array(gold, dtype=np.int32, copy=True)
-        idx = np.asarray(positions, dtype=np.intp)
-        out[idx] = np.asarray(pred)[idx]
-        return out
+        return take_positions(gold, pred, positions)
 
     def hits(self, x: Sentence, gold: np.ndarray, pred: np.ndarray) -> tuple[int, int]:
         return int((np.asarray(gold) == np.asarray(pred)).sum()), len(gold)
