@@ -73,6 +73,8 @@ def evaluate(
         rows += [(f"UAS ({tagged} tags)", scores["uas"]), ("UAS (no punct)", scores["uas_nopunct"]),
                  ("LAS (universal labels)", scores.get("las")), ("LAS (no punct)", scores.get("las_nopunct")),
                  ("LAS (full labels)", scores.get("las_full")), ("exact match", scores["exact_match"])]
+    if "prune_recall" in scores:
+        rows += [("pruner oracle recall", scores["prune_recall"]), ("pruner heads per word", scores["heads_per_word"])]
     typer.echo(f"{'metric':<24}{'score':>8}")
     for name, value in rows:
         typer.echo(f"{name:<24}{value:>8.2f}" if value is not None else f"{name:<24}{'-':>8}  (model predicts no labels)")
@@ -81,20 +83,26 @@ def evaluate(
 
 def evaluate_pipeline(pipeline, sentences, gold_tags: bool = False) -> dict:
     """Tag accuracy of every tagger and attachment scores of the parser on gold sentences."""
-    from .evaluate import attachment_scores, tag_scores
+    from .evaluate import attachment_scores, pruning_scores, tag_scores
 
-    tag_pairs, parse_triples = [], []
+    tag_pairs, parse_triples, pruned = [], [], []
+    parser = pipeline.parser
+    pruning = parser is not None and parser.structure.order == 2 and pipeline.pruner is not None
     for gold in sentences:
         tagged, heads, deprels = pipeline.annotate(gold, gold_tags)
         if not gold_tags and pipeline.taggers:
             tag_pairs.append((gold, pipeline.predicted_tags(tagged)))
         if heads is not None or deprels is not None:  # a labeler without a parser labels the gold tree
             parse_triples.append((gold, heads if heads is not None else gold.heads, deprels))
+        if pruning:  # the arcs the second-order parser was allowed (pruned once per sentence)
+            pruned.append((gold, parser.structure.layout(tagged).allowed))
     scores = {}
     if tag_pairs:
         scores.update(tag_scores(tag_pairs, pipeline.unseen))
     if parse_triples:
         scores.update(attachment_scores(parse_triples))
+    if pruned:
+        scores.update(pruning_scores(pruned))
     if not scores:
         raise ValueError("nothing to evaluate: the model has no parser and --gold-tags skips its taggers")
     return scores

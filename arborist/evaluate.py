@@ -60,6 +60,19 @@ def attachment_scores(
     return scores
 
 
+def pruning_scores(pairs: Iterable[tuple[Sentence, np.ndarray]]) -> dict:
+    """pairs: (gold sentence, allowed arcs (n+1, n+1) bool). The oracle recall of the
+    pruned arc sets (share of gold arcs kept, in %) and the heads kept per word."""
+    words = kept = allowed_arcs = 0
+    for gold, allowed in pairs:
+        n = gold.n
+        kept += int(allowed[gold.heads[1:], np.arange(1, n + 1)].sum())
+        allowed_arcs += int(allowed[:, 1:].sum())
+        words += n
+    return {"prune_recall": 100.0 * kept / words if words else 0.0,
+            "heads_per_word": allowed_arcs / words if words else 0.0}
+
+
 def tag_scores(pairs: Iterable[tuple[Sentence, dict]], unseen: Callable[[Sentence], np.ndarray] | None = None) -> dict:
     """Tagging accuracy per predicted column, on every word and on words unseen in training.
 

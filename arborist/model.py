@@ -1,4 +1,4 @@
-"""Models on disk: a pipeline of components (taggers, a parser, a labeler) in one
+"""Models on disk: a pipeline of components (taggers, a pruner, a parser, a labeler) in one
 directory with meta.json and .npy arrays, no pickle.
 
     meta.json         format, version, and per component its name, kind, structure
@@ -28,6 +28,7 @@ import numpy as np
 
 from .learn.weights import Weights
 from .parser.labels import ArcLabels
+from .parser.second_order import ArcPruner
 from .parser.tree import DependencyTree
 from .sentence import FORM, UPOS, XPOS, ROOT, Sentence
 from .strings import hash_strings
@@ -102,8 +103,21 @@ class Labeler(Component):
         return self.structure.label_names(self.predict(tree))
 
 
-KINDS = {"tagger": (Tagger, LinearChain), "parser": (Parser, DependencyTree), "labeler": (Labeler, ArcLabels)}
-STRUCTURE_KINDS = {LinearChain.name: "tagger", DependencyTree.name: "parser", ArcLabels.name: "labeler"}
+class Pruner(Component):
+    """A first-order model whose arc marginals decide which arcs a second-order parser
+    may use; it predicts no output of its own in a pipeline."""
+
+    kind = "pruner"
+
+    def allowed(self, sentence: Sentence) -> np.ndarray:
+        """(n+1, n+1) bool: the arcs kept for this sentence."""
+        return self.structure.allowed(sentence, self.weights)
+
+
+KINDS = {"tagger": (Tagger, LinearChain), "pruner": (Pruner, ArcPruner), "parser": (Parser, DependencyTree),
+         "labeler": (Labeler, ArcLabels)}
+STRUCTURE_KINDS = {LinearChain.name: "tagger", ArcPruner.name: "pruner", DependencyTree.name: "parser",
+                   ArcLabels.name: "labeler"}
 
 
 def kind_of(structure) -> str:
@@ -158,7 +172,12 @@ class Pipeline:
             raise ValueError("a pipeline has at most one parser")
         if isinstance(component, Labeler) and self.labeler is not None and name not in self.components:
             raise ValueError("a pipeline has at most one labeler")
+        if isinstance(component, Pruner) and self.pruner is not None and name not in self.components:
+            raise ValueError("a pipeline has at most one pruner")
         self.components[name] = component
+        parser, pruner = self.parser, self.pruner
+        if parser is not None and parser.structure.order == 2 and pruner is not None:
+            parser.structure.use_pruner(pruner)
 
     @property
     def taggers(self) -> list[Tagger]:
@@ -167,6 +186,10 @@ class Pipeline:
     @property
     def parser(self) -> Parser | None:
         return next((c for c in self.components.values() if isinstance(c, Parser)), None)
+
+    @property
+    def pruner(self) -> Pruner | None:
+        return next((c for c in self.components.values() if isinstance(c, Pruner)), None)
 
     @property
     def labeler(self) -> Labeler | None:

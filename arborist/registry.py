@@ -12,15 +12,46 @@ class registry(confection.registry):
 
 @registry.structures("arborist.DependencyTree.v1")
 def dependency_tree(hash_bits: int = 22, single_root: bool = True, templates: list[str] | None = None,
-                    projective: bool | str = "auto"):
+                    projective: bool | str = "auto", order: int = 1, parts: list[str] | None = None,
+                    sibling_templates: list[str] | None = None, grandparent_templates: list[str] | None = None):
     """A parser's structure. projective: true (Eisner), false (Chu-Liu-Edmonds and the
     matrix-tree theorem) or "auto" (the default: non-projective when the training treebank
-    has at least `tree.AUTO_NONPROJECTIVE_SHARE` non-projective sentences)."""
+    has at least `tree.AUTO_NONPROJECTIVE_SHARE` non-projective sentences).
+
+    order = 2 adds second-order parts (projective only): `parts` is a list of "sibling"
+    and "grandparent" (default both), with their templates (defaults in
+    `arborist.parser.features2`); a pipeline's pruner (`arborist.Pruner.v1`) decides
+    which arcs they may use."""
     from .parser.features import DEFAULT_TEMPLATES
     from .parser.tree import DependencyTree
 
-    return DependencyTree(templates or DEFAULT_TEMPLATES, hash_bits=hash_bits, single_root=single_root,
-                          projective=projective)
+    if order == 1:
+        if parts or sibling_templates or grandparent_templates:
+            raise ValueError("parts, sibling_templates and grandparent_templates need order = 2")
+        return DependencyTree(templates or DEFAULT_TEMPLATES, hash_bits=hash_bits, single_root=single_root,
+                              projective=projective)
+    if order != 2:
+        raise ValueError(f"order must be 1 or 2, got {order!r}")
+    from .parser.features2 import DEFAULT_GRANDPARENT_TEMPLATES, DEFAULT_SIBLING_TEMPLATES
+    from .parser.second_order import PART_TYPES, SecondOrderTree
+
+    return SecondOrderTree(templates or DEFAULT_TEMPLATES, hash_bits=hash_bits, single_root=single_root,
+                           projective=projective, parts=parts or PART_TYPES,
+                           sibling_templates=sibling_templates or DEFAULT_SIBLING_TEMPLATES,
+                           grandparent_templates=grandparent_templates or DEFAULT_GRANDPARENT_TEMPLATES)
+
+
+@registry.structures("arborist.Pruner.v1")
+def pruner(hash_bits: int = 22, single_root: bool = True, templates: list[str] | None = None,
+           threshold: float = 1e-4, max_heads: int = 10):
+    """A first-order projective model whose arc marginals prune a second-order parser's
+    arcs: per word, the heads with marginal >= threshold x the best head's, at most
+    max_heads, plus its own best tree's arcs. Without `templates`,
+    `arborist.parser.second_order.PRUNER_TEMPLATES`."""
+    from .parser.second_order import PRUNER_TEMPLATES, ArcPruner
+
+    return ArcPruner(templates or PRUNER_TEMPLATES, hash_bits=hash_bits, single_root=single_root,
+                     threshold=threshold, max_heads=max_heads)
 
 
 @registry.structures("arborist.LinearChain.v1")

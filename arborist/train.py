@@ -1,7 +1,8 @@
 """The training driver: config -> corpora -> components -> the best pipeline on dev.
 
 A config names its components under [components]: taggers (linear chains over
-UPOS or XPOS), at most one parser and at most one labeler (DEPREL of each arc, trained
+UPOS or XPOS), at most one pruner (a first-order model whose arc marginals prune a
+second-order parser's arcs), at most one parser and at most one labeler (DEPREL of each arc, trained
 on gold trees, scored on dev on the parser's). Each is trained in turn, taggers first,
 with its own structure and trainer, and kept at its best epoch on dev. The
 parser (and labeler) is trained on tags of the quality it will see: the training set's tags
@@ -34,8 +35,9 @@ import numpy as np
 from confection import Config
 
 from .corpus import read_corpus
-from .evaluate import attachment_scores, tag_scores
-from .model import BEST_MODEL, Labeler, Pipeline, Tagger, component_for, kind_of, load, with_tags, write_directory
+from .evaluate import attachment_scores, pruning_scores, tag_scores
+from .model import (BEST_MODEL, Labeler, Pipeline, Pruner, Tagger, component_for, kind_of, load, with_tags,
+                    write_directory)
 from .registry import registry
 from .sentence import FORM
 from .tracking import trackers_for, tracking_settings
@@ -164,7 +166,7 @@ def train(config: Config, output: str | Path | None = None, tracker=None,
         resolved = registry.resolve(Config({"c": spec}), validate=True)["c"]
         structure, trainer = resolved["structure"], resolved["trainer"]
         kind = kind_of(structure)
-        if kind in ("parser", "labeler"):
+        if kind in ("pruner", "parser", "labeler"):
             folds = settings["jackknife_folds"]
             if pipeline.taggers and folds:
                 for tagger_name, tagger in pipeline.components.items():
@@ -182,9 +184,19 @@ def train(config: Config, output: str | Path | None = None, tracker=None,
                 dev_x = [replace(x, heads=pipeline.parser.predict(x)) for x in dev_x]
         else:
             train_x, dev_x = train_set, dev_set
+        if kind == "parser" and structure.order == 2:
+            if pipeline.pruner is None:
+                tracker.message(f"{name}: second order without a pruner: every arc is allowed (slow on long "
+                                "sentences; add a [components.pruner] with arborist.Pruner.v1)")
+            else:
+                structure.use_pruner(pipeline.pruner)
+                train_pruning = pruning_scores((x, pipeline.pruner.allowed(x)) for x in train_x)
+                tracker.message(f"{name}: pruned training arcs keep {train_pruning['prune_recall']:.2f}% of the gold "
+                                f"arcs (the rest are added back), {train_pruning['heads_per_word']:.2f} heads per word")
         structure.initialize(train_x)
         if kind == "parser":
-            tracker.message(f"{name}: {'projective' if structure.projective else 'non-projective'} trees")
+            tracker.message(f"{name}: {'projective' if structure.projective else 'non-projective'} trees"
+                            + (f", second order ({', '.join(structure.parts)})" if structure.order == 2 else ""))
         _train_component(name, structure, trainer, train_x, dev_x, dev_set, limits, pipeline, report,
                          config_text, output, tracker, arrays if resuming else None, state if resuming else None)
         state = None
@@ -201,7 +213,8 @@ def _train_component(name, structure, trainer, train_x, dev_x, dev_gold, limits,
                      output, tracker, arrays, state) -> None:
     """Epochs of one component; its best epoch on dev goes into `pipeline` (and model-best)."""
     kind = kind_of(structure)
-    key = {"tagger": f"dev_{getattr(structure, 'attribute', '')}", "parser": "dev_uas", "labeler": "dev_las"}[kind]
+    key = {"tagger": f"dev_{getattr(structure, 'attribute', '')}", "pruner": "dev_uas", "parser": "dev_uas",
+           "labeler": "dev_las"}[kind]
     entry = report["components"].setdefault(name, {"kind": kind, "key": key, "best_epoch": None,
                                                    "best": None, "history": [], "done": False})
     tracker.start_component(name, (key,) + tuple(getattr(trainer, "columns", ())))
@@ -282,6 +295,10 @@ def evaluate_component(component, inputs: list, gold: list, pipeline: Pipeline |
         return tag_scores(((g, {component.attribute: component.tags(x)}) for x, g in zip(inputs, gold)), unseen)
     if isinstance(component, Labeler):
         return attachment_scores((g, x.heads, component.labels(x, x.heads)) for x, g in zip(inputs, gold))
+    if isinstance(component, Pruner):
+        # its own trees' attachment, and what it keeps for a second-order parser
+        return attachment_scores((g, component.predict(x), None) for x, g in zip(inputs, gold)) | pruning_scores(
+            (g, component.allowed(x)) for x, g in zip(inputs, gold))
     return attachment_scores((g, component.predict(x), None) for x, g in zip(inputs, gold))
 
 
@@ -358,7 +375,8 @@ def _settings(config: Config) -> dict:
 
 
 def _component_specs(config: Config) -> dict:
-    """The [components.NAME] sections, taggers first (in config order), then the parser, then the labeler."""
+    """The [components.NAME] sections, taggers first (in config order), then the pruner, the parser
+    and the labeler."""
     if "structure" in config or "trainer" in config:
         raise ValueError("[structure] and [trainer] belong to a component: write [components.parser.structure] "
                          "and [components.parser.trainer] (see configs/quickstart.cfg)")
@@ -385,13 +403,16 @@ def _component_specs(config: Config) -> dict:
                 raise ValueError(f"[components.{tagged[structure.attribute]}] and [components.{name}] both tag "
                                  f"{structure.attribute.upper()}")
             tagged[structure.attribute] = name
+    pruners = [n for n, k in kinds.items() if k == "pruner"]
+    if len(pruners) > 1:
+        raise ValueError(f"at most one pruner per pipeline, got {', '.join(pruners)}")
     parsers = [n for n, k in kinds.items() if k == "parser"]
     if len(parsers) > 1:
         raise ValueError(f"at most one parser per pipeline, got {', '.join(parsers)}")
     labelers = [n for n, k in kinds.items() if k == "labeler"]
     if len(labelers) > 1:
         raise ValueError(f"at most one labeler per pipeline, got {', '.join(labelers)}")
-    order = [n for n in components if kinds[n] == "tagger"] + parsers + labelers
+    order = [n for n in components if kinds[n] == "tagger"] + pruners + parsers + labelers
     return {name: components[name] for name in order}
 
 

@@ -160,13 +160,22 @@ cdef class ArcFeatures:
             values[j, : min(len(uniq), 64)] = uniq[:64]
         return ids, values
 
-    def score(self, sentence, const double[::1] w):
-        """Scores of all arcs: (n+1, n+1) float64, S[h, m] = w . phi(h, m); invalid arcs 0."""
+    def score(self, sentence, const double[::1] w, allowed=None):
+        """Scores of all arcs: (n+1, n+1) float64, S[h, m] = w . phi(h, m); invalid arcs 0.
+        With `allowed` (n+1, n+1) bool, only the allowed arcs are scored (the rest are 0):
+        a second-order parser scores the arcs its pruner kept."""
         cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
         if w.shape[0] != <Py_ssize_t>(mask + 1):
             raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{self.bits}")
         out = numpy.zeros((sentence.n + 1, sentence.n + 1))
-        self._sweep(sentence, &w[0], None, out, 1.0)
+        cdef const unsigned char[:, ::1] keep
+        if allowed is None:
+            self._sweep(sentence, &w[0], None, out, 1.0, NULL)
+        else:
+            keep = numpy.ascontiguousarray(allowed, dtype=numpy.uint8)
+            if keep.shape[0] != sentence.n + 1 or keep.shape[1] != sentence.n + 1:
+                raise ValueError(f"allowed arcs must be ({sentence.n + 1}, {sentence.n + 1})")
+            self._sweep(sentence, &w[0], None, out, 1.0, &keep[0, 0])
         return out
 
     def add(self, sentence, coef, Weights weights, double scale=1.0):
@@ -176,9 +185,10 @@ cdef class ArcFeatures:
         C = numpy.asarray(coef, dtype=numpy.float64)
         if C.shape != (sentence.n + 1, sentence.n + 1):
             raise ValueError(f"coefficients must be ({sentence.n + 1}, {sentence.n + 1}), got {C.shape}")
-        self._sweep(sentence, NULL, weights, C, scale)
+        self._sweep(sentence, NULL, weights, C, scale, NULL)
 
-    cdef _sweep(self, sentence, const double* w, Weights target, arcs, double scale):
+    cdef _sweep(self, sentence, const double* w, Weights target, arcs, double scale,
+                const unsigned char* allowed):
         """Visit every arc once, h outwards: score into `arcs` (w != NULL), or add
         scale * arcs[h, m] * phi(h, m) to `target`. The in-between masks grow by one
         token per step outwards from h, so a sweep is O(n^2) whatever the arc values."""
@@ -204,7 +214,8 @@ cdef class ArcFeatures:
                             for j in range(B):
                                 masks[j] |= (<uint64_t>1) << ids[j, m - step]
                         if w != NULL:
-                            A[h, m] = _visit_arc(h, m, T, B, Hv, Mv, masks, values, mask, w, None, 0.0)
+                            if allowed == NULL or allowed[h * (n + 1) + m]:
+                                A[h, m] = _visit_arc(h, m, T, B, Hv, Mv, masks, values, mask, w, None, 0.0)
                         elif A[h, m] != 0.0:
                             _visit_arc(h, m, T, B, Hv, Mv, masks, values, mask, NULL, target, scale * A[h, m])
                         m += step

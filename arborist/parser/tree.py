@@ -47,6 +47,7 @@ def nonprojective_share(sentences) -> float:
 
 class DependencyTree:
     name = "tree"
+    order = 1
 
     def __init__(self, templates: Sequence[str] = DEFAULT_TEMPLATES, hash_bits: int = 22, single_root: bool = True,
                  projective: bool | str = True):
@@ -71,6 +72,10 @@ class DependencyTree:
 
     @classmethod
     def from_config(cls, config: dict) -> "DependencyTree":
+        if isinstance(config, dict) and config.get("order", 1) == 2:
+            from .second_order import SecondOrderTree
+
+            return SecondOrderTree.from_config(config)
         # Models written before non-projective decoding existed are projective.
         return cls(config["templates"], config["hash_bits"], config["single_root"], config.get("projective", True))
 

@@ -1,0 +1,596 @@
+"""Second-order projective dynamic programs over a pruned arc set: sibling parts
+(h, s, m) as in McDonald and Pereira (2006) and grandparent parts (g, h, m) as in
+Koo and Collins (2010), both at once ("model 1" of Koo and Collins without its
+optional grand-sibling parts) or either alone.
+
+One recursion, two semirings, as in `eisner.pyx`: `fill` computes the chart in
+max-plus (with back-pointers, for argmax) or in log-sum-exp (log Z), and `outside`
+is its backward pass, whose gradient with respect to the part scores is the part
+marginals.
+
+Parts. A `SecondOrderLayout` numbers the parts of one sentence given the allowed
+arcs (the pruner's output): arcs (h, m); sibling parts (h, s, m), s being the child
+of h next to m on m's side and nearer to h, or s = h when m is h's first child on
+that side (the "first-child" part; there is no end-of-children part); grandparent
+parts (g, h, m) for h >= 1, g the head of h. A part exists when all its arcs are
+allowed, so pruned arcs are excluded from every part type. The scores of all parts
+are one flat array: arcs, then sibling parts, then grandparent parts.
+
+Chart (every span carries the slot `gs` of its head's parent g among the allowed
+heads of h, which is how grandparent parts are scored; `hs` below is always the
+slot of the enclosing head in the list of a child's allowed heads):
+  CR[h, gs, e]  complete span h..e (e >= h), h's right dependents
+  CL[h, gs, e]  complete span e..h (e <= h), h's left dependents
+  I[a, gs]      incomplete span of arc a = (h, m): h's dependents between h and m and
+                m's dependents on h's side
+  S[a, j]       sibling span between m and its inner sibling r (the j-th allowed child
+                of h between h and m, nearest h first): r's and m's facing halves
+  I[a, gs] = arc(a) + grand(g, h, m) + ((+) of
+                 CL[m, hs, h+1] + sib(h, h, m)                      (m is the first child)
+                 I[(h, r), gs] + S[a, j] + sib(h, r, m)  for each j)  (right arcs; left mirrored)
+  S[a, j]  = (+)_{r <= q < m} CR[r, hs, q] + CL[m, hs, q+1]
+  CR[h, gs, e] = (+)_{h < m <= e} I[(h, m), gs] + CR[m, hs, e]
+With `single_root`, log Z = (+)_m I[(0, m), 0] + CR[m, hs, n] where the root's arc
+takes only its first-child term; without it, log Z = CR[0, 0, n]. Widths grow by one:
+the sibling spans and incomplete spans of arcs of width w, then the complete spans of
+width w.
+"""
+from libc.math cimport exp, log, INFINITY
+import numpy
+
+cdef enum:
+    ITEM_CR = 0
+    ITEM_CL = 1
+    ITEM_I = 2
+    ITEM_S = 3
+
+
+cdef struct Acc:
+    double best
+    double total  # sum of exp(term - best), log-sum-exp only
+    int arg
+
+
+cdef inline void acc_init(Acc* acc) noexcept nogil:
+    acc.best = -INFINITY
+    acc.total = 0.0
+    acc.arg = -2
+
+
+cdef inline void acc_add(Acc* acc, double term, int index, bint use_max) noexcept nogil:
+    """One term of a max-plus or (online) log-sum-exp reduction."""
+    if term == -INFINITY:
+        return
+    if term > acc.best:
+        if not use_max:
+            acc.total = acc.total * exp(acc.best - term) + 1.0
+        acc.best = term
+        acc.arg = index
+    elif not use_max:
+        acc.total += exp(term - acc.best)
+
+
+cdef inline double acc_value(Acc* acc, bint use_max) noexcept nogil:
+    if use_max or acc.best == -INFINITY:
+        return acc.best
+    return acc.best + log(acc.total)
+
+
+cdef class SecondOrderLayout:
+    """The parts of one sentence under an allowed-arc mask, and the index tables the
+    dynamic programs walk. `allowed[h, m]` (n+1, n+1) marks the arcs that may be used;
+    every word needs at least one allowed head."""
+
+    cdef readonly int n, n_arcs, n_sibling_slots, n_grand_slots, kmax
+    cdef readonly bint sibling, grandparent
+    cdef readonly int sibling_offset, grand_offset, n_parts
+    # arcs are numbered by modifier, then head: arc a = head_start[m] + slot of h
+    cdef readonly object arc_h, arc_m, head_start, slot
+    # per head, its allowed arcs ordered by modifier position; `split[h]` is the first
+    # whose modifier is right of h, `rank[a]` the place of arc a in that list
+    cdef readonly object child_start, child_arc, split, rank
+    cdef readonly object sib_start, grand_start, arc_order, width_start
+    cdef int[::1] v_arc_h, v_arc_m, v_head_start, v_child_start, v_child_arc, v_split, v_rank
+    cdef int[::1] v_sib_start, v_grand_start, v_arc_order, v_width_start
+    cdef int[:, ::1] v_slot
+
+    def __init__(self, allowed, bint sibling=True, bint grandparent=True):
+        mask = numpy.array(allowed, dtype=bool, copy=True)
+        if mask.ndim != 2 or mask.shape[0] != mask.shape[1] or mask.shape[0] < 2:
+            raise ValueError(f"allowed arcs must be (n+1, n+1) with n >= 1, got shape {mask.shape}")
+        n = mask.shape[0] - 1
+        mask[:, 0] = False
+        numpy.fill_diagonal(mask, False)
+        counts = mask.sum(axis=0)
+        if (counts[1:] == 0).any():
+            raise ValueError(f"word {int(numpy.flatnonzero(counts[1:] == 0)[0]) + 1} has no allowed head")
+        self.n, self.sibling, self.grandparent = n, sibling, grandparent
+        mods, heads = numpy.nonzero(mask.T)  # ordered by modifier, then head
+        self.arc_h = heads.astype(numpy.intc)
+        self.arc_m = mods.astype(numpy.intc)
+        A = self.n_arcs = len(self.arc_h)
+        self.head_start = numpy.zeros(n + 2, dtype=numpy.intc)
+        self.head_start[1:] = numpy.cumsum(counts)
+        self.kmax = max(1, int(counts.max()))
+        self.slot = numpy.full((n + 1, n + 1), -1, dtype=numpy.intc)
+        self.slot[self.arc_h, self.arc_m] = numpy.arange(A) - self.head_start[self.arc_m]
+        # children lists: arcs ordered by head, then modifier
+        self.child_arc = numpy.lexsort((self.arc_m, self.arc_h)).astype(numpy.intc)
+        self.child_start = numpy.zeros(n + 2, dtype=numpy.intc)
+        self.child_start[1:] = numpy.cumsum(numpy.bincount(self.arc_h, minlength=n + 1))
+        self.rank = numpy.empty(A, dtype=numpy.intc)
+        self.rank[self.child_arc] = numpy.arange(A, dtype=numpy.intc)
+        left_children = numpy.bincount(self.arc_h[self.arc_m < self.arc_h], minlength=n + 1)
+        self.split = (self.child_start[:-1] + left_children).astype(numpy.intc)
+        right = self.arc_m > self.arc_h
+        inner = numpy.where(right, self.rank - self.split[self.arc_h], self.split[self.arc_h] - 1 - self.rank)
+        self.sib_start = numpy.zeros(A + 1, dtype=numpy.intc)
+        self.sib_start[1:] = numpy.cumsum(1 + inner)
+        self.n_sibling_slots = int(self.sib_start[A])
+        grand_counts = numpy.where(self.arc_h >= 1, counts[self.arc_h], 0)
+        self.grand_start = numpy.zeros(A + 1, dtype=numpy.intc)
+        self.grand_start[1:] = numpy.cumsum(grand_counts)
+        self.n_grand_slots = int(self.grand_start[A])
+        widths = numpy.abs(self.arc_m - self.arc_h)
+        self.arc_order = numpy.argsort(widths, kind="stable").astype(numpy.intc)
+        self.width_start = numpy.searchsorted(widths[self.arc_order], numpy.arange(n + 2)).astype(numpy.intc)
+        self.sibling_offset = A
+        self.grand_offset = A + (self.n_sibling_slots if sibling else 0)
+        self.n_parts = self.grand_offset + (self.n_grand_slots if grandparent else 0)
+        self.v_arc_h, self.v_arc_m, self.v_head_start = self.arc_h, self.arc_m, self.head_start
+        self.v_child_start, self.v_child_arc, self.v_split = self.child_start, self.child_arc, self.split
+        self.v_rank, self.v_sib_start, self.v_grand_start = self.rank, self.sib_start, self.grand_start
+        self.v_arc_order, self.v_width_start, self.v_slot = self.arc_order, self.width_start, self.slot
+
+    cdef inline int candidate(self, int a, int j) noexcept nogil:
+        """The arc (h, r) of the j-th allowed child r of h strictly between h and m
+        (a = (h, m)), nearest to h first."""
+        cdef int h = self.v_arc_h[a]
+        if self.v_arc_m[a] > h:
+            return self.v_child_arc[self.v_split[h] + j]
+        return self.v_child_arc[self.v_split[h] - 1 - j]
+
+    cdef inline int n_heads(self, int h) noexcept nogil:
+        """Grandparent slots of spans headed by h (the root has one, with no grandparent)."""
+        if h == 0:
+            return 1
+        return self.v_head_start[h + 1] - self.v_head_start[h]
+
+    def arc_index(self, int h, int m) -> int:
+        if not (0 <= h <= self.n and 1 <= m <= self.n) or self.slot[h, m] < 0:
+            return -1
+        return int(self.head_start[m] + self.slot[h, m])
+
+    @property
+    def arcs(self):
+        """(n_arcs, 2): (h, m) of each arc part."""
+        return numpy.stack([self.arc_h, self.arc_m], axis=1)
+
+    @property
+    def allowed(self):
+        """(n+1, n+1) bool: the allowed arcs."""
+        return self.slot >= 0
+
+    @property
+    def siblings(self):
+        """(n_sibling_slots, 3): (h, s, m) of each sibling part; s = h for a first child."""
+        out = numpy.empty((self.n_sibling_slots, 3), dtype=numpy.intc)
+        cdef int[:, ::1] o = out
+        cdef int a, j, s0
+        with nogil:
+            for a in range(self.n_arcs):
+                s0 = self.v_sib_start[a]
+                for j in range(self.v_sib_start[a + 1] - s0):
+                    o[s0 + j, 0] = self.v_arc_h[a]
+                    o[s0 + j, 1] = self.v_arc_h[a] if j == 0 else self.v_arc_m[self.candidate(a, j - 1)]
+                    o[s0 + j, 2] = self.v_arc_m[a]
+        return out
+
+    @property
+    def grandparents(self):
+        """(n_grand_slots, 3): (g, h, m) of each grandparent part."""
+        out = numpy.empty((self.n_grand_slots, 3), dtype=numpy.intc)
+        cdef int[:, ::1] o = out
+        cdef int a, gs, g0, h
+        with nogil:
+            for a in range(self.n_arcs):
+                h = self.v_arc_h[a]
+                g0 = self.v_grand_start[a]
+                for gs in range(self.v_grand_start[a + 1] - g0):
+                    o[g0 + gs, 0] = self.v_arc_h[self.v_head_start[h] + gs]
+                    o[g0 + gs, 1] = h
+                    o[g0 + gs, 2] = self.v_arc_m[a]
+        return out
+
+    def indicator(self, heads):
+        """1.0 for the parts of the head assignment `heads` (n+1, heads[0] = -1), else 0.
+        Any assignment whose arcs are allowed has parts, tree or not (SWVP's mixes)."""
+        y_arr = numpy.ascontiguousarray(heads, dtype=numpy.intc)
+        if y_arr.shape != (self.n + 1,):
+            raise ValueError(f"heads must have {self.n + 1} entries, got shape {y_arr.shape}")
+        cdef const int[::1] y = y_arr
+        cdef int m, h, a, b, n = self.n
+        for m in range(1, n + 1):
+            if not (0 <= y[m] <= n) or self.v_slot[y[m], m] < 0:
+                raise ValueError(f"arc {y[m]} -> {m} is not among the allowed arcs")
+        out_arr = numpy.zeros(self.n_parts)
+        cdef double[::1] out = out_arr
+        arcs_arr = numpy.full(n + 1, -1, dtype=numpy.intc)
+        previous_arr = numpy.full(n + 1, -1, dtype=numpy.intc)  # arc of h's last child seen on a side
+        cdef int[::1] arcs = arcs_arr, previous = previous_arr
+        with nogil:
+            for m in range(1, n + 1):
+                arcs[m] = self.v_head_start[m] + self.v_slot[y[m], m]
+                out[arcs[m]] = 1.0
+            if self.sibling:
+                # right dependents outwards (left to right), then left ones outwards (right to left)
+                for m in range(1, n + 1):
+                    h = y[m]
+                    if m > h:
+                        a = arcs[m]
+                        b = 0 if previous[h] < 0 else 1 + self.inner_index(a, previous[h])
+                        out[self.sibling_offset + self.v_sib_start[a] + b] = 1.0
+                        previous[h] = a
+                for h in range(n + 1):
+                    previous[h] = -1
+                for m in range(n, 0, -1):
+                    h = y[m]
+                    if m < h:
+                        a = arcs[m]
+                        b = 0 if previous[h] < 0 else 1 + self.inner_index(a, previous[h])
+                        out[self.sibling_offset + self.v_sib_start[a] + b] = 1.0
+                        previous[h] = a
+            if self.grandparent:
+                for m in range(1, n + 1):
+                    h = y[m]
+                    if h >= 1:
+                        out[self.grand_offset + self.v_grand_start[arcs[m]] + arcs[h] - self.v_head_start[h]] = 1.0
+        return out_arr
+
+    cdef inline int inner_index(self, int a, int b) noexcept nogil:
+        """j such that candidate(a, j) == b."""
+        cdef int h = self.v_arc_h[a]
+        if self.v_arc_m[a] > h:
+            return self.v_rank[b] - self.v_split[h]
+        return self.v_split[h] - 1 - self.v_rank[b]
+
+
+cdef class _Chart2:
+    cdef SecondOrderLayout L
+    cdef int n, K, root_arc
+    cdef double[::1] CR, CL, I, II, S
+    cdef int[::1] bpCR, bpCL, bpI, bpS
+    cdef double[::1] gCR, gCL, gI, gS  # outside (adjoint) charts, for marginals
+
+    def __init__(self, SecondOrderLayout layout):
+        self.L = layout
+        self.n, self.K = layout.n, layout.kmax
+        size = (self.n + 1) * self.K * (self.n + 1)
+        self.CR, self.CL = numpy.full(size, -INFINITY), numpy.full(size, -INFINITY)
+        self.I = numpy.full(layout.n_arcs * self.K, -INFINITY)
+        self.II = numpy.full(layout.n_arcs * self.K, -INFINITY)
+        self.S = numpy.full(max(1, layout.n_sibling_slots), -INFINITY)
+        self.bpCR, self.bpCL = numpy.zeros(size, dtype=numpy.intc), numpy.zeros(size, dtype=numpy.intc)
+        self.bpI = numpy.zeros(layout.n_arcs * self.K, dtype=numpy.intc)
+        self.bpS = numpy.zeros(max(1, layout.n_sibling_slots), dtype=numpy.intc)
+
+    cdef inline int c(self, int h, int gs, int e) noexcept nogil:
+        return (h * self.K + gs) * (self.n + 1) + e
+
+    cdef inline double sib(self, const double* sc, int slot) noexcept nogil:
+        return sc[self.L.sibling_offset + slot] if self.L.sibling else 0.0
+
+    cdef inline double grand(self, const double* sc, int a, int gs) noexcept nogil:
+        if not self.L.grandparent or self.L.v_arc_h[a] == 0:
+            return 0.0
+        return sc[self.L.grand_offset + self.L.v_grand_start[a] + gs]
+
+    cdef inline double first_child(self, const double* sc, int a) noexcept nogil:
+        """The complete half of m facing h when m is h's first child on its side, plus
+        the first-child sibling part."""
+        cdef int h = self.L.v_arc_h[a], m = self.L.v_arc_m[a], hs = a - self.L.v_head_start[m]
+        cdef double half = self.CL[self.c(m, hs, h + 1)] if m > h else self.CR[self.c(m, hs, h - 1)]
+        return half + self.sib(sc, self.L.v_sib_start[a])
+
+    cdef inline double sibling_term(self, int a, int j, int q) noexcept nogil:
+        """The two halves of S[a, j] split at q."""
+        cdef int m = self.L.v_arc_m[a], ar = self.L.candidate(a, j), r = self.L.v_arc_m[ar]
+        cdef int hs_m = a - self.L.v_head_start[m], hs_r = ar - self.L.v_head_start[r]
+        if m > r:
+            return self.CR[self.c(r, hs_r, q)] + self.CL[self.c(m, hs_m, q + 1)]
+        return self.CR[self.c(m, hs_m, q)] + self.CL[self.c(r, hs_r, q + 1)]
+
+    cdef double fill(self, const double* sc, bint single_root, bint use_max) noexcept nogil:
+        cdef int n = self.n, K = self.K, w, idx, a, h, m, r, ar, gs, j, q, cnt, s0, e, ci, hs, lo, hi
+        cdef double F
+        cdef Acc acc
+        for h in range(n + 1):
+            for gs in range(self.L.n_heads(h)):
+                self.CR[self.c(h, gs, h)] = 0.0
+                self.CL[self.c(h, gs, h)] = 0.0
+        for w in range(1, n + 1):
+            for idx in range(self.L.v_width_start[w], self.L.v_width_start[w + 1]):
+                a = self.L.v_arc_order[idx]
+                h = self.L.v_arc_h[a]
+                m = self.L.v_arc_m[a]
+                s0 = self.L.v_sib_start[a]
+                cnt = self.L.v_sib_start[a + 1] - s0 - 1
+                for j in range(cnt):
+                    r = self.L.v_arc_m[self.L.candidate(a, j)]
+                    lo = r if m > r else m
+                    hi = m if m > r else r
+                    acc_init(&acc)
+                    for q in range(lo, hi):
+                        acc_add(&acc, self.sibling_term(a, j, q), q, use_max)
+                    self.S[s0 + 1 + j] = acc_value(&acc, use_max)
+                    self.bpS[s0 + 1 + j] = acc.arg
+                F = self.first_child(sc, a)
+                for gs in range(self.L.n_heads(h)):
+                    acc_init(&acc)
+                    acc_add(&acc, F, -1, use_max)
+                    if not (single_root and h == 0):
+                        for j in range(cnt):
+                            ar = self.L.candidate(a, j)
+                            acc_add(&acc, self.I[ar * K + gs] + self.S[s0 + 1 + j] + self.sib(sc, s0 + 1 + j),
+                                    j, use_max)
+                    self.II[a * K + gs] = acc_value(&acc, use_max)
+                    self.I[a * K + gs] = sc[a] + self.grand(sc, a, gs) + self.II[a * K + gs]
+                    self.bpI[a * K + gs] = acc.arg
+            for h in range(n + 1):
+                e = h + w
+                if e <= n and not (single_root and h == 0):
+                    for gs in range(self.L.n_heads(h)):
+                        acc_init(&acc)
+                        for ci in range(self.L.v_split[h], self.L.v_child_start[h + 1]):
+                            a = self.L.v_child_arc[ci]
+                            m = self.L.v_arc_m[a]
+                            if m > e:
+                                break
+                            hs = a - self.L.v_head_start[m]
+                            acc_add(&acc, self.I[a * K + gs] + self.CR[self.c(m, hs, e)], a, use_max)
+                        self.CR[self.c(h, gs, e)] = acc_value(&acc, use_max)
+                        self.bpCR[self.c(h, gs, e)] = acc.arg
+                e = h - w
+                if h >= 1 and e >= 1:
+                    for gs in range(self.L.n_heads(h)):
+                        acc_init(&acc)
+                        for ci in range(self.L.v_split[h] - 1, self.L.v_child_start[h] - 1, -1):
+                            a = self.L.v_child_arc[ci]
+                            m = self.L.v_arc_m[a]
+                            if m < e:
+                                break
+                            hs = a - self.L.v_head_start[m]
+                            acc_add(&acc, self.I[a * K + gs] + self.CL[self.c(m, hs, e)], a, use_max)
+                        self.CL[self.c(h, gs, e)] = acc_value(&acc, use_max)
+                        self.bpCL[self.c(h, gs, e)] = acc.arg
+        if not single_root:
+            return self.CR[self.c(0, 0, n)]
+        acc_init(&acc)
+        for ci in range(self.L.v_child_start[0], self.L.v_child_start[1]):
+            a = self.L.v_child_arc[ci]
+            m = self.L.v_arc_m[a]
+            acc_add(&acc, self.I[a * K] + self.CR[self.c(m, a - self.L.v_head_start[m], n)], a, use_max)
+        self.root_arc = acc.arg
+        return acc_value(&acc, use_max)
+
+    cdef void backtrack(self, bint single_root, int[::1] heads, int* stack) noexcept nogil:
+        # Explicit stack of (kind, x, y, z); every item pushes at most two.
+        cdef int top = 0, kind, x, y, z, a, h, m, r, ar, b, hs, hs_r, K = self.K, s0
+        if single_root:
+            a = self.root_arc
+            m = self.L.v_arc_m[a]
+            stack[0] = ITEM_I; stack[1] = a; stack[2] = 0; stack[3] = 0
+            stack[4] = ITEM_CR; stack[5] = m; stack[6] = a - self.L.v_head_start[m]; stack[7] = self.n
+            top = 2
+        else:
+            stack[0] = ITEM_CR; stack[1] = 0; stack[2] = 0; stack[3] = self.n
+            top = 1
+        while top > 0:
+            top -= 1
+            kind = stack[4 * top]; x = stack[4 * top + 1]; y = stack[4 * top + 2]; z = stack[4 * top + 3]
+            if kind == ITEM_CR or kind == ITEM_CL:
+                if x == z:
+                    continue
+                a = (self.bpCR if kind == ITEM_CR else self.bpCL)[self.c(x, y, z)]
+                m = self.L.v_arc_m[a]
+                _push(stack, &top, ITEM_I, a, y, 0)
+                _push(stack, &top, kind, m, a - self.L.v_head_start[m], z)
+            elif kind == ITEM_I:
+                a = x
+                h = self.L.v_arc_h[a]
+                m = self.L.v_arc_m[a]
+                heads[m] = h
+                b = self.bpI[a * K + y]
+                hs = a - self.L.v_head_start[m]
+                if b == -1:
+                    if m > h:
+                        _push(stack, &top, ITEM_CL, m, hs, h + 1)
+                    else:
+                        _push(stack, &top, ITEM_CR, m, hs, h - 1)
+                else:
+                    _push(stack, &top, ITEM_I, self.L.candidate(a, b), y, 0)
+                    _push(stack, &top, ITEM_S, a, b, 0)
+            else:
+                a = x
+                m = self.L.v_arc_m[a]
+                ar = self.L.candidate(a, y)
+                r = self.L.v_arc_m[ar]
+                hs = a - self.L.v_head_start[m]
+                hs_r = ar - self.L.v_head_start[r]
+                z = self.bpS[self.L.v_sib_start[a] + 1 + y]
+                if m > r:
+                    _push(stack, &top, ITEM_CR, r, hs_r, z)
+                    _push(stack, &top, ITEM_CL, m, hs, z + 1)
+                else:
+                    _push(stack, &top, ITEM_CR, m, hs, z)
+                    _push(stack, &top, ITEM_CL, r, hs_r, z + 1)
+
+    cdef void outside(self, const double* sc, bint single_root, double logz, double[::1] mu) noexcept nogil:
+        cdef int n = self.n, K = self.K, w, idx, a, h, m, ar, gs, j, q, cnt, s0, e, ci, hs, lo, hi, r, hs_r
+        cdef double g, p, t, V
+        cdef double[::1] gCR = self.gCR, gCL = self.gCL, gI = self.gI, gS = self.gS
+        if single_root:
+            for ci in range(self.L.v_child_start[0], self.L.v_child_start[1]):
+                a = self.L.v_child_arc[ci]
+                m = self.L.v_arc_m[a]
+                hs = a - self.L.v_head_start[m]
+                t = self.I[a * K] + self.CR[self.c(m, hs, n)]
+                if t != -INFINITY:
+                    p = exp(t - logz)
+                    gI[a * K] += p
+                    gCR[self.c(m, hs, n)] += p
+        else:
+            gCR[self.c(0, 0, n)] = 1.0
+        for w in range(n, 0, -1):
+            for h in range(n + 1):
+                e = h + w
+                if e <= n and not (single_root and h == 0):
+                    for gs in range(self.L.n_heads(h)):
+                        g = gCR[self.c(h, gs, e)]
+                        if g == 0.0:
+                            continue
+                        V = self.CR[self.c(h, gs, e)]
+                        for ci in range(self.L.v_split[h], self.L.v_child_start[h + 1]):
+                            a = self.L.v_child_arc[ci]
+                            m = self.L.v_arc_m[a]
+                            if m > e:
+                                break
+                            hs = a - self.L.v_head_start[m]
+                            t = self.I[a * K + gs] + self.CR[self.c(m, hs, e)]
+                            if t != -INFINITY:
+                                p = g * exp(t - V)
+                                gI[a * K + gs] += p
+                                gCR[self.c(m, hs, e)] += p
+                e = h - w
+                if h >= 1 and e >= 1:
+                    for gs in range(self.L.n_heads(h)):
+                        g = gCL[self.c(h, gs, e)]
+                        if g == 0.0:
+                            continue
+                        V = self.CL[self.c(h, gs, e)]
+                        for ci in range(self.L.v_split[h] - 1, self.L.v_child_start[h] - 1, -1):
+                            a = self.L.v_child_arc[ci]
+                            m = self.L.v_arc_m[a]
+                            if m < e:
+                                break
+                            hs = a - self.L.v_head_start[m]
+                            t = self.I[a * K + gs] + self.CL[self.c(m, hs, e)]
+                            if t != -INFINITY:
+                                p = g * exp(t - V)
+                                gI[a * K + gs] += p
+                                gCL[self.c(m, hs, e)] += p
+            for idx in range(self.L.v_width_start[w], self.L.v_width_start[w + 1]):
+                a = self.L.v_arc_order[idx]
+                h = self.L.v_arc_h[a]
+                m = self.L.v_arc_m[a]
+                hs = a - self.L.v_head_start[m]
+                s0 = self.L.v_sib_start[a]
+                cnt = self.L.v_sib_start[a + 1] - s0 - 1
+                for gs in range(self.L.n_heads(h)):
+                    g = gI[a * K + gs]
+                    if g == 0.0:
+                        continue
+                    mu[a] += g
+                    if self.L.grandparent and h >= 1:
+                        mu[self.L.grand_offset + self.L.v_grand_start[a] + gs] += g
+                    V = self.II[a * K + gs]
+                    t = self.first_child(sc, a)
+                    if t != -INFINITY:
+                        p = g * exp(t - V)
+                        if self.L.sibling:
+                            mu[self.L.sibling_offset + s0] += p
+                        if m > h:
+                            gCL[self.c(m, hs, h + 1)] += p
+                        else:
+                            gCR[self.c(m, hs, h - 1)] += p
+                    if single_root and h == 0:
+                        continue
+                    for j in range(cnt):
+                        ar = self.L.candidate(a, j)
+                        t = self.I[ar * K + gs] + self.S[s0 + 1 + j] + self.sib(sc, s0 + 1 + j)
+                        if t != -INFINITY:
+                            p = g * exp(t - V)
+                            if self.L.sibling:
+                                mu[self.L.sibling_offset + s0 + 1 + j] += p
+                            gI[ar * K + gs] += p
+                            gS[s0 + 1 + j] += p
+                for j in range(cnt):
+                    g = gS[s0 + 1 + j]
+                    if g == 0.0:
+                        continue
+                    V = self.S[s0 + 1 + j]
+                    ar = self.L.candidate(a, j)
+                    r = self.L.v_arc_m[ar]
+                    hs_r = ar - self.L.v_head_start[r]
+                    lo = r if m > r else m
+                    hi = m if m > r else r
+                    for q in range(lo, hi):
+                        t = self.sibling_term(a, j, q)
+                        if t != -INFINITY:
+                            p = g * exp(t - V)
+                            if m > r:
+                                gCR[self.c(r, hs_r, q)] += p
+                                gCL[self.c(m, hs, q + 1)] += p
+                            else:
+                                gCR[self.c(m, hs, q)] += p
+                                gCL[self.c(r, hs_r, q + 1)] += p
+
+    def allocate_outside(self):
+        self.gCR = numpy.zeros(self.CR.shape[0])
+        self.gCL = numpy.zeros(self.CL.shape[0])
+        self.gI = numpy.zeros(self.I.shape[0])
+        self.gS = numpy.zeros(self.S.shape[0])
+
+
+cdef inline void _push(int* stack, int* top, int kind, int x, int y, int z) noexcept nogil:
+    cdef int t = top[0]
+    stack[4 * t] = kind
+    stack[4 * t + 1] = x
+    stack[4 * t + 2] = y
+    stack[4 * t + 3] = z
+    top[0] = t + 1
+
+
+def _check(SecondOrderLayout layout, scores):
+    sc = numpy.ascontiguousarray(scores, dtype=numpy.float64).reshape(-1)
+    if sc.shape[0] != layout.n_parts:
+        raise ValueError(f"{sc.shape[0]} part scores for a layout of {layout.n_parts} parts")
+    return sc
+
+
+def second_order_argmax(SecondOrderLayout layout, scores, bint single_root=True):
+    """(heads int32 (n+1), heads[0] = -1; the best score): the highest-scoring projective
+    tree whose arcs are allowed."""
+    sc_arr = _check(layout, scores)
+    cdef const double[::1] sc = sc_arr
+    cdef _Chart2 chart = _Chart2(layout)
+    heads_arr = numpy.full(layout.n + 1, -1, dtype=numpy.intc)
+    cdef int[::1] heads = heads_arr
+    cdef int[::1] stack = numpy.empty(4 * (6 * layout.n + 8), dtype=numpy.intc)
+    cdef double best
+    with nogil:
+        best = chart.fill(&sc[0], single_root, True)
+    if best == -INFINITY:
+        raise ValueError("no projective tree within the allowed arcs")
+    with nogil:
+        chart.backtrack(single_root, heads, &stack[0])
+    return heads_arr, best
+
+
+def second_order_marginals(SecondOrderLayout layout, scores, bint single_root=True):
+    """(mu (n_parts,), log Z): the marginal probability of every part under
+    p(y) ~ exp(sum of the scores of y's parts), over projective trees of allowed arcs."""
+    sc_arr = _check(layout, scores)
+    cdef const double[::1] sc = sc_arr
+    cdef _Chart2 chart = _Chart2(layout)
+    chart.allocate_outside()
+    mu_arr = numpy.zeros(layout.n_parts)
+    cdef double[::1] mu = mu_arr
+    cdef double logz
+    with nogil:
+        logz = chart.fill(&sc[0], single_root, False)
+    if logz == -INFINITY:
+        raise ValueError("no projective tree within the allowed arcs")
+    with nogil:
+        chart.outside(&sc[0], single_root, logz, mu)
+    return mu_arr, logz

@@ -1,0 +1,203 @@
+"""Second-order part features, hashed into the parser's weight vector: sibling parts
+(h, s, m) (McDonald and Pereira 2006) and grandparent parts (g, h, m) (Koo and
+Collins 2010).
+
+A sibling template is a list of atoms ROLE.ATTR with ROLE one of h, s, m
+("h.xpos s.xpos m.xpos", "s.form m.form"); a grandparent template uses g, h, m
+("g.xpos h.xpos m.xpos"). As for arcs, each role's atoms are hashed once per
+token and template (R[t, role, i]), and a part's feature mixes its three role
+hashes. When m is h's first child on its side (s = h) the s role takes a
+"first child" value, so the first-child case has features of its own. Every
+feature fires twice: conjoined with the direction(s) of the part's arcs, and with
+those directions and a binned distance (between s and m for siblings, h and m for
+grandparents).
+"""
+from libc.stdint cimport uint64_t
+import numpy
+
+from ..hashing cimport GOLDEN, combine, mix64
+from ..learn.weights cimport Weights, touch
+from ..sentence import ATTR_NAMES
+from ..strings import hash_string
+
+DEFAULT_SIBLING_TEMPLATES = (
+    "h.xpos s.xpos m.xpos", "h.upos s.upos m.upos",
+    "s.xpos m.xpos", "s.upos m.upos", "s.form m.form", "s.form m.xpos", "s.xpos m.form",
+    "s.lemma m.lemma", "s.upos m.lemma", "s.lemma m.upos",
+    "h.form s.xpos m.xpos", "h.xpos s.form m.xpos", "h.xpos s.xpos m.form",
+    "h.lemma s.upos m.upos", "h.upos s.lemma m.upos", "h.upos s.upos m.lemma",
+)
+DEFAULT_GRANDPARENT_TEMPLATES = (
+    "g.xpos h.xpos m.xpos", "g.upos h.upos m.upos",
+    "g.xpos m.xpos", "g.upos m.upos", "g.form m.form", "g.form m.xpos", "g.xpos m.form",
+    "g.lemma m.lemma", "g.upos m.lemma", "g.lemma m.upos",
+    "g.form h.xpos m.xpos", "g.xpos h.form m.xpos", "g.xpos h.xpos m.form",
+    "g.lemma h.upos m.upos", "g.upos h.lemma m.upos", "g.upos h.upos m.lemma",
+)
+ROLES = {"sibling": "hsm", "grandparent": "ghm"}
+cdef int MAX_ATOMS = 4
+cdef uint64_t FIRST_CHILD = hash_string("<FIRST-CHILD>")
+
+
+cdef inline int distance_bin(int d) noexcept nogil:
+    # the first-order bins (features.pyx), which read well for sibling gaps too
+    if d <= 5:
+        return d - 1
+    if d <= 7:
+        return 5
+    if d <= 10:
+        return 6
+    if d <= 14:
+        return 7
+    if d <= 20:
+        return 8
+    if d <= 30:
+        return 9
+    return 10
+
+
+def parse_part_template(str template, str kind):
+    """'g.xpos h.form m.xpos' -> per role, the attribute rows of its atoms."""
+    roles = ROLES[kind]
+    out = [[], [], []]
+    for atom in template.split():
+        role, _, attr = atom.partition(".")
+        if role not in roles or len(role) != 1 or attr not in ATTR_NAMES:
+            raise ValueError(f"bad {kind} feature atom {atom!r} in template {template!r}: expected "
+                             f"{'|'.join(roles)}.ATTR with ATTR one of {', '.join(ATTR_NAMES)}")
+        out[roles.index(role)].append(ATTR_NAMES.index(attr))
+    if not template.split():
+        raise ValueError(f"empty {kind} template")
+    if any(len(atoms) > MAX_ATOMS for atoms in out):
+        raise ValueError(f"template {template!r} has more than {MAX_ATOMS} atoms on one role")
+    return out
+
+
+cdef class _PartTemplates:
+    """One kind's templates: atoms[t, role, k] attribute rows (-1 ends), seeds[t, role]."""
+    cdef readonly tuple templates
+    cdef readonly str kind
+    cdef object atoms, seeds
+
+    def __init__(self, templates, str kind):
+        self.templates = tuple(templates)
+        self.kind = kind
+        T = len(self.templates)
+        self.atoms = numpy.full((T, 3, MAX_ATOMS), -1, dtype=numpy.intc)
+        self.seeds = numpy.zeros((T, 3), dtype=numpy.uint64)
+        for t, template in enumerate(self.templates):
+            for r, atoms in enumerate(parse_part_template(template, kind)):
+                self.seeds[t, r] = hash_string(f"{kind}/{template}/{ROLES[kind][r]}")
+                self.atoms[t, r, : len(atoms)] = atoms
+
+    def role_hashes(self, const uint64_t[:, :] attrs):
+        """R (T, 3, n+2) uint64: each token's hash per template and role; column n+1 holds
+        the s role's first-child value (sibling templates)."""
+        cdef int n_tokens = attrs.shape[1], T = len(self.templates), t, r, i, k
+        cdef const int[:, :, ::1] atoms = self.atoms
+        cdef const uint64_t[:, ::1] seeds = self.seeds
+        R = numpy.empty((T, 3, n_tokens + 1), dtype=numpy.uint64)
+        cdef uint64_t[:, :, ::1] Rv = R
+        cdef uint64_t value
+        with nogil:
+            for t in range(T):
+                for r in range(3):
+                    for i in range(n_tokens):
+                        value = seeds[t, r]
+                        for k in range(MAX_ATOMS):
+                            if atoms[t, r, k] < 0:
+                                break
+                            value = combine(value, attrs[atoms[t, r, k], i])
+                        Rv[t, r, i] = value
+                    Rv[t, r, n_tokens] = combine(seeds[t, r], FIRST_CHILD)
+        return R
+
+
+cdef class PartFeatures:
+    """Sibling and grandparent templates -> hashed indices into a weight vector of 2**bits."""
+    cdef readonly int bits
+    cdef readonly _PartTemplates sibling, grandparent
+
+    def __init__(self, sibling_templates=DEFAULT_SIBLING_TEMPLATES,
+                 grandparent_templates=DEFAULT_GRANDPARENT_TEMPLATES, int bits=22):
+        self.bits = bits
+        self.sibling = _PartTemplates(sibling_templates, "sibling")
+        self.grandparent = _PartTemplates(grandparent_templates, "grandparent")
+
+    def score(self, sentence, const double[::1] w, parts, str kind):
+        """w . phi(r) for each part r: rows (h, s, m) for kind "sibling", (g, h, m) for
+        "grandparent"."""
+        cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
+        if w.shape[0] != <Py_ssize_t>(mask + 1):
+            raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{self.bits}")
+        P = self._parts(sentence, parts)
+        out = numpy.zeros(P.shape[0])
+        if P.shape[0]:
+            self._sweep(sentence, P, kind, &w[0], None, out, 1.0)
+        return out
+
+    def add(self, sentence, parts, coef, Weights weights, double scale=1.0, str kind="sibling"):
+        """weights += scale * sum_r coef[r] * phi(r), over parts with coef != 0."""
+        if weights.bits != self.bits:
+            raise ValueError(f"weights have 2**{weights.bits} entries, features expect 2**{self.bits}")
+        P = self._parts(sentence, parts)
+        C = numpy.ascontiguousarray(coef, dtype=numpy.float64)
+        if C.shape != (P.shape[0],):
+            raise ValueError(f"{C.shape} coefficients for {P.shape[0]} parts")
+        if P.shape[0]:
+            self._sweep(sentence, P, kind, NULL, weights, C, scale)
+
+    def _parts(self, sentence, parts):
+        P = numpy.ascontiguousarray(parts, dtype=numpy.intc).reshape(-1, 3)
+        if P.size and (P.min() < 0 or P.max() > sentence.n):
+            raise ValueError(f"part positions must be in 0..{sentence.n}")
+        return P
+
+    cdef _sweep(self, sentence, const int[:, ::1] P, str kind, const double* w, Weights target,
+                double[::1] values, double scale):
+        cdef _PartTemplates templates
+        if kind == "sibling":
+            templates = self.sibling
+        elif kind == "grandparent":
+            templates = self.grandparent
+        else:
+            raise ValueError(f"kind must be 'sibling' or 'grandparent', got {kind!r}")
+        R = templates.role_hashes(sentence.attrs)
+        cdef const uint64_t[:, :, ::1] Rv = R
+        cdef int T = len(templates.templates), first = sentence.n + 1, p, t, a, b, c, code, d
+        cdef bint sibling = kind == "sibling"
+        cdef uint64_t key, dirs, dd, mask = (<uint64_t>1 << self.bits) - 1
+        cdef double total, value
+        with nogil:
+            for p in range(P.shape[0]):
+                if w == NULL and values[p] == 0.0:
+                    continue
+                a, b, c = P[p, 0], P[p, 1], P[p, 2]
+                if sibling:
+                    # (h, s, m): direction of h -> m; distance from the inner sibling
+                    # (from h for a first child, whose s role takes the first-child value)
+                    code = c > a
+                    d = c - b if c > b else b - c
+                    if b == a:
+                        b = first
+                else:
+                    # (g, h, m): directions of g -> h and h -> m; distance of h -> m
+                    code = 2 + 2 * (b > a) + (c > b)
+                    d = c - b if c > b else b - c
+                dirs = mix64(<uint64_t>(code + 1) * GOLDEN)
+                dd = mix64(<uint64_t>(code * 16 + distance_bin(d) + 100) * GOLDEN)
+                value = scale * values[p] if w == NULL else 0.0
+                total = 0.0
+                for t in range(T):
+                    key = mix64(mix64(Rv[t, 0, a] ^ (Rv[t, 1, b] * GOLDEN)) ^ Rv[t, 2, c])
+                    total += touch(key ^ dirs, mask, w, target, value)
+                    total += touch(mix64(key ^ dd), mask, w, target, value)
+                if w != NULL:
+                    values[p] = total
+
+    def part_indices(self, sentence, part, str kind):
+        """The feature indices of one part (for tests and inspection)."""
+        cdef Weights probe = Weights(self.bits, False)
+        self.add(sentence, numpy.asarray([part]), numpy.ones(1), probe, 1.0, kind)
+        idx = numpy.flatnonzero(probe.array)
+        return numpy.repeat(idx, probe.array[idx].astype(numpy.int64)).astype(numpy.uint64)

@@ -1,0 +1,203 @@
+"""Second-order projective trees behind the Structure protocol, and the first-order
+pruner whose arc marginals decide which arcs they may use.
+
+`SecondOrderTree` (`DependencyTree` with `order = 2`) has three part types: arcs,
+sibling parts (h, s, m) and grandparent parts (g, h, m); `parts` selects the
+second-order ones. A sentence's parts are numbered by a `SecondOrderLayout` built
+from its allowed arcs, and Parts are one flat array (arcs, then siblings, then
+grandparents), so every trainer handles them as it handles first-order arc
+matrices. A label is a heads array, as for first-order trees.
+
+`ArcPruner` (registered as `arborist.Pruner.v1`, a pipeline component of kind
+"pruner") is a first-order tree whose `allowed` keeps, for each word, the heads
+whose marginal is at least `threshold` times the word's best head's, at most
+`max_heads` of them, plus the arcs of its own best tree (so a projective
+single-root tree always remains). Training sentences also keep their gold arcs
+(`SecondOrderTree.initialize`), so the gold tree's parts exist for every update.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Sequence
+
+import numpy as np
+
+from ..sentence import Sentence
+from .eisner import eisner_argmax, eisner_marginals
+from .eisner2 import SecondOrderLayout, second_order_argmax, second_order_marginals
+from .features2 import DEFAULT_GRANDPARENT_TEMPLATES, DEFAULT_SIBLING_TEMPLATES, PartFeatures
+from .tree import DependencyTree
+
+PART_TYPES = ("sibling", "grandparent")
+
+# The pruner's arc templates: the unigram, bigram and surrounding-POS templates of the
+# first-order set, without the lexical conjunctions that make full scoring expensive.
+PRUNER_TEMPLATES = (
+    "h.form h.xpos", "h.xpos", "h.upos", "h.form", "m.form m.xpos", "m.xpos", "m.upos", "m.form",
+    "h.xpos m.xpos", "h.upos m.upos", "h.form m.xpos", "h.xpos m.form", "h.form m.form", "h.lemma m.lemma",
+    "h.xpos h+1.xpos m-1.xpos m.xpos", "h-1.xpos h.xpos m-1.xpos m.xpos",
+    "h.xpos h+1.xpos m.xpos m+1.xpos", "h-1.xpos h.xpos m.xpos m+1.xpos",
+    "between.xpos",
+)
+
+
+def prune(marginals: np.ndarray, best_tree: np.ndarray, threshold: float, max_heads: int) -> np.ndarray:
+    """(n+1, n+1) bool: per modifier m, the heads h with marginals[h, m] >= threshold *
+    max_h' marginals[h', m], at most `max_heads` of them (the most probable), and the
+    arcs of `best_tree`."""
+    n = marginals.shape[0] - 1
+    columns = marginals[:, 1:]
+    keep = columns >= threshold * columns.max(axis=0, keepdims=True)
+    if max_heads < n + 1:
+        order = np.argsort(-columns, axis=0, kind="stable")
+        top = np.zeros_like(keep)
+        np.put_along_axis(top, order[:max_heads], True, axis=0)
+        keep &= top
+    allowed = np.zeros((n + 1, n + 1), dtype=bool)
+    allowed[:, 1:] = keep
+    allowed[best_tree[1:], np.arange(1, n + 1)] = True
+    allowed[np.arange(n + 1), np.arange(n + 1)] = False
+    return allowed
+
+
+class ArcPruner(DependencyTree):
+    """A first-order projective tree model used for its arc marginals."""
+
+    name = "pruner"
+
+    def __init__(self, templates: Sequence[str] = PRUNER_TEMPLATES, hash_bits: int = 22, single_root: bool = True,
+                 threshold: float = 1e-4, max_heads: int = 10):
+        super().__init__(templates, hash_bits, single_root, projective=True)
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"pruner threshold must be in [0, 1], got {threshold}")
+        if max_heads < 1:
+            raise ValueError(f"pruner max_heads must be >= 1, got {max_heads}")
+        self.threshold, self.max_heads = float(threshold), int(max_heads)
+
+    def config(self) -> dict:
+        return {**super().config(), "threshold": self.threshold, "max_heads": self.max_heads}
+
+    @classmethod
+    def from_config(cls, config: dict) -> "ArcPruner":
+        return cls(config["templates"], config["hash_bits"], config["single_root"], config["threshold"],
+                   config["max_heads"])
+
+    def allowed(self, x: Sentence, w) -> np.ndarray:
+        """The arcs a second-order parser may use in x (weights w)."""
+        scores = self.scores(x, w)
+        marginals, _ = eisner_marginals(scores, self.single_root)
+        best_tree, _ = eisner_argmax(scores, self.single_root)
+        return prune(marginals, best_tree, self.threshold, self.max_heads)
+
+
+class SecondOrderTree(DependencyTree):
+    """Projective trees with arc, sibling and grandparent parts (see the module docstring)."""
+
+    order = 2
+
+    def __init__(self, templates: Sequence[str], hash_bits: int = 22, single_root: bool = True,
+                 projective: bool | str = True, parts: Sequence[str] = PART_TYPES,
+                 sibling_templates: Sequence[str] = DEFAULT_SIBLING_TEMPLATES,
+                 grandparent_templates: Sequence[str] = DEFAULT_GRANDPARENT_TEMPLATES):
+        if projective not in (True, "auto"):
+            raise ValueError("second-order trees are projective: set projective = true (or leave it \"auto\")")
+        super().__init__(templates, hash_bits, single_root, projective=True)
+        parts = tuple(parts)
+        if not parts or any(p not in PART_TYPES for p in parts) or len(set(parts)) != len(parts):
+            raise ValueError(f"parts must be a non-empty list of {', '.join(PART_TYPES)}, got {list(parts)}")
+        self.parts = tuple(p for p in PART_TYPES if p in parts)
+        self.part_features = PartFeatures(sibling_templates, grandparent_templates, hash_bits)
+        self.pruner = None  # a Pruner component; without one every arc is allowed (exact, O(n^4))
+        self._layouts: dict[int, tuple] = {}
+
+    def config(self) -> dict:
+        return {**super().config(), "order": 2, "parts": list(self.parts),
+                "sibling_templates": list(self.part_features.sibling.templates),
+                "grandparent_templates": list(self.part_features.grandparent.templates)}
+
+    @classmethod
+    def from_config(cls, config: dict) -> "SecondOrderTree":
+        return cls(config["templates"], config["hash_bits"], config["single_root"], True, config["parts"],
+                   config["sibling_templates"], config["grandparent_templates"])
+
+    # -- pruning ------------------------------------------------------------------
+    def use_pruner(self, pruner) -> None:
+        """Prune with `pruner` (a component with `allowed(sentence)`); a new pruner forgets
+        the layouts the old one made."""
+        if pruner is self.pruner:
+            return
+        self.pruner = pruner
+        self._layouts.clear()
+
+    def allowed(self, x: Sentence) -> np.ndarray:
+        if self.pruner is None:
+            return np.ones((x.n + 1, x.n + 1), dtype=bool)
+        return self.pruner.allowed(x)
+
+    def layout(self, x: Sentence, keep_gold: bool = False) -> SecondOrderLayout:
+        """The parts of x, built once per sentence object (the pruner runs once)."""
+        entry = self._layouts.get(id(x))
+        if entry is not None and entry[0]() is x:
+            return entry[1]
+        allowed = self.allowed(x)
+        if keep_gold:
+            allowed[x.heads[1:], np.arange(1, x.n + 1)] = True
+        layout = SecondOrderLayout(allowed, "sibling" in self.parts, "grandparent" in self.parts)
+        key = id(x)
+        self._layouts[key] = (weakref.ref(x, lambda _, key=key, cache=self._layouts: cache.pop(key, None)), layout,
+                              layout.arcs, layout.siblings, layout.grandparents)
+        return layout
+
+    def _parts(self, x: Sentence) -> tuple:
+        self.layout(x)
+        return self._layouts[id(x)][1:]
+
+    def initialize(self, sentences) -> None:
+        """Fixes the parts of every training sentence: the pruner's arcs plus the gold ones."""
+        super().initialize(sentences)
+        for x in sentences:
+            self._layouts.pop(id(x), None)
+            self.layout(x, keep_gold=True)
+
+    # -- the protocol ---------------------------------------------------------------
+    def scores(self, x: Sentence, w) -> np.ndarray:
+        layout, arcs, siblings, grandparents = self._parts(x)
+        arc_scores = self.features.score(x, w.array, layout.allowed)[arcs[:, 0], arcs[:, 1]]
+        out = [arc_scores]
+        if layout.sibling:
+            out.append(self.part_features.score(x, w.array, siblings, "sibling"))
+        if layout.grandparent:
+            out.append(self.part_features.score(x, w.array, grandparents, "grandparent"))
+        return np.concatenate(out)
+
+    def argmax(self, x: Sentence, scores: np.ndarray) -> np.ndarray:
+        return second_order_argmax(self.layout(x), scores, self.single_root)[0]
+
+    def marginals(self, x: Sentence, scores: np.ndarray) -> tuple[np.ndarray, float]:
+        return second_order_marginals(self.layout(x), scores, self.single_root)
+
+    def indicator(self, x: Sentence, y: np.ndarray) -> np.ndarray:
+        return self.layout(x).indicator(y)
+
+    def part_cost(self, x: Sentence, gold: np.ndarray) -> np.ndarray:
+        layout, arcs = self._parts(x)[:2]
+        cost = np.zeros(layout.n_parts)
+        cost[: layout.n_arcs] = arcs[:, 0] != np.asarray(gold)[arcs[:, 1]]
+        return cost
+
+    def add_features(self, x: Sentence, coef: np.ndarray, w, scale: float = 1.0) -> None:
+        layout, arcs, siblings, grandparents = self._parts(x)
+        coef = np.asarray(coef, dtype=np.float64)
+        if coef.shape != (layout.n_parts,):
+            raise ValueError(f"coefficients must have {layout.n_parts} entries (the sentence's parts), "
+                             f"got shape {coef.shape}")
+        dense = np.zeros((x.n + 1, x.n + 1))
+        dense[arcs[:, 0], arcs[:, 1]] = coef[: layout.n_arcs]
+        self.features.add(x, dense, w, scale)
+        if layout.sibling:
+            start = layout.sibling_offset
+            self.part_features.add(x, siblings, coef[start: start + layout.n_sibling_slots], w, scale, "sibling")
+        if layout.grandparent:
+            start = layout.grand_offset
+            self.part_features.add(x, grandparents, coef[start: start + layout.n_grand_slots], w, scale,
+                                   "grandparent")

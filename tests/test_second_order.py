@@ -1,0 +1,341 @@
+"""Second-order trees (sibling and grandparent parts), their kernels, features and pruner,
+against brute-force enumeration of projective trees."""
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from arborist.learn.weights import Weights
+from arborist.parser.eisner import eisner_argmax, eisner_marginals
+from arborist.parser.eisner2 import SecondOrderLayout, second_order_argmax, second_order_marginals
+from arborist.parser.features2 import PartFeatures
+from arborist.parser.second_order import ArcPruner, SecondOrderTree, prune
+from arborist.parser.features import DEFAULT_TEMPLATES
+from arborist.registry import registry
+from confection import Config
+
+from arborist.corpus import read_corpus
+
+from protocol import check_gradient, check_protocol
+from test_tree import HASH_BITS, hamming, projective_trees, sentence
+
+SAMPLE = Path(__file__).resolve().parents[1] / "corpora" / "sample"
+PART_CHOICES = [("sibling",), ("grandparent",), ("sibling", "grandparent")]
+
+
+def random_mask(rng, n, density):
+    """Allowed arcs: a random share of all arcs plus a right-branching chain (so a
+    single-root projective tree always remains)."""
+    allowed = rng.random((n + 1, n + 1)) < density
+    allowed[np.arange(n), np.arange(1, n + 1)] = True
+    return allowed
+
+
+def parts_of(heads):
+    """The sibling (h, s, m) and grandparent (g, h, m) parts of a tree, from their definitions."""
+    n = len(heads) - 1
+    siblings, grandparents = set(), set()
+    for h in range(n + 1):
+        for side in ([m for m in range(h + 1, n + 1) if heads[m] == h],
+                     [m for m in range(h - 1, 0, -1) if heads[m] == h]):
+            previous = h
+            for m in side:  # nearest to h first
+                siblings.add((h, previous, m))
+                previous = m
+    for m in range(1, n + 1):
+        if heads[m] >= 1:
+            grandparents.add((heads[heads[m]], heads[m], m))
+    return siblings, grandparents
+
+
+def enumerate_scores(layout, scores, trees):
+    """Each tree's score, summed from the parts' definitions (not the layout's indicator)."""
+    arc_index = {tuple(a): i for i, a in enumerate(layout.arcs)}
+    sib_index = {tuple(p): layout.sibling_offset + i for i, p in enumerate(layout.siblings)}
+    grand_index = {tuple(p): layout.grand_offset + i for i, p in enumerate(layout.grandparents)}
+    values, indicators = [], []
+    for heads in trees:
+        ind = np.zeros(layout.n_parts)
+        for m in range(1, len(heads)):
+            ind[arc_index[(heads[m], m)]] = 1
+        siblings, grandparents = parts_of(heads)
+        if layout.sibling:
+            for p in siblings:
+                ind[sib_index[p]] = 1
+        if layout.grandparent:
+            for p in grandparents:
+                ind[grand_index[p]] = 1
+        values.append(ind @ scores)
+        indicators.append(ind)
+    return np.array(values), np.array(indicators)
+
+
+@pytest.mark.parametrize("parts", PART_CHOICES)
+@pytest.mark.parametrize("single_root", [True, False])
+@pytest.mark.parametrize("n", range(1, 7))
+@pytest.mark.parametrize("pruned", [False, True])
+def test_kernels_against_brute_force(n, single_root, parts, pruned):
+    """argmax, log Z and the marginals of every part type (arcs, siblings, grandparents)
+    against enumeration of every projective tree of allowed arcs."""
+    rng = np.random.default_rng([n, single_root, len(parts), pruned, parts[0] == "sibling"])
+    for _ in range(3):
+        allowed = random_mask(rng, n, 0.5) if pruned else np.ones((n + 1, n + 1), dtype=bool)
+        layout = SecondOrderLayout(allowed, "sibling" in parts, "grandparent" in parts)
+        trees = [y for y in projective_trees(n, single_root)
+                 if all(allowed[y[m], m] for m in range(1, n + 1))]
+        scores = rng.normal(size=layout.n_parts) * 2
+        values, indicators = enumerate_scores(layout, scores, trees)
+        heads, best = second_order_argmax(layout, scores, single_root)
+        assert np.isclose(best, values.max())
+        assert any(np.array_equal(heads, y) for y in trees)
+        assert np.isclose(layout.indicator(heads) @ scores, values.max())
+        mu, logz = second_order_marginals(layout, scores, single_root)
+        assert np.isclose(logz, np.logaddexp.reduce(values), atol=1e-9)
+        expected = np.exp(values - np.logaddexp.reduce(values)) @ indicators
+        np.testing.assert_allclose(mu, expected, atol=1e-9)
+        # the layout's indicator is the parts' definition
+        for y, ind in zip(trees, indicators):
+            np.testing.assert_array_equal(layout.indicator(y), ind)
+
+
+def test_part_counts_of_a_full_layout():
+    n = 4
+    layout = SecondOrderLayout(np.ones((n + 1, n + 1), dtype=bool))
+    assert layout.n_arcs == n * n  # every head 0..n but m itself, for each m
+    # sibling slots: for arc (h, m), one first-child slot plus one per word strictly between
+    # h and m other than... every word between is an allowed child of h
+    expected = sum(1 + max(0, abs(h - m) - 1) for h in range(n + 1) for m in range(1, n + 1) if h != m)
+    assert layout.n_sibling_slots == expected
+    # grandparent slots: arc (h, m) with h >= 1 has one per allowed head of h (n of them)
+    assert layout.n_grand_slots == sum(n for h in range(1, n + 1) for m in range(1, n + 1) if h != m)
+    assert {tuple(p) for p in layout.siblings} >= {(2, 2, 3), (2, 3, 4), (4, 3, 1), (0, 0, 1), (0, 2, 4)}
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_zero_second_order_scores_reduce_to_first_order_eisner(single_root):
+    rng = np.random.default_rng(7)
+    n = 12
+    arc = rng.normal(size=(n + 1, n + 1)) * 3
+    layout = SecondOrderLayout(np.ones((n + 1, n + 1), dtype=bool))
+    scores = np.zeros(layout.n_parts)
+    scores[: layout.n_arcs] = arc[layout.arcs[:, 0], layout.arcs[:, 1]]
+    heads, best = second_order_argmax(layout, scores, single_root)
+    np.testing.assert_array_equal(heads, eisner_argmax(arc, single_root)[0])
+    mu, logz = second_order_marginals(layout, scores, single_root)
+    mu1, logz1 = eisner_marginals(arc, single_root)
+    assert np.isclose(logz, logz1)
+    np.testing.assert_allclose(mu[: layout.n_arcs], mu1[layout.arcs[:, 0], layout.arcs[:, 1]], atol=1e-10)
+
+
+def test_no_overflow_with_large_scores():
+    rng = np.random.default_rng(3)
+    n = 8
+    layout = SecondOrderLayout(random_mask(rng, n, 0.6))
+    scores = rng.normal(size=layout.n_parts) * 1e4
+    mu, logz = second_order_marginals(layout, scores)
+    heads, best = second_order_argmax(layout, scores)
+    assert np.isfinite(logz) and np.isfinite(mu).all()
+    assert np.isclose(logz, best, rtol=1e-6)  # the best tree takes (nearly) all the mass
+    np.testing.assert_allclose(mu, layout.indicator(heads), atol=1e-6)
+
+
+def test_a_word_without_heads_and_an_infeasible_mask_are_errors():
+    allowed = np.ones((4, 4), dtype=bool)
+    allowed[:, 2] = False
+    with pytest.raises(ValueError, match="word 2 has no allowed head"):
+        SecondOrderLayout(allowed)
+    allowed = np.zeros((3, 3), dtype=bool)
+    allowed[2, 1] = allowed[1, 2] = True  # no arc from the root
+    layout = SecondOrderLayout(allowed)
+    with pytest.raises(ValueError, match="no projective tree"):
+        second_order_argmax(layout, np.zeros(layout.n_parts))
+    with pytest.raises(ValueError, match="not among the allowed arcs"):
+        layout.indicator(np.array([-1, 0, 1]))
+
+
+class FixedPruner:
+    """Allows a fixed arc mask (a stand-in for a trained pruner)."""
+
+    def __init__(self, masks):
+        self.masks = masks
+
+    def allowed(self, x):
+        return self.masks[x.n].copy()
+
+
+def second_order_tree(parts, single_root, masks=None):
+    tree = SecondOrderTree(DEFAULT_TEMPLATES, HASH_BITS, single_root, parts=parts)
+    if masks is not None:
+        tree.use_pruner(FixedPruner(masks))
+    return tree
+
+
+@pytest.mark.parametrize("parts", PART_CHOICES)
+@pytest.mark.parametrize("single_root", [True, False])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6])
+@pytest.mark.parametrize("pruned", [False, True])
+def test_protocol_against_brute_force(n, single_root, parts, pruned):
+    rng = np.random.default_rng([n, single_root, len(parts), pruned, 11])
+    masks = {n: random_mask(rng, n, 0.5)} if pruned else None
+    structure = second_order_tree(parts, single_root, masks)
+    x = sentence(n)
+    allowed = masks[n] if pruned else np.ones((n + 1, n + 1), dtype=bool)
+    labels = [y for y in projective_trees(n, single_root) if all(allowed[y[m], m] for m in range(1, n + 1))]
+    for _ in range(2):
+        scores = rng.normal(size=structure.layout(x).n_parts) * 2
+        gold = labels[int(rng.integers(len(labels)))]
+        check_protocol(structure, x, scores, labels, gold, hamming, rng, HASH_BITS)
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+@pytest.mark.parametrize("n", [2, 4])
+def test_marginals_are_gradient_of_log_z(n, single_root):
+    rng = np.random.default_rng(n)
+    structure = second_order_tree(("sibling", "grandparent"), single_root)
+    x = sentence(n)
+    check_gradient(structure, x, rng.normal(size=structure.layout(x).n_parts))
+
+
+def test_perceptron_update_adds_the_features_of_the_parts_that_differ():
+    """A hand-checkable update: gold 0->2, 2->1, 2->3 against 0->1, 1->2, 2->3. The
+    differing parts are arcs (2,1), (1,2), (0,1) vs (0,2); the gold's siblings (0,0,2),
+    (2,2,1), (2,2,3) against (0,0,1), (1,1,2), (2,2,3): (2,2,3) cancels; grandparents
+    (0,2,1), (0,2,3) against (0,1,2), (1,2,3)."""
+    x = sentence(3)
+    tree = second_order_tree(("sibling", "grandparent"), True)
+    gold, pred = np.array([-1, 2, 0, 2]), np.array([-1, 0, 1, 2])
+    w = Weights(HASH_BITS, False)
+    tree.add_features(x, tree.indicator(x, gold) - tree.indicator(x, pred), w, 1.0)
+    expected = Weights(HASH_BITS, False)
+    arcs = tree.features
+    for (h, m), sign in [((2, 1), 1), ((0, 2), 1), ((2, 3), 1), ((0, 1), -1), ((1, 2), -1), ((2, 3), -1)]:
+        for index in arcs.arc_indices(x, h, m):
+            expected.array[index] += sign
+    pf = tree.part_features
+    for part, sign in [((0, 0, 2), 1), ((2, 2, 1), 1), ((0, 0, 1), -1), ((1, 1, 2), -1)]:
+        for index in pf.part_indices(x, part, "sibling"):
+            expected.array[index] += sign
+    for part, sign in [((0, 2, 1), 1), ((0, 2, 3), 1), ((0, 1, 2), -1), ((1, 2, 3), -1)]:
+        for index in pf.part_indices(x, part, "grandparent"):
+            expected.array[index] += sign
+    np.testing.assert_allclose(w.array, expected.array)
+    assert np.abs(w.array).sum() > 0
+
+
+def test_part_features_distinguish_first_child_direction_and_words():
+    x = sentence(6)
+    pf = PartFeatures(bits=20)
+    first, inner = set(pf.part_indices(x, (2, 2, 4), "sibling")), set(pf.part_indices(x, (2, 3, 4), "sibling"))
+    assert first and inner and not first & inner
+    right, left = set(pf.part_indices(x, (3, 3, 5), "sibling")), set(pf.part_indices(x, (3, 3, 1), "sibling"))
+    assert not right & left
+    g1, g2 = set(pf.part_indices(x, (0, 2, 3), "grandparent")), set(pf.part_indices(x, (4, 2, 3), "grandparent"))
+    assert not g1 & g2
+    # the same words in the same configuration give the same features
+    assert set(pf.part_indices(x, (1, 2, 3), "grandparent")) == set(pf.part_indices(x, (1, 2, 3), "grandparent"))
+
+
+def test_bad_part_templates_are_rejected():
+    with pytest.raises(ValueError, match="bad sibling feature atom 'g.xpos'"):
+        PartFeatures(["g.xpos m.xpos"], ["g.xpos m.xpos"])
+    with pytest.raises(ValueError, match="bad grandparent feature atom 's.form'"):
+        PartFeatures(["s.xpos m.xpos"], ["s.form m.xpos"])
+    with pytest.raises(ValueError, match="projective"):
+        SecondOrderTree(DEFAULT_TEMPLATES, HASH_BITS, projective=False)
+    with pytest.raises(ValueError, match="parts must be"):
+        SecondOrderTree(DEFAULT_TEMPLATES, HASH_BITS, parts=["trigram"])
+
+
+def test_prune_keeps_heads_within_the_factor_at_most_k_and_the_best_tree():
+    mu = np.zeros((4, 4))
+    mu[:, 1] = [0.5, 0.0, 0.3, 0.2]       # word 1: all three heads within 1e-1 of the best
+    mu[:, 2] = [0.999, 0.00099, 0.0, 0.00001]  # word 2: 1 -> 2 is just under 1e-3 x best
+    mu[:, 3] = [0.01, 0.09, 0.9, 0.0]
+    best_tree = np.array([-1, 0, 0, 0])  # its arc 0 -> 3 is kept whatever its marginal
+    allowed = prune(mu, best_tree, threshold=1e-3, max_heads=2)
+    assert allowed[:, 1].tolist() == [True, False, True, False]  # the top 2 of 3 within the factor
+    assert allowed[:, 2].tolist() == [True, False, False, False]  # 1 -> 2 is just under 1e-3 x best
+    assert allowed[:, 3].tolist() == [True, True, True, False]  # 2 and 1 (top 2), and 0 from the best tree
+    assert not allowed[:, 0].any() and not allowed.diagonal().any()
+
+
+TRAINERS = {
+    "perceptron": {"@trainers": "arborist.Perceptron.v1", "seed": 0},
+    "swvp": {"@trainers": "arborist.SWVP.v1", "seed": 0},
+    "eg_crf": {"@trainers": "arborist.EG.v1", "objective": "crf", "C": 1.0, "eta": 0.5, "anneal": False, "seed": 0},
+    "eg_m3n": {"@trainers": "arborist.EG.v1", "objective": "m3n", "C": 1.0, "eta": 0.5, "anneal": False, "seed": 0},
+}
+
+
+@pytest.fixture(scope="module")
+def sample_sentences():
+    return read_corpus(SAMPLE / "sample-train.conllu", require_heads=True)
+
+
+@pytest.mark.parametrize("trainer_name", list(TRAINERS))
+def test_every_trainer_trains_a_pruned_second_order_tree(trainer_name, sample_sentences):
+    """The four trainers train the second-order structure unchanged (only the protocol),
+    with a trained pruner, and fit the training data."""
+    train = sample_sentences[:60]
+    pruner_structure = ArcPruner(hash_bits=16, threshold=1e-3, max_heads=4)
+    pruner_trainer = registry.resolve(Config({"t": TRAINERS["perceptron"]}))["t"]
+    pruner_trainer.begin(pruner_structure, train, 16)
+    for _ in range(3):
+        pruner_trainer.epoch(pruner_structure, train)
+    from arborist.model import Pruner
+
+    pruner = Pruner(pruner_structure, pruner_trainer.prediction_weights().array)
+    tree = SecondOrderTree(DEFAULT_TEMPLATES, 18)
+    tree.use_pruner(pruner)
+    tree.initialize(train)
+    assert all(tree.layout(x).allowed[x.heads[1:], np.arange(1, x.n + 1)].all() for x in train)  # gold kept
+    trainer = registry.resolve(Config({"t": TRAINERS[trainer_name]}))["t"]
+    trainer.begin(tree, train, 18)
+    for _ in range(4):
+        metrics = trainer.epoch(tree, train)
+    w = trainer.prediction_weights()
+    right = sum(tree.hits(x, x.heads, tree.argmax(x, tree.scores(x, w)))[0] for x in train)
+    assert right / sum(x.n for x in train) > 0.9, metrics
+
+
+@pytest.fixture(scope="module")
+def trained_second_order(tmp_path_factory):
+    """configs/en_ewt_second_order.cfg on the sample treebank: a pruner, then a pruned
+    second-order parser, 3 epochs each."""
+    from arborist.train import load_config, train
+
+    out = tmp_path_factory.mktemp("second_order")
+    config = load_config(Path(__file__).resolve().parents[1] / "configs" / "en_ewt_second_order.cfg", {
+        "paths.train": str(SAMPLE / "sample-train.conllu"), "paths.dev": str(SAMPLE / "sample-dev.conllu"),
+        "components.pruner.structure.hash_bits": 16, "components.parser.structure.hash_bits": 18,
+        "components.pruner.training.max_epochs": 3, "components.parser.training.max_epochs": 3,
+        "components.pruner.trainer.eta0": 0.05})
+    pipeline, report = train(config, out, use_wandb=False)
+    return out, pipeline, report
+
+
+def test_pruned_second_order_parser_trains_saves_loads_and_evaluates(trained_second_order):
+    from typer.testing import CliRunner
+
+    from arborist.cli import app
+    from arborist.model import load
+
+    out, pipeline, report = trained_second_order
+    history = report["components"]["pruner"]["history"]
+    assert all(0 < h["dev_prune_recall"] <= 100 and h["dev_heads_per_word"] >= 1 for h in history)
+    assert report["components"]["parser"]["best"] > 80
+    loaded = load(out)
+    assert isinstance(loaded.parser.structure, SecondOrderTree)
+    assert loaded.parser.structure.pruner is loaded.pruner  # linked on load
+    assert loaded.parser.structure.config() == pipeline.parser.structure.config()
+    dev = read_corpus(SAMPLE / "sample-dev.conllu", require_heads=True)
+    for x in dev:
+        np.testing.assert_array_equal(loaded.parser.predict(x), pipeline.parser.predict(x))
+    result = CliRunner().invoke(app, ["evaluate", str(out), str(SAMPLE / "sample-dev.conllu"), "--json"])
+    assert result.exit_code == 0, result.output
+    scores = __import__("json").loads(result.stdout)
+    assert scores["uas"] == pytest.approx(report["components"]["parser"]["best"])
+    assert 90 <= scores["prune_recall"] <= 100 and scores["heads_per_word"] >= 1
