@@ -191,6 +191,21 @@ def test_laplace_shrinks_irrelevant_weights_more_than_m3n():
     assert lap < 0.7 * m3n, (lap, m3n)
 
 
+def test_initial_variance_makes_the_first_outer_iteration_m3n_at_C_over_it():
+    chain, examples = small_problem()
+    medn = MaxEnDNet(lam=2.0, C=1.0, initial_variance=0.25, inner_epochs=3, eta=0.5, seed=1)
+    eg = EG("m3n", 4.0, eta=0.5, seed=1)
+    medn.begin(chain, examples, chain.hash_bits)
+    eg.begin(chain, examples, chain.hash_bits)
+    for _ in range(3):
+        a, b = medn.epoch(chain, examples), eg.epoch(chain, examples)
+        assert np.isclose(a["primal"], b["primal"], rtol=1e-12) and np.isclose(a["dual"], b["dual"], rtol=1e-12)
+    np.testing.assert_allclose(medn.prediction_weights().array, eg.prediction_weights().array, rtol=1e-12, atol=1e-15)
+    mean = medn.prediction_weights().array.copy()
+    medn.epoch(chain, examples)
+    np.testing.assert_allclose(medn.scale, np.sqrt((0.25 + mean ** 2) / 2.0), rtol=1e-15)
+
+
 def test_resumed_maxendnet_continues_exactly():
     chain, examples = small_problem()
     straight = MaxEnDNet(lam=2.0, C=1.0, inner_epochs=2, seed=3)

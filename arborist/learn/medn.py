@@ -68,6 +68,7 @@ class MaxEnDNet(EG):
         C: float = 1.0,
         inner_epochs: int = 3,
         outer_iterations: int = 0,
+        initial_variance: float = 1.0,
         zero_tolerance: float = 1e-4,
         schedule: str = "random",
         eta: float | None = None,
@@ -79,11 +80,16 @@ class MaxEnDNet(EG):
         seed: int = 0,
     ):
         """`outer_iterations` = T of Algorithm 1 (training stops after T x inner_epochs
-        epochs; 0: no limit but max_epochs)."""
+        epochs; 0: no limit but max_epochs). `initial_variance`: Sigma^1 = initial_variance x I
+        (Algorithm 1: 1). Where the weights are far below 1 (C >> 1), <w_k^2> = Sigma_kk +
+        mu_k^2 is all Sigma and the first update shrinks every weight alike; running C = 1
+        with Sigma^1 = I / C_M3N instead makes the first outer iteration EG-M3N at C_M3N
+        (the dual depends on Sigma / C only) and puts Sigma on the scale of mu^2. It is
+        Algorithm 1 on inputs scaled by sqrt(initial_variance) with lambda x initial_variance."""
         if prior not in PRIORS:
             raise ValueError(f"MaxEnDNet prior must be one of {PRIORS}, got {prior!r}")
-        if not lam > 0:
-            raise ValueError(f"lam must be positive, got {lam}")
+        if not lam > 0 or not initial_variance > 0:
+            raise ValueError(f"lam and initial_variance must be positive, got {lam}, {initial_variance}")
         if int(inner_epochs) < 1 or int(outer_iterations) < 0:
             raise ValueError(f"inner_epochs must be >= 1 and outer_iterations >= 0, got {inner_epochs}, "
                              f"{outer_iterations}")
@@ -93,13 +99,15 @@ class MaxEnDNet(EG):
         self.lam = float(lam)
         self.inner_epochs = int(inner_epochs)
         self.outer_iterations = int(outer_iterations)
+        self.initial_variance = float(initial_variance)
         self.zero_tolerance = float(zero_tolerance)
         self.outer_table: list[dict] = []
 
     def begin(self, structure: Structure, examples: list, hash_bits: int) -> None:
-        # Sigma^1 = I, held as an explicit metric so that the Gaussian prior runs the
-        # same scaled code as the Laplace one (and must still equal plain EG-M3N).
-        self.scale = np.ones(1 << hash_bits)
+        # Sigma^1 = I (times initial_variance), held as an explicit metric so that the
+        # Gaussian prior runs the same scaled code as the Laplace one (and with Sigma = I
+        # must still equal plain EG-M3N).
+        self.scale = np.full(1 << hash_bits, self.initial_variance)
         super().begin(structure, examples, hash_bits)
 
     @property
