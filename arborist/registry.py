@@ -78,9 +78,11 @@ def arc_labels(hash_bits: int = 22, labels: list[str] | None = None, templates: 
 # schema, so defaults and validation live in one place.
 from .learn.baselines import SGD  # noqa: E402
 from .learn.eg import EG  # noqa: E402
+from .learn.medn import MaxEnDNet  # noqa: E402
 from .learn.perceptron import SWVP, Perceptron  # noqa: E402
 
 registry.trainers("arborist.Perceptron.v1", func=Perceptron)
 registry.trainers("arborist.SWVP.v1", func=SWVP)
 registry.trainers("arborist.EG.v1", func=EG)
 registry.trainers("arborist.SGD.v1", func=SGD)
+registry.trainers("arborist.MaxEnDNet.v1", func=MaxEnDNet)

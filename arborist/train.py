@@ -18,7 +18,7 @@ The output directory is laid out like `spacy train`'s:
                     (weights, averaging or dual state, random state), the
                     history, and the jackknifed tags, for `--resume`
     training.json   per-component, per-epoch metrics and, for C-annealing, the
-                    table of §7.1.2
+                    table of §7.1.2 (for MaxEnDNet, one row per outer iteration)
 
 so a crash loses at most the current epoch.
 """
@@ -262,11 +262,13 @@ def _train_component(name, structure, trainer, train_x, dev_x, dev_gold, limits,
         entry["stopped"] = ("schedule" if stop else "patience" if patience_over
                             else "max_epochs" if epoch == limits["max_epochs"] else None)
         entry["done"] = entry["stopped"] is not None
-        table = getattr(trainer, "annealing_table", None)
-        if table:
-            for row in table[len(entry.get("annealing", [])):]:  # one W&B row per finished C value
-                tracker.log({f"annealing/{k}": v for k, v in row.items()})
-            entry["annealing"] = list(table)
+        # One W&B row per finished C value (C-annealing) or outer iteration (MaxEnDNet).
+        for prefix, attribute in (("annealing", "annealing_table"), ("outer", "outer_table")):
+            table = getattr(trainer, attribute, None)
+            if table:
+                for row in table[len(entry.get(prefix, [])):]:
+                    tracker.log({f"{prefix}/{k}": v for k, v in row.items()})
+                entry[prefix] = list(table)
         if output is not None:
             (output / "training.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
             save_checkpoint(output / CHECKPOINT, trainer,

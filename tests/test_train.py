@@ -28,6 +28,14 @@ objective = "m3n"
 C = 5.0
 seed = 3
 ''',
+    "medn": '''
+[components.parser.trainer]
+@trainers = "arborist.MaxEnDNet.v1"
+lam = 4.0
+C = 5.0
+inner_epochs = 2
+seed = 3
+''',
 }
 
 
@@ -69,7 +77,7 @@ def assert_same_final_state(straight: Path, resumed: Path) -> None:
     assert np.array_equal(load(straight).parser.weights.array, load(resumed).parser.weights.array)
 
 
-@pytest.mark.parametrize("trainer", ["perceptron", "eg"])
+@pytest.mark.parametrize("trainer", ["perceptron", "eg", "medn"])
 def test_interrupted_then_resumed_run_equals_uninterrupted(trainer, tmp_path):
     cfg = config(trainer, 4)
     _, straight = train(cfg, tmp_path / "straight", Quiet())
@@ -122,13 +130,26 @@ C_min = 4.0
     assert len(markdown.splitlines()) == 2 + len(table)
 
 
+def test_maxendnet_logs_sparsity_per_outer_iteration(tmp_path):
+    tracker = Quiet()
+    _, report = train(config("medn", 4), tmp_path / "run", tracker)
+    summary = report["components"]["parser"]
+    assert all({"nonzero_weights", "nonzero_share", "outer_iteration"} <= set(row) for row in summary["history"])
+    assert [row["outer_iteration"] for row in summary["outer"]] == [1, 2]
+    rows = [row for row in tracker.logged if "outer/nonzero_share" in row]
+    assert [row["outer/outer_iteration"] for row in rows] == [1, 2]
+    assert all(row["outer/dev_uas"] > 0 for row in rows)
+
+
 def test_every_trainer_offers_the_trainer_interface():
     from arborist.learn import Trainer
     from arborist.learn.baselines import SGD
     from arborist.learn.eg import EG
     from arborist.learn.perceptron import Perceptron
 
-    for trainer in (Perceptron(), EG(), SGD()):
+    from arborist.learn.medn import MaxEnDNet
+
+    for trainer in (Perceptron(), EG(), SGD(), MaxEnDNet()):
         assert isinstance(trainer, Trainer), type(trainer).__name__
 
 

@@ -27,6 +27,11 @@ pass per rate tried.
 
 Reported objectives follow the paper: primal P(w(alpha)/C), dual -Q(alpha)
 (a lower bound on the primal minimum), gap = P + Q >= 0.
+
+An optional diagonal metric S (`set_scale`; Laplace MaxEnDNet, seeds/003 eq. 9)
+replaces ||w(alpha)||^2 by w(alpha).S w(alpha) and the primal's ||w||^2 by
+w.S^-1 w. The `Weights` then holds S w(alpha) (see `Weights`), so scores, the
+exact dQ and the prediction w = S w(alpha) / C come out of the same code.
 """
 
 import math
@@ -91,6 +96,7 @@ class EG:
         self.C_min = C_min
         self.rng = np.random.default_rng(seed)
         self.weights: Weights | None = None
+        self.scale: np.ndarray | None = None  # the diagonal metric S, None for the identity
         self.annealing_table: list[dict] = []
         self.epochs_done = 0
         self.accepted_changes: list[float] | None = None  # set to [] to record every accepted dQ (tests)
@@ -111,7 +117,7 @@ class EG:
 
     def _init_state(self, structure, examples, hash_bits, eta):
         n = len(examples)
-        self.weights = Weights(hash_bits, averaged=False)
+        self.weights = Weights(hash_bits, averaged=False, scale=self.scale)
         self.theta, self.mu = [], []
         self.logz = np.zeros(n)
         self.term = np.zeros(n)  # example i's part of the sum over labels in Q (see module doc)
@@ -124,7 +130,7 @@ class EG:
             self.logz[i] = logz
             self.term[i] = self._term(self._cost(structure, x), theta, mu, logz)
             structure.add_features(x, structure.indicator(x, gold) - mu, self.weights, 1.0)
-        self.sq_norm = float(self.weights.array @ self.weights.array)
+        self.sq_norm = self.weights.sq_norm()
         self.eta = np.full(n, float(eta))
         self.batch_eta = float(eta)
         self.visits = 0
@@ -244,7 +250,7 @@ class EG:
         scores = [structure.scores(x, self.weights) / C for x in examples]
         eta = self.batch_eta
         for attempt in range(self.max_halvings + 1):
-            w_new = Weights(self.weights.bits, False, self.weights.array.copy())
+            w_new = Weights(self.weights.bits, False, self.weights.array.copy(), self.scale)
             new_state = []
             d_terms = 0.0
             for i, x in enumerate(examples):
@@ -258,7 +264,7 @@ class EG:
                 if tracker is not None:
                     tracker.advance(1)
             self.visits += len(examples)
-            sq_norm = float(w_new.array @ w_new.array)
+            sq_norm = w_new.sq_norm()
             dq = d_terms + (sq_norm - self.sq_norm) / (2.0 * C)
             largest = max((t for t, _, _, _ in new_state), key=lambda t: float(np.abs(t).max(initial=0.0)))
             tolerance = self._tolerance(largest, *self.term, *(term for _, _, _, term in new_state))
@@ -297,7 +303,7 @@ class EG:
             correct += right
             total += positions
         # Re-sync the running ||w||^2 with the array (it drifts by rounding only).
-        self.sq_norm = float(self.weights.array @ self.weights.array)
+        self.sq_norm = self.weights.sq_norm()
         primal = loss + self.sq_norm / (2.0 * C)
         dual = -self.dual_value()
         gap = primal - dual
@@ -329,12 +335,24 @@ class EG:
         if self.C * self.anneal_factor < self.C_min:
             return True
         self.C *= self.anneal_factor
-        self.sq_norm = float(self.weights.array @ self.weights.array)
+        self.sq_norm = self.weights.sq_norm()
         return False
 
     def prediction_weights(self) -> Weights:
-        """The primal solution w = w(alpha) / C."""
+        """The primal solution w = S w(alpha) / C (S = 1 unless `set_scale`)."""
         return Weights(self.weights.bits, False, self.weights.array / self.C)
+
+    def set_scale(self, structure: Structure, examples: list, scale: np.ndarray | None) -> None:
+        """Make S = diag(scale) the dual's metric, keeping the dual state (a warm start).
+        w(alpha) is rebuilt from the marginals in one feature pass rather than divided
+        out of S_old w(alpha), which would lose precision where S_old is tiny."""
+        u = Weights(self.weights.bits, False)
+        for x, mu in zip(examples, self.mu):
+            structure.add_features(x, structure.indicator(x, structure.gold(x)) - mu, u, 1.0)
+        self.scale = scale
+        array = u.array if scale is None else u.array * scale
+        self.weights = Weights(u.bits, False, array, scale)
+        self.sq_norm = self.weights.sq_norm()
 
     # -- eta_ini (§7) ----------------------------------------------------------
     def _search_eta(self, structure, examples, hash_bits) -> float:
@@ -387,7 +405,8 @@ class EG:
         sizes = arrays["theta_sizes"]
         if len(sizes) != len(examples):
             raise ValueError(f"checkpoint has dual state for {len(sizes)} examples, the training set has {len(examples)}")
-        self.weights = Weights(int(arrays["weights"].size).bit_length() - 1, False, arrays["weights"].copy())
+        self.weights = Weights(int(arrays["weights"].size).bit_length() - 1, False, arrays["weights"].copy(),
+                               self.scale)
         offsets = np.concatenate([[0], np.cumsum(sizes)])
         self.theta, self.mu = [], []
         self.logz = np.zeros(len(examples))
@@ -403,7 +422,7 @@ class EG:
             self.mu.append(mu)
             self.logz[i] = logz
             self.term[i] = self._term(self._cost(structure, x), theta, mu, logz)
-        self.sq_norm = float(self.weights.array @ self.weights.array)
+        self.sq_norm = self.weights.sq_norm()
         self.eta = arrays["eta"].copy()
         for key in ("C", "batch_eta", "eta_ini", "visits", "halvings", "stalls", "iterations_at_C", "epochs_done",
                     "annealing_table"):

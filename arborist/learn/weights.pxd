@@ -9,17 +9,25 @@ cdef class Weights:
     cdef readonly object accumulator   # numpy float64: sum of step * delta, for averaging
     cdef double[::1] w
     cdef double[::1] u
+    cdef readonly object scale         # numpy float64 or None: a diagonal metric S (see Weights)
+    cdef double[::1] s
+    cdef bint scaled
     cdef public double step            # examples seen so far (the averaging clock)
     cdef public double sq_norm_change  # sum over adds of the change in ||w||^2 (EG's dual change)
 
     cdef inline void add(self, uint64_t index, double value) noexcept nogil:
         cdef double old = self.w[index]
-        self.w[index] = old + value
+        cdef double stored = value
+        if self.scaled:
+            # The array holds S u and `value` is a change of u: S u grows by S_k value and
+            # u.S u by value (2 (S u)_k + S_k value), which needs no division by S_k.
+            stored = self.s[index] * value
+        self.w[index] = old + stored
         # (old + v)^2 - old^2, summed in the order the adds happen: exact even when
         # an update touches the same hashed index many times.
-        self.sq_norm_change += value * (old + old + value)
+        self.sq_norm_change += value * (old + old + stored)
         if self.averaged:
-            self.u[index] += self.step * value
+            self.u[index] += self.step * stored
 
 
 cdef inline double touch(uint64_t key, uint64_t mask, const double* w, Weights target, double value) noexcept nogil:

@@ -3,12 +3,18 @@
 Averaged perceptron (Collins 2002; Daume's trick): keep w and u = sum_t t * delta_t,
 where t is the number of examples seen before the update. After T examples the
 average of the T weight vectors w_1..w_T is w - u / T, computed in O(d) once.
+
+With a `scale` S (positive, one per slot: a diagonal metric), adds are changes of a
+vector u while the array holds S u, and `sq_norm_change` sums the change of u.S u.
+EG solves the M3N dual with a diagonal covariance this way (Laplace MaxEnDNet,
+seeds/003 eq. 9): scoring reads S u, the posterior mean up to 1/C, and the dual's
+1/2 eta^T S eta is the reweighted norm. S = 1 gives the unscaled vector bit for bit.
 """
 import numpy
 
 
 cdef class Weights:
-    def __init__(self, int bits=22, bint averaged=False, array=None):
+    def __init__(self, int bits=22, bint averaged=False, array=None, scale=None):
         if not 1 <= bits <= 32:
             raise ValueError(f"hash bits must be in 1..32, got {bits}")
         self.bits = bits
@@ -24,6 +30,23 @@ cdef class Weights:
         self.u = self.accumulator
         self.step = 0
         self.sq_norm_change = 0.0
+        self.scaled = scale is not None
+        if scale is None:
+            self.scale = None
+            self.s = numpy.ones(1)
+        else:
+            if scale.shape != self.array.shape or scale.dtype != numpy.float64:
+                raise ValueError(f"scale must be float64 of size 2**{bits}, got {scale.dtype} {scale.shape}")
+            if not (scale > 0).all():
+                raise ValueError("scale must be positive")
+            self.scale = numpy.ascontiguousarray(scale)
+            self.s = self.scale
+
+    def sq_norm(self):
+        """||w||^2, or u.S u = (S u).(S u / S) with a scale (the array is S u)."""
+        if self.scale is None:
+            return float(self.array @ self.array)
+        return float(self.array @ (self.array / self.scale))
 
     def tick(self, int n=1):
         """Advance the averaging clock by n examples."""
