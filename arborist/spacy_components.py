@@ -44,7 +44,7 @@ from spacy.tokens import Doc
 from spacy.training import Example, validate_examples
 from spacy.util import registry as spacy_registry
 
-from .model import ModelError, Pipeline, load
+from .model import KINDS, ModelError, Pipeline, load
 from .sentence import Sentence
 
 SPACE_TAG, SPACE_POS = "_SP", "SPACE"  # spaCy's tags of whitespace tokens
@@ -54,7 +54,7 @@ DEFAULT_LABEL = "dep"  # whitespace tokens, and every arc of a parser without a 
 # parsed in pieces: parsing time grows with the cube of the length, memory with its square.
 MAX_SENTENCE_LENGTH = 256
 TAGGER_KINDS = ("tagger",)
-PARSER_KINDS = ("parser", "labeler")
+PARSER_KINDS = tuple(k for k in KINDS if k not in TAGGER_KINDS)  # the parser and whatever serves it
 
 
 def to_spacy_label(deprel: str) -> str:
@@ -168,6 +168,10 @@ class ArboristTagger(ArboristComponent):
 
     @property
     def labels(self) -> tuple[str, ...]:
+        # spaCy reads the labels for nlp.meta, also while spacy.load builds the component, before
+        # from_disk gives it the model: never load from the config's path for them.
+        if self._model is None:
+            return ()
         return tuple(sorted({t for tagger in self.arborist.taggers for t in tagger.structure.tags}))
 
     @property
@@ -222,6 +226,8 @@ class ArboristParser(ArboristComponent):
 
     @property
     def labels(self) -> tuple[str, ...]:
+        if self._model is None:  # see ArboristTagger.labels
+            return ()
         labeler = self.arborist.labeler
         return tuple(sorted(to_spacy_label(l) for l in labeler.label_set)) if labeler is not None else ()
 
