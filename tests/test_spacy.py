@@ -9,6 +9,7 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
+import numpy as np
 import pytest
 import spacy
 from spacy import displacy
@@ -163,13 +164,22 @@ def test_pipe_with_two_processes_equals_one(nlp):
     assert two == one
 
 
-def test_threads_share_a_pipeline(nlp):
+def test_threads_share_a_pipeline(tiny_model, nlp):
+    """Threads tagging new words at once with one (fresh) model: each gets its own words' features."""
     from concurrent.futures import ThreadPoolExecutor
 
-    texts = TEXTS * 4
-    expected = [annotations(nlp(t)) for t in texts]
-    with ThreadPoolExecutor(4) as pool:
-        assert list(pool.map(lambda t: annotations(nlp(t)), texts)) == expected
+    rng = np.random.default_rng(0)
+    texts = [" ".join("".join(rng.choice(list("abcdefgh"), 6)) for _ in range(30)) + "." for _ in range(40)]
+    expected = [annotations(d) for d in nlp.pipe(texts)]
+    shared = make_nlp(tiny_model)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(lambda t: annotations(shared(t)), texts))
+    finally:
+        sys.setswitchinterval(interval)
+    assert got == expected
 
 
 def gold_examples(nlp) -> list[Example]:
