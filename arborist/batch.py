@@ -334,8 +334,9 @@ class _Output:
     def __init__(self, job: Job, fmt: str, lang: str):
         self.job, self.fmt = job, fmt
         job.target.parent.mkdir(parents=True, exist_ok=True)
-        for stale in job.target.parent.glob(f".{job.target.name}.tmp*"):  # from a killed run
-            stale.unlink()
+        for tmp in job.target.parent.glob(f".{job.target.name}.tmp*"):
+            if _stale(tmp):  # a killed run's; never a file another run is writing now
+                tmp.unlink(missing_ok=True)
         self.tmp = job.target.with_name(f".{job.target.name}.tmp{os.getpid()}")
         self.file = open(self.tmp, "w", encoding="utf-8", newline="")
         if fmt == "html":
@@ -390,7 +391,7 @@ def parse_files(pipeline: Pipeline, jobs: list[Job], fmt: str = "conllu", *, mod
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
         context = multiprocessing.get_context(method)
         pool = context.Pool(n_process, _init_worker, (str(model_path), fmt, language, gold_tags))
-    window = WINDOW * max(1, n_process)
+    window = WINDOW * n_process if pool is not None else 0  # in this process: write each chunk when done
     start = time.perf_counter()
     bar = _Progress(console, sum(j.size for j in todo), progress)
     try:
@@ -517,6 +518,20 @@ class _Progress:
 
     def close(self) -> None:
         self.progress.stop()
+
+
+def _stale(tmp: Path) -> bool:
+    """Whether a temporary output's writer (the process id after '.tmp') is gone."""
+    pid = tmp.name.rpartition(".tmp")[2]
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
 
 
 def _log(console, message: str) -> None:

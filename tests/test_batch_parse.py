@@ -155,11 +155,15 @@ def test_resume_skips_complete_outputs(tiny_model, runner, tmp_path):
     first = out / "a.conllu"
     first.write_text("kept\n")  # not re-parsed, so not overwritten
     (out / "sub" / "b.conllu").unlink()  # missing: parsed again
-    (out / ".c.conllu.tmp999").write_text("half")  # a killed run's temporary file
+    (out / ".c.conllu.tmp999999999").write_text("half")  # a killed run's temporary file (no such process)
+    live = out / "sub" / f".b.conllu.tmp{os.getppid()}"  # a live process's: another run still writing
+    live.write_text("busy")
     result, output = invoke(runner, tiny_model, root, "-d", out)
     assert result.exit_code == 0, output
     assert "1 parsed, 2 skipped" in output
     assert first.read_text() == "kept\n" and (out / "sub" / "b.conllu").exists()
+    assert live.read_text() == "busy"
+    live.unlink()
     result, output = invoke(runner, tiny_model, root, "-d", out, "--overwrite")
     assert result.exit_code == 0 and "3 parsed" in output
     assert first.read_text() != "kept\n"
