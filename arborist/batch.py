@@ -24,6 +24,7 @@ are parsed.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 import multiprocessing
 import os
@@ -41,6 +42,7 @@ CONLLU_SUFFIX = ".conllu"
 CHUNK_CHARS = 50_000  # a unit of work: ~10,000 words, a fraction of a second
 CHUNK_SENTENCES = 400  # the same for CoNLL-U input
 MAX_PARAGRAPH_CHARS = 100_000  # well under spaCy's nlp.max_length (10^6)
+VOCAB_LIMIT = 100_000  # words kept in spaCy's vocabulary (see Annotator.__call__)
 WINDOW = 3  # chunks in flight per worker: enough to keep it busy, few enough to bound memory
 HTML_HEAD = ('<!DOCTYPE html>\n<html lang="{lang}">\n<head>\n<meta charset="utf-8">\n<title>{title}</title>\n'
              '</head>\n<body style="font-family: sans-serif">\n')
@@ -262,14 +264,22 @@ class Annotator:
 
     def __call__(self, payload: tuple, name: str) -> tuple[str, int]:
         """(output text, words) of a chunk of the file `name`."""
+        from spacy.attrs import IS_SPACE
+
         kind, items = payload
         if kind == "conllu":
             return self.conllu(items)
         texts = (text for _, text in items)
         out, words = [], 0
-        for (paragraph, _), doc in zip(items, self.nlp.pipe(texts)):
-            words += sum(not t.is_space for t in doc)
-            out.append(self.render(doc, paragraph, name if paragraph == 1 else None))
+        # spaCy keeps every word it sees in its vocabulary: over a 1 GB input memory would grow
+        # without bound. Once the vocabulary holds VOCAB_LIMIT words (the frequent ones, kept
+        # for speed: making a word's lexeme costs several microseconds), the words new in a
+        # chunk leave with its Docs (a memory zone, spaCy >= 3.8).
+        full = len(self.nlp.vocab) >= VOCAB_LIMIT
+        with self.nlp.memory_zone() if full else contextlib.nullcontext():
+            for (paragraph, _), doc in zip(items, self.nlp.pipe(texts)):
+                words += len(doc) - int(doc.to_array(IS_SPACE).sum())
+                out.append(self.render(doc, paragraph, name if paragraph == 1 else None))
         return "".join(out), words
 
     def conllu(self, sentences) -> tuple[str, int]:

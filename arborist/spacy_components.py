@@ -35,7 +35,7 @@ from typing import Callable, Iterable, Optional
 
 import numpy as np
 import srsly
-from spacy.attrs import DEP, HEAD, POS, TAG
+from spacy.attrs import DEP, HEAD, IS_SPACE, POS, TAG
 from spacy.language import Language
 from spacy.parts_of_speech import IDS as UNIVERSAL_POS
 from spacy.pipeline import Pipe
@@ -195,7 +195,7 @@ class ArboristTagger(ArboristComponent):
         values = doc.to_array([columns[a][0] for a in attributes])
         if values.ndim == 1:
             values = values[:, None]
-        space = np.fromiter((t.is_space for t in doc), dtype=bool, count=len(doc))
+        space = doc.to_array(IS_SPACE).astype(bool)
         for j, attribute in enumerate(attributes):
             values[space, j] = columns[attribute][1]
         for start, end in sentence_bounds(doc):
@@ -238,7 +238,7 @@ class ArboristParser(ArboristComponent):
         n = len(doc)
         heads = np.arange(n)  # absolute indices; a token that is its own head is a root
         labels = [DEFAULT_LABEL] * n
-        space = np.fromiter((t.is_space for t in doc), dtype=bool, count=n)
+        space = doc.to_array(IS_SPACE).astype(bool)
         for start, end in sentence_bounds(doc):
             words = [i for i in range(start, end) if not space[i]]
             if not words:  # only whitespace: the first token is the root of the others

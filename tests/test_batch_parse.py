@@ -252,3 +252,13 @@ def test_clashing_outputs_and_bad_format_are_refused(tiny_model, runner, tmp_pat
     assert result.exit_code == 1 and "same output" in output
     result, output = invoke(runner, tiny_model, tmp_path / "x.txt", "-d", tmp_path / "o", "-f", "xml")
     assert result.exit_code == 1 and "--format" in output
+
+
+def test_spacy_vocabulary_stops_growing(tiny_model, monkeypatch):
+    """Past VOCAB_LIMIT words, the words of a chunk leave spaCy's vocabulary with it."""
+    monkeypatch.setattr(batch, "VOCAB_LIMIT", 0)
+    annotator = batch.Annotator(arborist.load(tiny_model), "conllu")
+    before = len(annotator.nlp.vocab)
+    text, words = annotator(("text", [(1, "Zyxwv qwerty uiop asdf ghjkl."), (2, "Mnbvc lkjhg.")]), "x.txt")
+    assert words == 9 and "Zyxwv" in text
+    assert len(annotator.nlp.vocab) == before and "qwerty" not in annotator.nlp.vocab.strings
