@@ -166,6 +166,10 @@ def package(
         nlp = spacy_pipeline(pipeline, lang)
     except (ModelError, ImportError, OSError) as e:
         _fail(str(e))
+    from . import __version__
+
+    # `spacy package` turns this into the package's dependency: the components live in arborist
+    nlp.meta["requirements"] = [f"arborist>={__version__}"]
     write_directory(output_dir, nlp.to_disk)
     typer.echo(f"spaCy pipeline ({', '.join(nlp.pipe_names)}) written to {output_dir}; "
                f"load it with spacy.load({str(output_dir)!r})", err=True)

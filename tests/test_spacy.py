@@ -231,6 +231,7 @@ def test_arborist_package_writes_a_loadable_pipeline(tiny_model, tmp_path, nlp):
     assert loaded.lang == "en"
     assert loaded.pipe_names == ["sentencizer", "arborist_tagger", "arborist_parser"]
     assert loaded.config["components"]["arborist_parser"]["model"] is None  # no path of this machine
+    assert loaded.meta["requirements"] == [f"arborist>={arborist.__version__}"]
     assert [annotations(d) for d in loaded.pipe(TEXTS)] == [annotations(d) for d in nlp.pipe(TEXTS)]
     result = runner.invoke(app, ["package", str(tiny_model), str(out)])
     assert result.exit_code != 0 and "exists" in result.output
