@@ -271,16 +271,18 @@ class Annotator:
             return self.conllu(items)
         texts = (text for _, text in items)
         out, words = [], 0
-        # spaCy keeps every word it sees in its vocabulary: over a 1 GB input memory would grow
-        # without bound. Once the vocabulary holds VOCAB_LIMIT words (the frequent ones, kept
-        # for speed: making a word's lexeme costs several microseconds), the words new in a
-        # chunk leave with its Docs (a memory zone, spaCy >= 3.8).
-        full = len(self.nlp.vocab) >= VOCAB_LIMIT
-        with self.nlp.memory_zone() if full else contextlib.nullcontext():
+        with self.vocabulary_zone():
             for (paragraph, _), doc in zip(items, self.nlp.pipe(texts)):
                 words += len(doc) - int(doc.to_array(IS_SPACE).sum())
                 out.append(self.render(doc, paragraph, name if paragraph == 1 else None))
         return "".join(out), words
+
+    def vocabulary_zone(self):
+        """A context for a chunk's Docs. spaCy keeps every word it sees in its vocabulary:
+        over a 1 GB input memory would grow without bound. Once the vocabulary holds
+        VOCAB_LIMIT words (the frequent ones, kept for speed: making a word's lexeme takes
+        microseconds), the words new in a chunk leave with its Docs (a memory zone)."""
+        return self.nlp.memory_zone() if len(self.nlp.vocab) >= VOCAB_LIMIT else contextlib.nullcontext()
 
     def conllu(self, sentences) -> tuple[str, int]:
         out, words = [], 0
@@ -291,7 +293,8 @@ class Annotator:
             if self.fmt == "conllu":
                 out.append(format_sentence(sentence, heads, deprels, tags))
             else:
-                out.append(self.render(sentence_doc(self.nlp.vocab, sentence, heads, deprels, tags)))
+                with self.vocabulary_zone():
+                    out.append(self.render(sentence_doc(self.nlp.vocab, sentence, heads, deprels, tags)))
         return "".join(out), words
 
     def render(self, doc, paragraph: int | None = None, newdoc: str | None = None) -> str:
