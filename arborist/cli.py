@@ -1,4 +1,4 @@
-"""Command line: arborist train / evaluate / parse."""
+"""Command line: arborist train / evaluate / parse / package."""
 from __future__ import annotations
 
 import json
@@ -111,38 +111,76 @@ def evaluate_pipeline(pipeline, sentences, gold_tags: bool = False) -> dict:
 @app.command()
 def parse(
     model: Path = typer.Argument(..., exists=True, file_okay=False, help="model directory"),
-    inputs: List[Path] = typer.Argument(..., exists=True, dir_okay=False, help="CoNLL-U files"),
+    inputs: List[Path] = typer.Argument(
+        ..., exists=True, help="text files, CoNLL-U files (.conllu) or directories of them (searched recursively)"),
     output_dir: Path = typer.Option(..., "--output-dir", "-d", help="directory for the parsed files"),
-    gold_tags: bool = typer.Option(False, "--gold-tags", help="keep the input's UPOS/XPOS and parse with them"),
+    fmt: str = typer.Option("conllu", "--format", "-f", help="conllu, json (spaCy's Doc JSON, one line per "
+                            "paragraph or sentence) or html (displaCy)"),
+    gold_tags: bool = typer.Option(False, "--gold-tags", help="CoNLL-U input: keep its UPOS/XPOS and parse with them"),
+    n_process: int = typer.Option(1, "--n-process", "-n", min=1, help="worker processes"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="parse again inputs whose output exists"),
+    lang: Optional[str] = typer.Option(None, "--lang", help="language of the text's tokenizer "
+                                       "(default: the model's [nlp] lang, else en)"),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="show a progress bar"),
 ):
-    """Tag and parse CoNLL-U files: UPOS/XPOS (the model's taggers, unless --gold-tags), HEAD
-    and DEPREL (when the model has a labeler) are written, every other byte is kept."""
-    from .corpus import CorpusError, read_conllu, write_conllu
+    """Tag and parse text and CoNLL-U files. Text is tokenized and split into sentences by
+    spaCy; CoNLL-U keeps every byte except the predicted UPOS/XPOS (unless --gold-tags), HEAD
+    and DEPREL. Outputs that exist are skipped (the run can be resumed); a file that cannot be
+    read is reported and skipped. Exit status: 0 all parsed, 2 some failed, 1 all failed."""
+    from .batch import FORMATS, parse_files, plan
     from .model import ModelError, load
 
+    if fmt not in FORMATS:
+        _fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     try:
         pipeline = load(model)
     except ModelError as e:
         _fail(str(e))
+    if pipeline.parser is None:
+        _fail(f"{model}: the model has no parser")
+    try:
+        jobs = plan(inputs, output_dir, fmt)
+    except ValueError as e:
+        _fail(str(e))
     output_dir.mkdir(parents=True, exist_ok=True)
-    failed = 0
+    report = parse_files(pipeline, jobs, fmt, model_path=model, lang=lang, gold_tags=gold_tags,
+                         n_process=n_process, overwrite=overwrite, progress=progress)
+    speed = f", {report.words / report.seconds:,.0f} words/s" if report.seconds > 0 else ""
+    typer.echo(f"{len(report.written)} parsed, {len(report.skipped)} skipped (already parsed), "
+               f"{len(report.failed)} failed; {report.words:,} words{speed}", err=True)
+    for source, reason in report.failed:
+        typer.echo(f"failed: {reason}", err=True)
+    if report.exit_code:
+        raise typer.Exit(report.exit_code)
 
-    def annotated(path):
-        for sentence in read_conllu(path):
-            tagged, heads, deprels = pipeline.annotate(sentence, gold_tags)
-            tags = {} if gold_tags else pipeline.predicted_tags(tagged)
-            yield sentence, heads, deprels, tags
 
-    for path in inputs:
-        target = output_dir / path.name
-        try:
-            write_conllu(target, annotated(path))
-            typer.echo(f"{path} -> {target}", err=True)
-        except (CorpusError, OSError) as e:
-            typer.echo(f"error: {e}", err=True)
-            failed += 1
-    if failed:
-        raise typer.Exit(1 if failed == len(inputs) else 2)
+@app.command()
+def package(
+    model: Path = typer.Argument(..., exists=True, file_okay=False, help="model directory"),
+    output_dir: Path = typer.Argument(..., help="directory for the spaCy pipeline"),
+    lang: Optional[str] = typer.Option(None, "--lang", help="the tokenizer's language (default: the model's "
+                                       "[nlp] lang, else en)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace OUTPUT_DIR if it exists"),
+):
+    """Write a spaCy pipeline (the language's tokenizer, the sentencizer, arborist_tagger,
+    arborist_parser) that spacy.load(OUTPUT_DIR) loads with the model inside it."""
+    from .batch import spacy_pipeline
+    from .model import ModelError, load, write_directory
+
+    if output_dir.exists() and not overwrite:
+        _fail(f"{output_dir} exists (--overwrite replaces it)")
+    try:
+        pipeline = load(model)
+        nlp = spacy_pipeline(pipeline, lang)
+    except (ModelError, ImportError, OSError) as e:
+        _fail(str(e))
+    from . import __version__
+
+    # `spacy package` turns this into the package's dependency: the components live in arborist
+    nlp.meta["requirements"] = [f"arborist>={__version__}"]
+    write_directory(output_dir, nlp.to_disk)
+    typer.echo(f"spaCy pipeline ({', '.join(nlp.pipe_names)}) written to {output_dir}; "
+               f"load it with spacy.load({str(output_dir)!r})", err=True)
 
 
 def main():  # pragma: no cover

@@ -39,6 +39,7 @@ FORMAT_VERSION = 2
 VOCABULARY = "vocabulary.npy"
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 RESERVED = {"vocabulary", "meta", "weights"}  # names of the model's other files
+DEFAULT_LANG = "en"
 
 
 class ModelError(ValueError):
@@ -232,6 +233,16 @@ class Pipeline:
         found[found] = self.vocabulary[at[found]] == forms[found]
         return ~found
 
+    @property
+    def lang(self) -> str:
+        """The language of the training data (spaCy's code: "en"), for tokenizing raw text: the
+        training config's `[nlp] lang`, as in a spaCy config, or "en" when it has none."""
+        from confection import Config
+
+        config = Config().from_str(self.info.get("config") or "", interpolate=False)
+        lang = config.get("nlp", {}).get("lang")
+        return lang if isinstance(lang, str) and lang else DEFAULT_LANG
+
     def meta(self) -> dict:
         from . import __version__
 
@@ -290,9 +301,11 @@ def write_directory(path: str | os.PathLike, write) -> Path:
 BEST_MODEL = "model-best"  # inside a training output directory, as `spacy train` names it
 
 
-def load(path: str | os.PathLike) -> Pipeline:
+def load(path: str | os.PathLike, kinds: Iterable[str] | None = None) -> Pipeline:
     """Load a model directory (or a training output directory's model-best); the format
-    and its version are checked before anything else."""
+    and its version are checked before anything else. `kinds` ("tagger", "parser",
+    "labeler"): read only the components of these kinds (the spaCy tagger does not need
+    the parser's weights)."""
     path = Path(path)
     if not (path / "meta.json").exists() and (path / BEST_MODEL / "meta.json").is_file():
         path = path / BEST_MODEL  # a training output directory: its best model
@@ -323,6 +336,8 @@ def load(path: str | os.PathLike) -> Pipeline:
         name, kind = entry.get("name"), entry.get("kind")
         if kind not in KINDS:
             raise ModelError(f"{meta_path}: unknown model kind {kind!r}")
+        if kinds is not None and kind not in kinds:
+            continue
         if not isinstance(name, str) or not NAME.match(name) or name in RESERVED:
             raise ModelError(f"{meta_path}: invalid component name {name!r}")
         if name in pipeline.components:

@@ -4,3 +4,28 @@ import os
 
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("WANDB_SILENT", "true")
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    """A small model trained on the sample treebank: UPOS and XPOS taggers, a parser and a
+    labeler (configs/quickstart.cfg, 2 epochs, small weight vectors), for the tests of the
+    spaCy components and batch parsing."""
+    from pathlib import Path
+
+    from trackers import Quiet
+
+    from arborist.train import load_config, train
+
+    repo = Path(__file__).resolve().parents[1]
+    sample = repo / "corpora" / "sample"
+    overrides = {"paths.train": str(sample / "sample-train.conllu"), "paths.dev": str(sample / "sample-dev.conllu"),
+                 "training.max_epochs": 2, "training.jackknife_folds": 2}
+    for name in ("upos", "xpos", "parser", "labeler"):
+        overrides[f"components.{name}.structure.hash_bits"] = 14
+    out = tmp_path_factory.mktemp("tiny") / "run"
+    train(load_config(repo / "configs" / "quickstart.cfg", overrides), out, Quiet())
+    return out / "model-best"

@@ -45,6 +45,7 @@ once with the summed coefficient.
 """
 from libc.stdint cimport uint64_t
 import re
+import threading
 
 import numpy
 
@@ -268,6 +269,7 @@ cdef class ChainFeatures:
     cdef uint64_t word_bigram_seed
     cdef dict vocab
     cdef object table
+    cdef object lock
 
     def __init__(self, tags, int order=1, int bits=20, templates=EMISSION_TEMPLATES):
         """`templates`: the emission templates (names as in EMISSION_TEMPLATES, which is the
@@ -306,6 +308,7 @@ cdef class ChainFeatures:
         self.rank = numpy.array([position[name] for name in self.tags] + [K], dtype=numpy.int32)
         self.vocab = {}
         self.table = numpy.zeros((64, N_VALUES), dtype=numpy.uint64)
+        self.lock = threading.Lock()
 
     @property
     def features_per_part(self) -> int:
@@ -318,6 +321,13 @@ cdef class ChainFeatures:
 
     def word_values(self, sentence):
         """(n, len(WORD_VALUES)) uint64: each word's values (cached per distinct form)."""
+        # Threads tagging with one model (a spaCy pipeline shared by threads) share the cache:
+        # reserving rows and filling them must not interleave, or two threads would write
+        # their forms' values into the same rows.
+        with self.lock:
+            return self._word_values(sentence)
+
+    def _word_values(self, sentence):
         forms = sentence.forms[1:]
         missing = [f for f in dict.fromkeys(forms) if f not in self.vocab]
         if missing:

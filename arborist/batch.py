@@ -1,0 +1,551 @@
+"""Batch parsing of text and CoNLL-U files (`arborist parse`).
+
+Inputs are files or directories (searched recursively). A `.conllu` file is read
+sentence by sentence and, as CoNLL-U output, written back byte for byte with only
+the predicted columns changed (`corpus.write_conllu`); any other file is raw UTF-8
+text, parsed by the spaCy pipeline `spacy_pipeline` builds (the language's tokenizer,
+the sentencizer, `arborist_tagger`, `arborist_parser`). Paragraphs are separated by
+blank lines; the lines of a paragraph are joined by spaces.
+
+Memory is bounded whatever the input size: a file is read in chunks of about
+CHUNK_CHARS characters of whole paragraphs (a line is read at most MAX_PARAGRAPH_CHARS
+at a time, and a longer paragraph is cut at a space), at most WINDOW chunks per
+worker are in flight, and output is written as each chunk comes back, in input order.
+With n_process > 1 the chunks go to worker processes, which return finished output
+text, so the parent only reads and writes.
+
+Every output is written to a temporary file in the output directory and renamed
+into place when complete: an output that exists is complete, so a rerun skips it
+(unless `overwrite`) and a killed run leaves no half file under the final name. A
+file that cannot be read (binary, invalid UTF-8, malformed CoNLL-U, permissions) is
+reported with the reason (and the line, where there is one) and skipped; the others
+are parsed.
+"""
+from __future__ import annotations
+
+import codecs
+import contextlib
+import json
+import multiprocessing
+import os
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from .corpus import CorpusError, format_sentence, read_conllu
+from .model import Pipeline
+
+FORMATS = {"conllu": ".conllu", "json": ".jsonl", "html": ".html"}
+CONLLU_SUFFIX = ".conllu"
+CHUNK_CHARS = 50_000  # a unit of work: ~10,000 words, a fraction of a second
+CHUNK_SENTENCES = 400  # the same for CoNLL-U input
+MAX_PARAGRAPH_CHARS = 100_000  # well under spaCy's nlp.max_length (10^6)
+VOCAB_LIMIT = 100_000  # words kept in spaCy's vocabulary (see Annotator.__call__)
+WINDOW = 3  # chunks in flight per worker: enough to keep it busy, few enough to bound memory
+HTML_HEAD = ('<!DOCTYPE html>\n<html lang="{lang}">\n<head>\n<meta charset="utf-8">\n<title>{title}</title>\n'
+             '</head>\n<body style="font-family: sans-serif">\n')
+HTML_TAIL = "</body>\n</html>\n"
+
+
+class InputError(ValueError):
+    """An input file that cannot be read; the message names the file (and line)."""
+
+
+@dataclass
+class Job:
+    source: Path
+    target: Path
+    conllu: bool
+    size: int = 0
+
+
+@dataclass
+class Report:
+    written: list[Path] = field(default_factory=list)
+    skipped: list[Path] = field(default_factory=list)  # complete outputs from an earlier run
+    failed: list[tuple[Path, str]] = field(default_factory=list)
+    words: int = 0
+    seconds: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        """0: every input parsed (or already parsed); 2: some failed; 1: all failed."""
+        if not self.failed:
+            return 0
+        return 1 if not self.written and not self.skipped else 2
+
+
+# -- planning ---------------------------------------------------------------------
+def plan(inputs: list[Path], output_dir: Path, fmt: str) -> list[Job]:
+    """One job per input file (a directory contributes its files, recursively, in sorted
+    order; hidden files are left out). A file's output is its name with the format's
+    suffix, below the output directory at its path relative to the directory given."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}: one of {', '.join(FORMATS)}")
+    jobs = []
+    for given in inputs:
+        if given.is_dir():
+            files = sorted(p for p in given.rglob("*")
+                           if not any(part.startswith(".") for part in p.relative_to(given).parts)
+                           and (p.is_file() or p.is_symlink()))
+            pairs = [(p, p.relative_to(given).parent) for p in files]
+        else:
+            pairs = [(given, Path())]
+        for path, relative in pairs:
+            target = output_dir / relative / (path.stem + FORMATS[fmt])
+            jobs.append(Job(path, target, path.suffix == CONLLU_SUFFIX))
+    by_target: dict[Path, list[Path]] = {}
+    for job in jobs:
+        by_target.setdefault(job.target, []).append(job.source)
+    clashes = {t: s for t, s in by_target.items() if len(s) > 1}
+    if clashes:
+        raise ValueError("two inputs would write the same output: " + "; ".join(
+            f"{', '.join(map(str, s))} -> {t}" for t, s in clashes.items()))
+    return jobs
+
+
+# -- reading ----------------------------------------------------------------------
+def read_paragraphs(path: Path) -> Iterator[tuple[str, int]]:
+    """(paragraph, bytes read) for each paragraph of a UTF-8 text file, streamed.
+
+    Raises InputError for a binary file (a NUL byte) or invalid UTF-8, with the line."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    lines: list[str] = []
+    size = nbytes = 0
+    number = 1
+    with open(path, "rb") as f:
+        while True:
+            # A line longer than the limit comes in pieces: never a whole 1 GB line in memory.
+            raw = f.readline(MAX_PARAGRAPH_CHARS)
+            if not raw:
+                break
+            nbytes += len(raw)
+            if b"\x00" in raw:
+                raise InputError(f"{path}:{number}: binary file (NUL byte), not UTF-8 text")
+            try:
+                text = decoder.decode(raw)  # keeps a character cut by the limit for the next piece
+            except UnicodeDecodeError as e:
+                raise InputError(f"{path}:{number}: invalid UTF-8 ({e.reason})") from None
+            if number == 1 and not lines and text.startswith("\ufeff"):
+                text = text[1:]  # a byte-order mark is not text
+            ends_line = raw.endswith(b"\n")
+            number += ends_line
+            stripped = text.strip()
+            if not stripped and ends_line:
+                if lines:
+                    yield " ".join(lines), nbytes
+                    lines, size, nbytes = [], 0, 0
+                continue
+            if stripped:
+                lines.append(stripped)
+                size += len(stripped) + 1
+            while size > MAX_PARAGRAPH_CHARS:
+                # A paragraph too long for one Doc (a file without blank lines): cut at a space.
+                joined = " ".join(lines)
+                cut = joined.rfind(" ", 0, MAX_PARAGRAPH_CHARS)
+                cut = cut if cut > 0 else MAX_PARAGRAPH_CHARS
+                yield joined[:cut], nbytes
+                rest = joined[cut:].strip()
+                lines, size, nbytes = ([rest], len(rest) + 1, 0) if rest else ([], 0, 0)
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError as e:
+            raise InputError(f"{path}:{number}: invalid UTF-8 at the end of the file ({e.reason})") from None
+    if lines:
+        yield " ".join(lines), nbytes
+
+
+def chunks(job: Job) -> Iterator[tuple[tuple, int]]:
+    """(payload for a worker, input bytes it covers) for each chunk of a job's file."""
+    batch: list = []
+    size = nbytes = 0
+    if job.conllu:
+        for sentence in read_conllu(job.source):
+            batch.append(sentence)
+            nbytes += sum(len(line) for line in sentence.lines)
+            if len(batch) >= CHUNK_SENTENCES:
+                yield ("conllu", batch), nbytes
+                batch, nbytes = [], 0
+        if batch:
+            yield ("conllu", batch), nbytes
+        return
+    paragraph = 0
+    for text, read in read_paragraphs(job.source):
+        paragraph += 1
+        batch.append((paragraph, text))
+        size += len(text)
+        nbytes += read
+        if size >= CHUNK_CHARS:
+            yield ("text", batch), nbytes
+            batch, size, nbytes = [], 0, 0
+    if batch:
+        yield ("text", batch), nbytes
+
+
+# -- annotating and writing ---------------------------------------------------------
+def spacy_pipeline(pipeline: Pipeline, lang: str | None = None):
+    """The spaCy pipeline of a model: the tokenizer of its language, the sentencizer, the
+    arborist tagger (when the model has taggers) and parser."""
+    import spacy
+
+    from .spacy_components import ArboristComponent  # noqa: F401  (registers the factories)
+
+    nlp = spacy.blank(lang or pipeline.lang)
+    nlp.add_pipe("sentencizer")
+    if pipeline.taggers:
+        nlp.add_pipe("arborist_tagger").set_model(pipeline)
+    nlp.add_pipe("arborist_parser").set_model(pipeline)
+    return nlp
+
+
+def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None) -> str:
+    """CoNLL-U of an annotated Doc: one sentence per doc.sents, whitespace tokens left
+    out (they only set SpaceAfter), ROOT written as UD's root."""
+    from .spacy_components import to_ud_label
+
+    out = []
+    for k, sent in enumerate(doc.sents, start=1):
+        words = [t for t in sent if not t.is_space]
+        if not words:
+            continue
+        ids = {t.i: j for j, t in enumerate(words, start=1)}
+        if newdoc is not None and not out:
+            out.append(f"# newdoc id = {newdoc}\n")
+        if paragraph is not None and k == 1:
+            out.append("# newpar\n")
+        if paragraph is not None:
+            out.append(f"# sent_id = {paragraph}.{k}\n")
+        out.append(f"# text = {' '.join(sent.text.split())}\n")
+        for j, t in enumerate(words, start=1):
+            head = t.head
+            while head.is_space and head.head.i != head.i:  # never from our parser; other parsers may
+                head = head.head
+            head_id = 0 if head.i == t.i else ids.get(head.i, 0)
+            after = t.whitespace_ or (t.i + 1 < len(doc) and doc[t.i + 1].is_space)
+            out.append("\t".join((
+                str(j), t.text, t.lemma_ or "_", t.pos_ or "_", t.tag_ or "_", str(t.morph) or "_",
+                str(head_id), to_ud_label(t.dep_) if t.dep_ else "_", "_", "_" if after else "SpaceAfter=No",
+            )) + "\n")
+        out.append("\n")
+    return "".join(out)
+
+
+def sentence_doc(vocab, sentence, heads, deprels, tags: dict):
+    """A Doc of an annotated CoNLL-U sentence (for JSON and HTML output of CoNLL-U input)."""
+    from spacy.parts_of_speech import IDS as UNIVERSAL_POS
+    from spacy.tokens import Doc
+
+    from .spacy_components import DEFAULT_LABEL, ROOT_LABEL, to_spacy_label
+
+    misc = [sentence.lines[i].rstrip("\r\n").split("\t")[9] for i in sentence.word_lines]
+    upos = tags.get("upos", sentence.upos[1:])
+    xpos = tags.get("xpos", sentence.xpos[1:])
+    doc_heads = deps = None
+    if heads is not None:
+        doc_heads = [int(h) - 1 if h > 0 else m for m, h in enumerate(heads[1:])]
+        labels = deprels[1:] if deprels is not None else [DEFAULT_LABEL] * sentence.n
+        deps = [ROOT_LABEL if h == 0 else to_spacy_label(label) for h, label in zip(heads[1:], labels)]
+    return Doc(
+        vocab, words=sentence.forms[1:], spaces=["SpaceAfter=No" not in m.split("|") for m in misc],
+        # spaCy accepts only universal POS tags; a treebank with others keeps them in CoNLL-U only
+        pos=[t if t != "_" else None for t in upos] if all(t in UNIVERSAL_POS or t == "_" for t in upos) else None,
+        tags=[t if t != "_" else "" for t in xpos], heads=doc_heads, deps=deps,
+    )
+
+
+class Annotator:
+    """Turns a chunk into output text; one per worker process."""
+
+    def __init__(self, pipeline: Pipeline, fmt: str, lang: str | None = None, gold_tags: bool = False):
+        self.pipeline, self.fmt, self.gold_tags = pipeline, fmt, gold_tags
+        self.nlp = spacy_pipeline(pipeline, lang)
+
+    def __call__(self, payload: tuple, name: str) -> tuple[str, int]:
+        """(output text, words) of a chunk of the file `name`."""
+        from spacy.attrs import IS_SPACE
+
+        kind, items = payload
+        if kind == "conllu":
+            return self.conllu(items)
+        texts = (text for _, text in items)
+        out, words = [], 0
+        with self.vocabulary_zone():
+            for (paragraph, _), doc in zip(items, self.nlp.pipe(texts)):
+                words += len(doc) - int(doc.to_array(IS_SPACE).sum())
+                out.append(self.render(doc, paragraph, name if paragraph == 1 else None))
+        return "".join(out), words
+
+    def vocabulary_zone(self):
+        """A context for a chunk's Docs. spaCy keeps every word it sees in its vocabulary:
+        over a 1 GB input memory would grow without bound. Once the vocabulary holds
+        VOCAB_LIMIT words (the frequent ones, kept for speed: making a word's lexeme takes
+        microseconds), the words new in a chunk leave with its Docs (a memory zone)."""
+        return self.nlp.memory_zone() if len(self.nlp.vocab) >= VOCAB_LIMIT else contextlib.nullcontext()
+
+    def conllu(self, sentences) -> tuple[str, int]:
+        out, words = [], 0
+        for sentence in sentences:
+            tagged, heads, deprels = self.pipeline.annotate(sentence, self.gold_tags)
+            tags = {} if self.gold_tags else self.pipeline.predicted_tags(tagged)
+            words += sentence.n
+            if self.fmt == "conllu":
+                out.append(format_sentence(sentence, heads, deprels, tags))
+            else:
+                with self.vocabulary_zone():
+                    out.append(self.render(sentence_doc(self.nlp.vocab, sentence, heads, deprels, tags)))
+        return "".join(out), words
+
+    def render(self, doc, paragraph: int | None = None, newdoc: str | None = None) -> str:
+        if self.fmt == "conllu":
+            return doc_conllu(doc, paragraph, newdoc)
+        if self.fmt == "json":
+            return json.dumps(doc.to_json(), ensure_ascii=False) + "\n"
+        from spacy import displacy
+
+        sentences = [s for s in doc.sents if not all(t.is_space for t in s)]
+        if not sentences:
+            return ""
+        return displacy.render(sentences, style="dep", page=False, jupyter=False) + "\n"
+
+
+_ANNOTATOR: Annotator | None = None  # the worker's (inherited from the parent when forked)
+
+
+def _init_worker(pipeline_path, fmt, lang, gold_tags) -> None:
+    global _ANNOTATOR
+    if _ANNOTATOR is None:  # started by spawn: load the model here
+        from .model import load
+
+        _ANNOTATOR = Annotator(load(pipeline_path), fmt, lang, gold_tags)
+
+
+def _work(payload, name):
+    return _ANNOTATOR(payload, name)
+
+
+class _Done:
+    """A chunk done in this process (n_process = 1), with the interface of AsyncResult:
+    get() returns the result or raises the chunk's exception."""
+
+    def __init__(self, payload, name):
+        try:
+            self.value, self.error = _work(payload, name), None
+        except Exception as e:  # reported for its file by the caller, as a worker's would be
+            self.value, self.error = None, e
+
+    def get(self):
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+class _Output:
+    """A job's temporary output file, renamed into place when complete."""
+
+    def __init__(self, job: Job, fmt: str, lang: str):
+        self.job, self.fmt = job, fmt
+        job.target.parent.mkdir(parents=True, exist_ok=True)
+        for tmp in job.target.parent.glob(f".{job.target.name}.tmp*"):
+            if _stale(tmp):  # a killed run's; never a file another run is writing now
+                tmp.unlink(missing_ok=True)
+        self.tmp = job.target.with_name(f".{job.target.name}.tmp{os.getpid()}")
+        self.file = open(self.tmp, "w", encoding="utf-8", newline="")
+        if fmt == "html":
+            from html import escape
+
+            self.file.write(HTML_HEAD.format(lang=escape(lang), title=escape(job.source.name)))
+
+    def write(self, text: str) -> None:
+        self.file.write(text)
+
+    def commit(self) -> None:
+        if self.fmt == "html":
+            self.file.write(HTML_TAIL)
+        self.file.close()
+        os.replace(self.tmp, self.job.target)
+
+    def discard(self) -> None:
+        self.file.close()
+        self.tmp.unlink(missing_ok=True)
+
+
+def parse_files(pipeline: Pipeline, jobs: list[Job], fmt: str = "conllu", *, model_path=None,
+                lang: str | None = None, gold_tags: bool = False, n_process: int = 1, overwrite: bool = False,
+                progress: bool = True) -> Report:
+    """Parse every job's file into its target; see the module docstring."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    report = Report()
+    todo = []
+    for job in jobs:
+        if job.target.exists() and not overwrite:
+            report.skipped.append(job.source)
+            _log(console, f"{job.source}: skipped, {job.target} exists (--overwrite to parse it again)")
+            continue
+        try:
+            job.size = job.source.stat().st_size
+        except OSError as e:
+            report.failed.append((job.source, f"{job.source}: {e.strerror or e}"))
+            _log(console, f"error: {job.source}: {e.strerror or e} (skipped)")
+            continue
+        todo.append(job)
+    if not todo:
+        return report
+    language = lang or pipeline.lang
+    global _ANNOTATOR
+    _ANNOTATOR = Annotator(pipeline, fmt, language, gold_tags)
+    pool = None
+    if n_process > 1:
+        # Fork where there is fork: the workers share the parent's model pages instead of
+        # reading their own copy. The pool starts before the progress bar's thread.
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+        context = multiprocessing.get_context(method)
+        pool = context.Pool(n_process, _init_worker, (str(model_path), fmt, language, gold_tags))
+    window = WINDOW * n_process if pool is not None else 0  # in this process: write each chunk when done
+    start = time.perf_counter()
+    bar = _Progress(console, sum(j.size for j in todo), progress)
+    try:
+        _run(todo, fmt, language, pool, window, report, bar)
+    finally:
+        bar.close()
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+        _ANNOTATOR = None
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _run(jobs, fmt, lang, pool, window, report, bar) -> None:
+    def items():
+        """(job, payload, input bytes) per chunk; then (job, None, 0) at the end of the job,
+        after (job, message, 0) when its file could not be read."""
+        for job in jobs:
+            try:
+                for payload, nbytes in chunks(job):
+                    yield job, payload, nbytes
+            except (InputError, CorpusError) as e:
+                yield job, str(e), 0
+            except OSError as e:
+                yield job, f"{job.source}: {e.strerror or e}", 0
+            yield job, None, 0
+
+    inflight: deque = deque()
+    outputs: dict[Path, _Output] = {}
+    failed: set[Path] = set()
+
+    def settle(job, result, nbytes) -> None:
+        """Handle the oldest item: a chunk's result, a read error (str) or the end of a job (None)."""
+        if job.source in failed:
+            if result is None:
+                failed.discard(job.source)
+            return
+        if isinstance(result, str) or result is None:
+            output = outputs.pop(job.source, None)
+            if result is None and output is None:  # an empty input still gets its (empty) output
+                output = _Output(job, fmt, lang)
+            if isinstance(result, str):
+                if output is not None:
+                    output.discard()
+                report.failed.append((job.source, result))
+                failed.add(job.source)
+                bar.log(f"error: {result} (skipped)")
+            else:
+                output.commit()
+                report.written.append(job.source)
+                bar.log(f"{job.source} -> {job.target}")
+            bar.finish_file(job)
+            return
+        try:
+            text, words = result.get()
+        except Exception as e:  # a worker failed on this chunk: report the file, go on with the rest
+            output = outputs.pop(job.source, None)
+            if output is not None:
+                output.discard()
+            message = f"{job.source}: {type(e).__name__}: {e}"
+            report.failed.append((job.source, message))
+            failed.add(job.source)
+            bar.log(f"error: {message} (skipped)")
+            bar.finish_file(job)
+            return
+        output = outputs.get(job.source)
+        if output is None:
+            output = outputs[job.source] = _Output(job, fmt, lang)
+        output.write(text)
+        report.words += words
+        bar.advance(job, nbytes, words)
+
+    try:
+        for job, payload, nbytes in items():
+            if isinstance(payload, tuple):
+                name = job.source.name
+                result = pool.apply_async(_work, (payload, name)) if pool is not None else _Done(payload, name)
+            else:
+                result = payload
+            inflight.append((job, result, nbytes))
+            while len(inflight) > window:
+                settle(*inflight.popleft())
+        while inflight:
+            settle(*inflight.popleft())
+    finally:
+        for output in outputs.values():  # interrupted: no half file under a final name
+            output.discard()
+
+
+class _Progress:
+    """A rich progress bar over input bytes, with words/s and the time left."""
+
+    def __init__(self, console, total: int, enabled: bool):
+        from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+
+        self.console = console
+        self.progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+            TextColumn("{task.fields[speed]} words/s"), TimeRemainingColumn(),
+            console=self.console, disable=not enabled, transient=False,
+        )
+        self.progress.start()
+        self.task = self.progress.add_task("parsing", total=max(total, 1), speed="-")
+        self.words = 0
+        self.done: dict[Path, int] = {}
+        self.start = time.perf_counter()
+
+    def advance(self, job: Job, nbytes: int, words: int) -> None:
+        self.words += words
+        self.done[job.source] = self.done.get(job.source, 0) + nbytes
+        elapsed = time.perf_counter() - self.start
+        self.progress.update(self.task, advance=nbytes, description=job.source.name,
+                             speed=f"{self.words / elapsed:,.0f}" if elapsed > 0 else "-")
+
+    def finish_file(self, job: Job) -> None:
+        """Count the rest of the file (what was not parsed, or read as characters, not bytes)."""
+        rest = job.size - self.done.pop(job.source, 0)
+        if rest > 0:
+            self.progress.update(self.task, advance=rest)
+
+    def log(self, message: str) -> None:
+        _log(self.console, message)
+
+    def close(self) -> None:
+        self.progress.stop()
+
+
+def _stale(tmp: Path) -> bool:
+    """Whether a temporary output's writer (the process id after '.tmp') is gone."""
+    pid = tmp.name.rpartition(".tmp")[2]
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
+
+
+def _log(console, message: str) -> None:
+    console.print(message, markup=False, highlight=False, soft_wrap=True)

@@ -1,0 +1,263 @@
+"""Batch parsing (arborist.batch, `arborist parse`): text and CoNLL-U files and directories,
+the three output formats, unreadable files, resuming, parallel workers, bounded reading."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import spacy
+from typer.testing import CliRunner
+
+import arborist
+import arborist.batch as batch
+from arborist.cli import app
+from arborist.corpus import read_conllu
+
+REPO = Path(__file__).resolve().parents[1]
+DEV = REPO / "corpora" / "sample" / "sample-dev.conllu"
+PARAGRAPHS = [
+    "The tired girl is not happy. He read the stories\nand smiled politely.",
+    "She wrote the address down. Then she left the house.",
+    "Über café naïve résumé: it is fine.",
+]
+TEXT = "\n\n".join(PARAGRAPHS) + "\n"
+
+
+def expected_sentences() -> list[list[str]]:
+    """The words of each sentence of TEXT, by spaCy's English tokenizer and sentencizer."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    return [[t.text for t in s if not t.is_space] for p in PARAGRAPHS for s in nlp(" ".join(p.split("\n"))).sents]
+
+
+@pytest.fixture()
+def runner():
+    return CliRunner()
+
+
+def invoke(runner, *args):
+    result = runner.invoke(app, ["parse", *map(str, args), "--no-progress"])
+    return result, result.output
+
+
+def corpus_dir(tmp_path) -> Path:
+    """A directory of two text files (one in a subdirectory) and a CoNLL-U file."""
+    root = tmp_path / "in"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.txt").write_text(TEXT, encoding="utf-8")
+    (root / "sub" / "b.txt").write_text(PARAGRAPHS[1] + "\n", encoding="utf-8")
+    (root / "c.conllu").write_bytes(DEV.read_bytes())
+    return root
+
+
+def test_directory_of_text_and_conllu(tiny_model, runner, tmp_path):
+    out = tmp_path / "out"
+    result, output = invoke(runner, tiny_model, corpus_dir(tmp_path), "-d", out)
+    assert result.exit_code == 0, output
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == ["a.conllu", "c.conllu", "sub", "sub/b.conllu"]
+    # Text: the sentences of spaCy's tokenizer and sentencizer, every word a tree node.
+    parsed = list(read_conllu(out / "a.conllu", require_heads=True))
+    assert [s.forms[1:] for s in parsed] == expected_sentences()
+    assert all(int((s.heads[1:] == 0).sum()) == 1 for s in parsed)
+    text = (out / "a.conllu").read_text(encoding="utf-8")
+    assert text.startswith("# newdoc id = a.txt\n# newpar\n# sent_id = 1.1\n# text = The tired girl is not happy.\n")
+    assert text.count("# newpar") == 3 and "Über" in text and "SpaceAfter=No" in text
+    # CoNLL-U input: the same bytes as `arborist parse` of the file alone.
+    alone = tmp_path / "alone"
+    assert invoke(runner, tiny_model, DEV, "-d", alone)[0].exit_code == 0
+    assert (out / "c.conllu").read_bytes() == (alone / DEV.name).read_bytes()
+
+
+def test_text_output_equals_the_spacy_pipeline(tiny_model, tmp_path):
+    """The CoNLL-U written for a text is the annotation of the spaCy pipeline."""
+    pipeline = arborist.load(tiny_model)
+    jobs = batch.plan([corpus_dir(tmp_path) / "a.txt"], tmp_path / "out", "conllu")
+    report = batch.parse_files(pipeline, jobs, progress=False)
+    assert report.exit_code == 0 and report.words > 30
+    nlp = batch.spacy_pipeline(pipeline)
+    rows = [line.split("\t") for line in (tmp_path / "out" / "a.conllu").read_text().splitlines() if "\t" in line]
+    expected = []
+    for p in PARAGRAPHS:
+        for sent in nlp(" ".join(p.split("\n"))).sents:
+            words = [t for t in sent if not t.is_space]
+            for t in words:
+                head = 0 if t.head.i == t.i else words.index(t.head) + 1
+                expected.append([t.text, t.pos_, t.tag_, str(head), "root" if t.dep_ == "ROOT" else t.dep_])
+    assert [[r[1], r[3], r[4], r[6], r[7]] for r in rows] == expected
+
+
+def test_json_and_html(tiny_model, runner, tmp_path):
+    root = corpus_dir(tmp_path)
+    result, output = invoke(runner, tiny_model, root / "a.txt", root / "c.conllu", "-d", tmp_path / "j", "-f", "json")
+    assert result.exit_code == 0, output
+    docs = [json.loads(line) for line in (tmp_path / "j" / "a.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(docs) == len(PARAGRAPHS) and docs[2]["text"].startswith("Über")
+    assert all("dep" in t and "head" in t and "pos" in t for d in docs for t in d["tokens"])
+    conllu_docs = (tmp_path / "j" / "c.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(conllu_docs) == len(list(read_conllu(DEV)))  # a Doc per CoNLL-U sentence
+    result, output = invoke(runner, tiny_model, root / "a.txt", "-d", tmp_path / "h", "-f", "html")
+    assert result.exit_code == 0, output
+    page = (tmp_path / "h" / "a.html").read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert page.count("<svg") == len(expected_sentences())  # a rendering per sentence
+
+
+def test_corrupt_and_unreadable_files_are_reported_and_the_rest_parsed(tiny_model, runner, tmp_path):
+    root = corpus_dir(tmp_path)
+    (root / "binary.txt").write_bytes(b"PK\x03\x04\x00\x00\x14\x00" + bytes(range(256)))
+    (root / "latin1.txt").write_bytes("first line\nsecond\ncaf\xe9 au lait\n".encode("latin-1"))
+    (root / "gone.txt").symlink_to(tmp_path / "does-not-exist")  # listed, cannot be opened
+    unreadable = root / "secret.txt"
+    unreadable.write_text("private\n")
+    unreadable.chmod(0)
+    out = tmp_path / "out"
+    result, output = invoke(runner, tiny_model, root, "-d", out)
+    assert result.exit_code == 2, output  # partial success
+    assert f"{root / 'binary.txt'}:1: binary file" in output
+    assert f"{root / 'latin1.txt'}:3: invalid UTF-8" in output
+    assert f"{root / 'gone.txt'}: No such file or directory" in output
+    names = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    if os.geteuid() != 0:  # root reads anything
+        assert f"{unreadable}: Permission denied" in output
+        assert "3 parsed, 0 skipped (already parsed), 4 failed" in output
+    else:
+        assert "4 parsed, 0 skipped (already parsed), 3 failed" in output
+    assert names == ["a.conllu", "c.conllu"] + (["secret.conllu"] if os.geteuid() == 0 else []) + ["sub/b.conllu"]
+    # Every input unreadable: exit status 1.
+    result, output = invoke(runner, tiny_model, root / "binary.txt", "-d", tmp_path / "none")
+    assert result.exit_code == 1, output
+
+
+def test_malformed_conllu_names_file_and_line(tiny_model, runner, tmp_path):
+    lines = DEV.read_text(encoding="utf-8").splitlines(keepends=True)
+    index = next(i for i, line in enumerate(lines) if line.startswith("3\t"))
+    cols = lines[index].split("\t")
+    cols[6] = "x"
+    lines[index] = "\t".join(cols)
+    bad = tmp_path / "bad.conllu"
+    bad.write_text("".join(lines), encoding="utf-8")
+    result, output = invoke(runner, tiny_model, bad, DEV, "-d", tmp_path / "out")
+    assert result.exit_code == 2
+    assert f"{bad}:{index + 1}: Failed parsing field 'head'" in output
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [DEV.name]
+
+
+def test_resume_skips_complete_outputs(tiny_model, runner, tmp_path):
+    root = corpus_dir(tmp_path)
+    out = tmp_path / "out"
+    assert invoke(runner, tiny_model, root, "-d", out)[0].exit_code == 0
+    first = out / "a.conllu"
+    first.write_text("kept\n")  # not re-parsed, so not overwritten
+    (out / "sub" / "b.conllu").unlink()  # missing: parsed again
+    (out / ".c.conllu.tmp999999999").write_text("half")  # a killed run's temporary file (no such process)
+    live = out / "sub" / f".b.conllu.tmp{os.getppid()}"  # a live process's: another run still writing
+    live.write_text("busy")
+    result, output = invoke(runner, tiny_model, root, "-d", out)
+    assert result.exit_code == 0, output
+    assert "1 parsed, 2 skipped" in output
+    assert first.read_text() == "kept\n" and (out / "sub" / "b.conllu").exists()
+    assert live.read_text() == "busy"
+    live.unlink()
+    result, output = invoke(runner, tiny_model, root, "-d", out, "--overwrite")
+    assert result.exit_code == 0 and "3 parsed" in output
+    assert first.read_text() != "kept\n"
+    assert not [p for p in out.rglob(".*")]  # no temporary file left
+
+
+def test_interrupted_run_leaves_no_output(tiny_model, tmp_path, monkeypatch):
+    monkeypatch.setattr(batch, "CHUNK_CHARS", 10)  # a chunk per paragraph
+    calls = []
+    original = batch.Annotator.__call__
+
+    def interrupted(self, payload, name):
+        calls.append(name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return original(self, payload, name)
+
+    monkeypatch.setattr(batch.Annotator, "__call__", interrupted)
+    jobs = batch.plan([corpus_dir(tmp_path) / "a.txt"], tmp_path / "out", "conllu")
+    with pytest.raises(KeyboardInterrupt):
+        batch.parse_files(arborist.load(tiny_model), jobs, progress=False)
+    assert len(calls) == 2
+    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
+
+
+def test_killed_process_leaves_no_half_file(tiny_model, tmp_path):
+    """SIGKILL in the middle of a file: no output under its name; the rerun completes it."""
+    text = tmp_path / "long.txt"
+    text.write_text((TEXT + "\n") * 1000, encoding="utf-8")  # 4 chunks
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "arborist.cli", "parse", str(tiny_model), str(text), "-d", str(out),
+               "--no-progress"]
+    process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "log", "w"))
+    deadline = time.time() + 60
+    while time.time() < deadline and not list(out.glob(".long.conllu.tmp*")) and process.poll() is None:
+        time.sleep(0.02)
+    assert list(out.glob(".long.conllu.tmp*")), (tmp_path / "log").read_text()
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (out / "long.conllu").exists()
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert len(list(read_conllu(out / "long.conllu"))) == 1000 * len(expected_sentences())
+    assert [p.name for p in out.iterdir()] == ["long.conllu"]
+
+
+@pytest.mark.parametrize("fmt", ["conllu", "json"])
+def test_two_processes_write_what_one_does(tiny_model, tmp_path, monkeypatch, fmt):
+    monkeypatch.setattr(batch, "CHUNK_CHARS", 200)  # many chunks in flight
+    monkeypatch.setattr(batch, "CHUNK_SENTENCES", 3)
+    root = corpus_dir(tmp_path)
+    (root / "long.txt").write_text(TEXT * 30, encoding="utf-8")
+    pipeline = arborist.load(tiny_model)
+    for n in (1, 2):
+        jobs = batch.plan([root], tmp_path / f"out{n}", fmt)
+        report = batch.parse_files(pipeline, jobs, fmt, model_path=tiny_model, n_process=n, progress=False)
+        assert report.exit_code == 0 and len(report.written) == 4
+    for one in sorted((tmp_path / "out1").rglob("*.*")):
+        assert one.read_bytes() == (tmp_path / "out2" / one.relative_to(tmp_path / "out1")).read_bytes(), one
+
+
+def test_reading_is_bounded(tmp_path, monkeypatch):
+    """A file without line breaks comes in paragraph-sized pieces, multibyte characters intact."""
+    monkeypatch.setattr(batch, "MAX_PARAGRAPH_CHARS", 50)
+    words = ["naïve", "café", "über", "x" * 70] * 40
+    path = tmp_path / "one-line.txt"
+    path.write_text(" ".join(words), encoding="utf-8")
+    pieces = [text for text, _ in batch.read_paragraphs(path)]
+    assert len(pieces) > 40 and all(len(p) <= 50 for p in pieces)
+    assert "".join("".join(pieces).split()) == "".join(words)  # nothing lost or garbled
+    assert sum(n for _, n in batch.read_paragraphs(path)) == path.stat().st_size
+
+
+def test_paragraphs_and_bytes(tmp_path):
+    path = tmp_path / "p.txt"
+    path.write_bytes("\ufeffone\ntwo\n\n\n  three  \r\n\r\nfour".encode("utf-8"))
+    got = list(batch.read_paragraphs(path))
+    assert [t for t, _ in got] == ["one two", "three", "four"]
+    assert sum(n for _, n in got) == path.stat().st_size
+
+
+def test_clashing_outputs_and_bad_format_are_refused(tiny_model, runner, tmp_path):
+    (tmp_path / "x.txt").write_text("A.")
+    (tmp_path / "x.conllu").write_bytes(DEV.read_bytes())
+    result, output = invoke(runner, tiny_model, tmp_path / "x.txt", tmp_path / "x.conllu", "-d", tmp_path / "o")
+    assert result.exit_code == 1 and "same output" in output
+    result, output = invoke(runner, tiny_model, tmp_path / "x.txt", "-d", tmp_path / "o", "-f", "xml")
+    assert result.exit_code == 1 and "--format" in output
+
+
+def test_spacy_vocabulary_stops_growing(tiny_model, monkeypatch):
+    """Past VOCAB_LIMIT words, the words of a chunk leave spaCy's vocabulary with it."""
+    monkeypatch.setattr(batch, "VOCAB_LIMIT", 0)
+    annotator = batch.Annotator(arborist.load(tiny_model), "conllu")
+    text, words = annotator(("text", [(1, "Zyxwv qwerty uiop asdf ghjkl."), (2, "Mnbvc lkjhg.")]), "x.txt")
+    assert words == 9 and "Zyxwv" in text
+    assert "qwerty" not in annotator.nlp.vocab and "qwerty" not in annotator.nlp.vocab.strings

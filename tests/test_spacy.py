@@ -1,0 +1,249 @@
+"""The spaCy components (arborist.spacy_components) in real spaCy pipelines: factories found
+through the entry point, annotations as spaCy's own components set them, serialization,
+displaCy, multiprocessing, nlp.evaluate, and `arborist package`."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import numpy as np
+import pytest
+import spacy
+from spacy import displacy
+from spacy.tokens import Doc
+from spacy.training import Example
+from typer.testing import CliRunner
+
+import arborist
+from arborist.cli import app
+from arborist.corpus import read_corpus
+from arborist.sentence import Sentence
+
+REPO = Path(__file__).resolve().parents[1]
+DEV = REPO / "corpora" / "sample" / "sample-dev.conllu"
+TEXTS = [
+    "The tired girl is not happy. He read the stories and smiled politely.",
+    "She wrote the address down.  Then she left\nthe house.",
+    "",
+    "No punctuation at all here",
+    "  Leading space. ",
+]
+
+
+def annotations(doc: Doc) -> list[tuple]:
+    return [(t.text, t.pos_, t.tag_, t.head.i, t.dep_, t.is_sent_start) for t in doc]
+
+
+def make_nlp(model, sentencizer: bool = True) -> spacy.Language:
+    nlp = spacy.blank("en")
+    if sentencizer:
+        nlp.add_pipe("sentencizer")
+    nlp.add_pipe("arborist_tagger", config={"model": str(model)})
+    nlp.add_pipe("arborist_parser", config={"model": str(model)})
+    return nlp
+
+
+@pytest.fixture(scope="module")
+def nlp(tiny_model):
+    return make_nlp(tiny_model)
+
+
+@pytest.fixture(scope="module")
+def pipeline(tiny_model):
+    return arborist.load(tiny_model)
+
+
+def test_factories_are_registered_through_the_entry_point(tmp_path):
+    names = {e.name: e.value for e in entry_points(group="spacy_factories")}
+    assert names["arborist_tagger"] == "arborist.spacy_components:make_tagger"
+    assert names["arborist_parser"] == "arborist.spacy_components:make_parser"
+    # A fresh interpreter that never imports arborist (run outside the repository, so that
+    # the installed package is the one found, as CI installs it):
+    code = ("import sys, spacy; nlp = spacy.blank('en'); nlp.add_pipe('arborist_tagger'); "
+            "nlp.add_pipe('arborist_parser'); print(nlp.pipe_names)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['arborist_tagger', 'arborist_parser']"
+
+
+def test_annotations_equal_the_pipeline_sentence_by_sentence(nlp, pipeline):
+    doc = nlp(TEXTS[0] + " " + TEXTS[1])
+    assert doc.has_annotation("TAG") and doc.has_annotation("POS") and doc.has_annotation("DEP")
+    sentencizer = spacy.blank("en")
+    sentencizer.add_pipe("sentencizer")
+    assert [s.text for s in doc.sents] == [s.text for s in sentencizer(doc.text).sents]  # parsed one by one
+    for sent in doc.sents:
+        words = [t for t in sent if not t.is_space]
+        tagged, heads, deprels = pipeline.annotate(Sentence.from_columns([t.text for t in words]))
+        assert [t.pos_ for t in words] == tagged.upos[1:]
+        assert [t.tag_ for t in words] == tagged.xpos[1:]
+        expected_heads = [words[h - 1].i if h else t.i for t, h in zip(words, heads[1:])]
+        assert [t.head.i for t in words] == expected_heads
+        assert [t.dep_ for t in words] == ["ROOT" if h == 0 else d for h, d in zip(heads[1:], deprels[1:])]
+        assert sum(t.dep_ == "ROOT" for t in sent) == 1
+
+
+def test_whitespace_tokens_are_not_words(nlp):
+    doc = nlp("She wrote it  down.\nThen she left.")
+    spaces = [t for t in doc if t.is_space]
+    assert spaces
+    for t in spaces:
+        assert (t.pos_, t.tag_, t.dep_) == ("SPACE", "_SP", "dep")
+        assert not t.head.is_space and t.head.sent == t.sent and not list(t.children)
+    assert all(not t.head.is_space for t in doc)
+
+
+def test_without_sentence_boundaries_the_doc_is_one_tree(tiny_model):
+    nlp = make_nlp(tiny_model, sentencizer=False)
+    doc = nlp(TEXTS[0])
+    assert not spacy.blank("en")(TEXTS[0]).has_annotation("SENT_START")
+    assert len(list(doc.sents)) == 1  # from the parse: one root
+    assert [t.dep_ for t in doc].count("ROOT") == 1
+
+
+def test_long_sentences_are_parsed_in_pieces(tiny_model):
+    nlp = make_nlp(tiny_model, sentencizer=False)
+    nlp.get_pipe("arborist_parser").max_sentence_length = 4
+    doc = nlp("one two three four five six seven eight nine ten")
+    assert [len(s) for s in doc.sents] == [4, 4, 2]
+
+
+def test_empty_and_whitespace_docs(nlp):
+    assert len(nlp("")) == 0
+    doc = nlp("   ")
+    assert all(t.is_space for t in doc) and doc.has_annotation("DEP")
+
+
+def test_to_disk_and_spacy_load_give_identical_output(nlp, tiny_model, tmp_path):
+    expected = [annotations(d) for d in nlp.pipe(TEXTS)]
+    model_copy = tmp_path / "model"
+    shutil.copytree(tiny_model, model_copy)
+    original = make_nlp(model_copy)
+    original.to_disk(tmp_path / "pipeline")
+    shutil.rmtree(model_copy)  # the saved pipeline carries its own copy of the model
+    loaded = spacy.load(tmp_path / "pipeline")
+    assert loaded.pipe_names == ["sentencizer", "arborist_tagger", "arborist_parser"]
+    assert [annotations(d) for d in loaded.pipe(TEXTS)] == expected
+
+
+def test_to_bytes_and_from_bytes_give_identical_output(nlp):
+    fresh = spacy.blank("en")
+    fresh.add_pipe("sentencizer")
+    fresh.add_pipe("arborist_tagger")
+    fresh.add_pipe("arborist_parser")
+    fresh.from_bytes(nlp.to_bytes())
+    assert [annotations(d) for d in fresh.pipe(TEXTS)] == [annotations(d) for d in nlp.pipe(TEXTS)]
+
+
+def test_a_component_without_a_model_says_so(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arborist_parser")
+    with pytest.raises(ValueError, match="no model"):
+        nlp("A text.")
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arborist_tagger", config={"model": str(tmp_path / "missing")})
+    with pytest.raises(arborist.model.ModelError, match="missing"):
+        nlp.initialize()
+
+
+def test_displacy_renders_the_parse(nlp):
+    doc = nlp(TEXTS[0])
+    svg = displacy.render(doc, style="dep", jupyter=False)
+    assert svg.startswith("<svg") and "girl" in svg and doc[1].dep_ in svg
+    page = displacy.render(list(doc.sents), style="dep", page=True, jupyter=False)
+    assert page.count("<svg") == 2
+
+
+def test_pipe_with_two_processes_equals_one(nlp):
+    texts = TEXTS * 6
+    one = [annotations(d) for d in nlp.pipe(texts, n_process=1)]
+    two = [annotations(d) for d in nlp.pipe(texts, n_process=2, batch_size=4)]
+    assert two == one
+
+
+def test_threads_share_a_pipeline(tiny_model, nlp):
+    """Threads tagging new words at once with one (fresh) model: each gets its own words' features."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(0)
+    texts = [" ".join("".join(rng.choice(list("abcdefgh"), 6)) for _ in range(30)) + "." for _ in range(40)]
+    expected = [annotations(d) for d in nlp.pipe(texts)]
+    shared = make_nlp(tiny_model)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(lambda t: annotations(shared(t)), texts))
+    finally:
+        sys.setswitchinterval(interval)
+    assert got == expected
+
+
+def gold_examples(nlp) -> list[Example]:
+    """One example per sample-dev sentence: a Doc of its words (no annotation), and the gold Doc."""
+    examples = []
+    for s in read_corpus(DEV):
+        words = s.forms[1:]
+        heads = [int(h) - 1 if h else m for m, h in enumerate(s.heads[1:])]
+        gold = Doc(nlp.vocab, words=words, pos=s.upos[1:], tags=s.xpos[1:], heads=heads,
+                   deps=["ROOT" if h == 0 else d for h, d in zip(s.heads[1:], s.deprels[1:])])
+        examples.append(Example(Doc(nlp.vocab, words=words), gold))
+    return examples
+
+
+def test_nlp_evaluate_reports_spacy_scores(tiny_model, pipeline):
+    nlp = make_nlp(tiny_model, sentencizer=False)  # each example is one sentence
+    examples = gold_examples(nlp)
+    scores = nlp.evaluate(examples)
+    for key in ("dep_uas", "dep_las", "pos_acc", "tag_acc", "sents_f"):
+        assert 0.0 <= scores[key] <= 1.0, key
+    # The same figures computed from arborist's own predictions, as spaCy defines them:
+    # tag accuracy over all words; UAS and LAS as F-scores over arcs whose label is not punct.
+    pos = tag = words = 0
+    pred_arcs, gold_arcs, pred_labeled, gold_labeled = 0, 0, 0, 0
+    uas_hits = las_hits = 0
+    for s in read_corpus(DEV):
+        tagged, heads, deprels = pipeline.annotate(Sentence.from_columns(s.forms[1:]))
+        pos += sum(a == b for a, b in zip(tagged.upos[1:], s.upos[1:]))
+        tag += sum(a == b for a, b in zip(tagged.xpos[1:], s.xpos[1:]))
+        words += s.n
+        pred = {(m, int(heads[m]), deprels[m].lower()) for m in range(1, s.n + 1) if deprels[m] != "punct"}
+        gold = {(m, int(s.heads[m]), s.deprels[m].lower()) for m in range(1, s.n + 1) if s.deprels[m] != "punct"}
+        pred_arcs, gold_arcs = pred_arcs + len(pred), gold_arcs + len(gold)
+        las_hits += len(pred & gold)
+        uas_hits += len({a[:2] for a in pred} & {a[:2] for a in gold})
+    assert scores["pos_acc"] == pytest.approx(pos / words)
+    assert scores["tag_acc"] == pytest.approx(tag / words)
+    f = lambda hits: 2 * hits / (pred_arcs + gold_arcs)  # noqa: E731
+    assert scores["dep_uas"] == pytest.approx(f(uas_hits))
+    assert scores["dep_las"] == pytest.approx(f(las_hits))
+
+
+def test_arborist_package_writes_a_loadable_pipeline(tiny_model, tmp_path, nlp):
+    out = tmp_path / "en_arborist"
+    runner = CliRunner()
+    result = runner.invoke(app, ["package", str(tiny_model), str(out), "--lang", "en"])
+    assert result.exit_code == 0, result.output
+    loaded = spacy.load(out)
+    assert loaded.lang == "en"
+    assert loaded.pipe_names == ["sentencizer", "arborist_tagger", "arborist_parser"]
+    assert loaded.config["components"]["arborist_parser"]["model"] is None  # no path of this machine
+    assert loaded.meta["requirements"] == [f"arborist>={arborist.__version__}"]
+    assert [annotations(d) for d in loaded.pipe(TEXTS)] == [annotations(d) for d in nlp.pipe(TEXTS)]
+    result = runner.invoke(app, ["package", str(tiny_model), str(out)])
+    assert result.exit_code != 0 and "exists" in result.output
+    assert runner.invoke(app, ["package", str(tiny_model), str(out), "--overwrite"]).exit_code == 0
+
+
+def test_unknown_language_is_reported(tiny_model, tmp_path):
+    result = CliRunner().invoke(app, ["package", str(tiny_model), str(tmp_path / "p"), "--lang", "zz"])
+    assert result.exit_code != 0 and "zz" in result.output
+
+
+def test_model_language_comes_from_the_config(pipeline):
+    assert pipeline.lang == "en"  # the training config has no [nlp] section
+    german = arborist.Pipeline(info={"config": pipeline.info["config"] + '\n[nlp]\nlang = "de"\n'})
+    assert german.lang == "de"
