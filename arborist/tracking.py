@@ -170,7 +170,14 @@ class WandbTracker:
         self.run.log_artifact(artifact)
 
     def close(self) -> None:
+        import wandb
+
         self.run.finish()
+        # finish() can return before wandb-core has written the run's transaction log
+        # (seen on a loaded machine: the offline .wandb file still held only its header);
+        # tearing the service down waits for it, so the run directory is complete when
+        # `train` returns, not only when the process exits. A later run starts a new one.
+        wandb.teardown()
 
 
 class Trackers:
