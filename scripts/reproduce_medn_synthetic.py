@@ -31,6 +31,7 @@ panel per number of relevant inputs: mean test error against training size.
 
     python scripts/reproduce_medn_synthetic.py                   # everything
     python scripts/reproduce_medn_synthetic.py --models 2 --sizes 30 --sweeps 100   # a smoke run
+    python scripts/reproduce_medn_synthetic.py --report   # table and plot of the models finished so far
 """
 from __future__ import annotations
 
@@ -194,6 +195,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=45, help="EG epochs (LapMEDN: 3 outer iterations of a third)")
     parser.add_argument("--output", type=Path, default=RESULTS / "medn_synthetic.json")
     parser.add_argument("--fresh", action="store_true")
+    parser.add_argument("--report", action="store_true", help="only write the table and plot of the cells done")
     args = parser.parse_args()
     settings = {"sweeps": args.sweeps, "epochs": args.epochs, "C_grid": C_GRID, "M3N_grid": M3N_GRID,
                 "lambdas": LAMBDAS, "lapmedn": "C = 1, Sigma^1 = I / C_M3N, lambda x C_M3N", "folds": FOLDS}
@@ -205,7 +207,7 @@ def main() -> None:
         cells = saved["cells"]
     done = {(c["relevant"], c["model"], c["size"]) for c in cells}
     # Model by model, so that a partial run has every size for the models it finished.
-    for model in range(args.models):
+    for model in range(0 if args.report else args.models):
         for r in args.relevant:
             todo = [s for s in args.sizes if (r, model, s) not in done]
             if not todo:
@@ -222,6 +224,11 @@ def main() -> None:
                 tmp = args.output.with_suffix(".tmp")
                 tmp.write_text(json.dumps({"settings": settings, "table": table, "cells": cells}, indent=1) + "\n")
                 tmp.replace(args.output)
+    if args.report:  # only models with every cell, so each row averages the same data sets
+        complete = {m for m in {c["model"] for c in cells}
+                    if sum(c["model"] == m for c in cells) == len(args.sizes) * len(args.relevant)}
+        cells = [c for c in cells if c["model"] in complete]
+        print(f"models with every cell: {sorted(complete)}")
     table = summarize(cells, args.sizes, args.relevant)
     text = markdown(table)
     print(text)
