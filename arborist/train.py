@@ -190,10 +190,11 @@ def train(config: Config, output: str | Path | None = None, tracker=None,
                                 "sentences; add a [components.pruner] with arborist.Pruner.v1)")
             else:
                 structure.use_pruner(pipeline.pruner)
-                train_pruning = pruning_scores((x, pipeline.pruner.allowed(x)) for x in train_x)
-                tracker.message(f"{name}: pruned training arcs keep {train_pruning['prune_recall']:.2f}% of the gold "
-                                f"arcs (the rest are added back), {train_pruning['heads_per_word']:.2f} heads per word")
         structure.initialize(train_x)
+        if kind == "parser" and structure.order == 2 and pipeline.pruner is not None:
+            kept = structure.training_pruning
+            tracker.message(f"{name}: pruned training arcs keep {kept['prune_recall']:.2f}% of the gold arcs (the "
+                            f"rest are added back), {kept['heads_per_word']:.2f} heads per word")
         if kind == "parser":
             tracker.message(f"{name}: {'projective' if structure.projective else 'non-projective'} trees"
                             + (f", second order ({', '.join(structure.parts)})" if structure.order == 2 else ""))

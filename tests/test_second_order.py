@@ -292,6 +292,7 @@ def test_every_trainer_trains_a_pruned_second_order_tree(trainer_name, sample_se
     tree.use_pruner(pruner)
     tree.initialize(train)
     assert all(tree.layout(x).allowed[x.heads[1:], np.arange(1, x.n + 1)].all() for x in train)  # gold kept
+    assert 0 < tree.training_pruning["prune_recall"] <= 100 and tree.training_pruning["heads_per_word"] >= 1
     trainer = registry.resolve(Config({"t": TRAINERS[trainer_name]}))["t"]
     trainer.begin(tree, train, 18)
     for _ in range(4):

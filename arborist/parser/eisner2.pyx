@@ -292,16 +292,86 @@ cdef class _Chart2:
         cdef double half = self.CL[self.c(m, hs, h + 1)] if m > h else self.CR[self.c(m, hs, h - 1)]
         return half + self.sib(sc, self.L.v_sib_start[a])
 
-    cdef inline double sibling_term(self, int a, int j, int q) noexcept nogil:
-        """The two halves of S[a, j] split at q."""
+    cdef inline void sibling_halves(self, int a, int j, int q, int* right_half, int* left_half) noexcept nogil:
+        """The chart cells (in CR and CL) of the two halves of S[a, j] split at q: the
+        inner one of r and m faces right, the outer one left."""
         cdef int m = self.L.v_arc_m[a], ar = self.L.candidate(a, j), r = self.L.v_arc_m[ar]
         cdef int hs_m = a - self.L.v_head_start[m], hs_r = ar - self.L.v_head_start[r]
         if m > r:
-            return self.CR[self.c(r, hs_r, q)] + self.CL[self.c(m, hs_m, q + 1)]
-        return self.CR[self.c(m, hs_m, q)] + self.CL[self.c(r, hs_r, q + 1)]
+            right_half[0] = self.c(r, hs_r, q)
+            left_half[0] = self.c(m, hs_m, q + 1)
+        else:
+            right_half[0] = self.c(m, hs_m, q)
+            left_half[0] = self.c(r, hs_r, q + 1)
+
+    cdef inline double sibling_term(self, int a, int j, int q) noexcept nogil:
+        cdef int right_half, left_half
+        self.sibling_halves(a, j, q, &right_half, &left_half)
+        return self.CR[right_half] + self.CL[left_half]
+
+    cdef inline void children_between(self, int h, int e, int* first, int* stop, int* step) noexcept nogil:
+        """The run of h's child-list entries from h outwards towards e (right when e > h)."""
+        if e > h:
+            first[0] = self.L.v_split[h]
+            stop[0] = self.L.v_child_start[h + 1]
+            step[0] = 1
+        else:
+            first[0] = self.L.v_split[h] - 1
+            stop[0] = self.L.v_child_start[h] - 1
+            step[0] = -1
+
+    cdef void fill_complete(self, int h, int e, bint use_max) noexcept nogil:
+        """CR[h, gs, e] (e > h) or CL[h, gs, e] (e < h) for every gs: (+) over the children
+        m of h up to e of I[(h, m), gs] + the same-facing complete span of m to e."""
+        cdef bint right = e > h
+        cdef double* C = &self.CR[0] if right else &self.CL[0]
+        cdef int* bp = &self.bpCR[0] if right else &self.bpCL[0]
+        cdef int K = self.K, gs, ci, first, stop, step, a, m
+        cdef Acc acc
+        self.children_between(h, e, &first, &stop, &step)
+        for gs in range(self.L.n_heads(h)):
+            acc_init(&acc)
+            ci = first
+            while ci != stop:
+                a = self.L.v_child_arc[ci]
+                m = self.L.v_arc_m[a]
+                if (m > e) if right else (m < e):
+                    break
+                acc_add(&acc, self.I[a * K + gs] + C[self.c(m, a - self.L.v_head_start[m], e)], a, use_max)
+                ci += step
+            C[self.c(h, gs, e)] = acc_value(&acc, use_max)
+            bp[self.c(h, gs, e)] = acc.arg
+
+    cdef void outside_complete(self, int h, int e) noexcept nogil:
+        """The outside pass of `fill_complete`: spreads the adjoint of each C[h, gs, e] over
+        its terms."""
+        cdef bint right = e > h
+        cdef double* C = &self.CR[0] if right else &self.CL[0]
+        cdef double* gC = &self.gCR[0] if right else &self.gCL[0]
+        cdef int K = self.K, gs, ci, first, stop, step, a, m, cell
+        cdef double g, V, t, p
+        self.children_between(h, e, &first, &stop, &step)
+        for gs in range(self.L.n_heads(h)):
+            g = gC[self.c(h, gs, e)]
+            if g == 0.0:
+                continue
+            V = C[self.c(h, gs, e)]
+            ci = first
+            while ci != stop:
+                a = self.L.v_child_arc[ci]
+                m = self.L.v_arc_m[a]
+                if (m > e) if right else (m < e):
+                    break
+                cell = self.c(m, a - self.L.v_head_start[m], e)
+                t = self.I[a * K + gs] + C[cell]
+                if t != -INFINITY:
+                    p = g * exp(t - V)
+                    self.gI[a * K + gs] += p
+                    gC[cell] += p
+                ci += step
 
     cdef double fill(self, const double* sc, bint single_root, bint use_max) noexcept nogil:
-        cdef int n = self.n, K = self.K, w, idx, a, h, m, r, ar, gs, j, q, cnt, s0, e, ci, hs, lo, hi
+        cdef int n = self.n, K = self.K, w, idx, a, h, m, r, ar, gs, j, q, cnt, s0, ci, lo, hi
         cdef double F
         cdef Acc acc
         for h in range(n + 1):
@@ -337,32 +407,10 @@ cdef class _Chart2:
                     self.I[a * K + gs] = sc[a] + self.grand(sc, a, gs) + self.II[a * K + gs]
                     self.bpI[a * K + gs] = acc.arg
             for h in range(n + 1):
-                e = h + w
-                if e <= n and not (single_root and h == 0):
-                    for gs in range(self.L.n_heads(h)):
-                        acc_init(&acc)
-                        for ci in range(self.L.v_split[h], self.L.v_child_start[h + 1]):
-                            a = self.L.v_child_arc[ci]
-                            m = self.L.v_arc_m[a]
-                            if m > e:
-                                break
-                            hs = a - self.L.v_head_start[m]
-                            acc_add(&acc, self.I[a * K + gs] + self.CR[self.c(m, hs, e)], a, use_max)
-                        self.CR[self.c(h, gs, e)] = acc_value(&acc, use_max)
-                        self.bpCR[self.c(h, gs, e)] = acc.arg
-                e = h - w
-                if h >= 1 and e >= 1:
-                    for gs in range(self.L.n_heads(h)):
-                        acc_init(&acc)
-                        for ci in range(self.L.v_split[h] - 1, self.L.v_child_start[h] - 1, -1):
-                            a = self.L.v_child_arc[ci]
-                            m = self.L.v_arc_m[a]
-                            if m < e:
-                                break
-                            hs = a - self.L.v_head_start[m]
-                            acc_add(&acc, self.I[a * K + gs] + self.CL[self.c(m, hs, e)], a, use_max)
-                        self.CL[self.c(h, gs, e)] = acc_value(&acc, use_max)
-                        self.bpCL[self.c(h, gs, e)] = acc.arg
+                if h + w <= n and not (single_root and h == 0):
+                    self.fill_complete(h, h + w, use_max)
+                if h >= 1 and h - w >= 1:
+                    self.fill_complete(h, h - w, use_max)
         if not single_root:
             return self.CR[self.c(0, 0, n)]
         acc_init(&acc)
@@ -426,7 +474,8 @@ cdef class _Chart2:
                     _push(stack, &top, ITEM_CL, r, hs_r, z + 1)
 
     cdef void outside(self, const double* sc, bint single_root, double logz, double[::1] mu) noexcept nogil:
-        cdef int n = self.n, K = self.K, w, idx, a, h, m, ar, gs, j, q, cnt, s0, e, ci, hs, lo, hi, r, hs_r
+        cdef int n = self.n, K = self.K, w, idx, a, h, m, ar, gs, j, q, cnt, s0, ci, hs, lo, hi, r
+        cdef int right_half, left_half
         cdef double g, p, t, V
         cdef double[::1] gCR = self.gCR, gCL = self.gCL, gI = self.gI, gS = self.gS
         if single_root:
@@ -443,42 +492,10 @@ cdef class _Chart2:
             gCR[self.c(0, 0, n)] = 1.0
         for w in range(n, 0, -1):
             for h in range(n + 1):
-                e = h + w
-                if e <= n and not (single_root and h == 0):
-                    for gs in range(self.L.n_heads(h)):
-                        g = gCR[self.c(h, gs, e)]
-                        if g == 0.0:
-                            continue
-                        V = self.CR[self.c(h, gs, e)]
-                        for ci in range(self.L.v_split[h], self.L.v_child_start[h + 1]):
-                            a = self.L.v_child_arc[ci]
-                            m = self.L.v_arc_m[a]
-                            if m > e:
-                                break
-                            hs = a - self.L.v_head_start[m]
-                            t = self.I[a * K + gs] + self.CR[self.c(m, hs, e)]
-                            if t != -INFINITY:
-                                p = g * exp(t - V)
-                                gI[a * K + gs] += p
-                                gCR[self.c(m, hs, e)] += p
-                e = h - w
-                if h >= 1 and e >= 1:
-                    for gs in range(self.L.n_heads(h)):
-                        g = gCL[self.c(h, gs, e)]
-                        if g == 0.0:
-                            continue
-                        V = self.CL[self.c(h, gs, e)]
-                        for ci in range(self.L.v_split[h] - 1, self.L.v_child_start[h] - 1, -1):
-                            a = self.L.v_child_arc[ci]
-                            m = self.L.v_arc_m[a]
-                            if m < e:
-                                break
-                            hs = a - self.L.v_head_start[m]
-                            t = self.I[a * K + gs] + self.CL[self.c(m, hs, e)]
-                            if t != -INFINITY:
-                                p = g * exp(t - V)
-                                gI[a * K + gs] += p
-                                gCL[self.c(m, hs, e)] += p
+                if h + w <= n and not (single_root and h == 0):
+                    self.outside_complete(h, h + w)
+                if h >= 1 and h - w >= 1:
+                    self.outside_complete(h, h - w)
             for idx in range(self.L.v_width_start[w], self.L.v_width_start[w + 1]):
                 a = self.L.v_arc_order[idx]
                 h = self.L.v_arc_h[a]
@@ -519,21 +536,16 @@ cdef class _Chart2:
                     if g == 0.0:
                         continue
                     V = self.S[s0 + 1 + j]
-                    ar = self.L.candidate(a, j)
-                    r = self.L.v_arc_m[ar]
-                    hs_r = ar - self.L.v_head_start[r]
+                    r = self.L.v_arc_m[self.L.candidate(a, j)]
                     lo = r if m > r else m
                     hi = m if m > r else r
                     for q in range(lo, hi):
-                        t = self.sibling_term(a, j, q)
+                        self.sibling_halves(a, j, q, &right_half, &left_half)
+                        t = self.CR[right_half] + self.CL[left_half]
                         if t != -INFINITY:
                             p = g * exp(t - V)
-                            if m > r:
-                                gCR[self.c(r, hs_r, q)] += p
-                                gCL[self.c(m, hs, q + 1)] += p
-                            else:
-                                gCR[self.c(m, hs, q)] += p
-                                gCL[self.c(r, hs_r, q + 1)] += p
+                            gCR[right_half] += p
+                            gCL[left_half] += p
 
     def allocate_outside(self):
         self.gCR = numpy.zeros(self.CR.shape[0])

@@ -19,6 +19,7 @@ import numpy
 
 from ..hashing cimport GOLDEN, combine, mix64
 from ..learn.weights cimport Weights, touch
+from .distance cimport distance_bin
 from ..sentence import ATTR_NAMES
 from ..strings import hash_string
 
@@ -55,22 +56,6 @@ cdef int MAX_OFFSET = 2
 cdef uint64_t BOS = hash_string("<S>")
 cdef uint64_t EOS = hash_string("</S>")
 N_DISTANCE_BINS = 11
-
-
-cdef inline int distance_bin(int d) noexcept nogil:
-    if d <= 5:
-        return d - 1
-    if d <= 7:
-        return 5
-    if d <= 10:
-        return 6
-    if d <= 14:
-        return 7
-    if d <= 20:
-        return 8
-    if d <= 30:
-        return 9
-    return 10
 
 
 def parse_template(str template):

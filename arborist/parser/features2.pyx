@@ -17,6 +17,7 @@ import numpy
 
 from ..hashing cimport GOLDEN, combine, mix64
 from ..learn.weights cimport Weights, touch
+from .distance cimport distance_bin
 from ..sentence import ATTR_NAMES
 from ..strings import hash_string
 
@@ -37,23 +38,6 @@ DEFAULT_GRANDPARENT_TEMPLATES = (
 ROLES = {"sibling": "hsm", "grandparent": "ghm"}
 cdef int MAX_ATOMS = 4
 cdef uint64_t FIRST_CHILD = hash_string("<FIRST-CHILD>")
-
-
-cdef inline int distance_bin(int d) noexcept nogil:
-    # the first-order bins (features.pyx), which read well for sibling gaps too
-    if d <= 5:
-        return d - 1
-    if d <= 7:
-        return 5
-    if d <= 10:
-        return 6
-    if d <= 14:
-        return 7
-    if d <= 20:
-        return 8
-    if d <= 30:
-        return 9
-    return 10
 
 
 def parse_part_template(str template, str kind):

@@ -109,6 +109,8 @@ class SecondOrderTree(DependencyTree):
         self.part_features = PartFeatures(sibling_templates, grandparent_templates, hash_bits)
         self.pruner = None  # a Pruner component; without one every arc is allowed (exact, O(n^4))
         self._layouts: dict[int, tuple] = {}
+        self.training_pruning: dict = {}
+        self._pruned_gold = self._kept_arcs = 0
 
     def config(self) -> dict:
         return {**super().config(), "order": 2, "parts": list(self.parts),
@@ -141,6 +143,8 @@ class SecondOrderTree(DependencyTree):
             return entry[1]
         allowed = self.allowed(x)
         if keep_gold:
+            self._pruned_gold += int((~allowed[x.heads[1:], np.arange(1, x.n + 1)]).sum())
+            self._kept_arcs += int(allowed[:, 1:].sum())
             allowed[x.heads[1:], np.arange(1, x.n + 1)] = True
         layout = SecondOrderLayout(allowed, "sibling" in self.parts, "grandparent" in self.parts)
         key = id(x)
@@ -153,11 +157,18 @@ class SecondOrderTree(DependencyTree):
         return self._layouts[id(x)][1:]
 
     def initialize(self, sentences) -> None:
-        """Fixes the parts of every training sentence: the pruner's arcs plus the gold ones."""
+        """Fixes the parts of every training sentence: the pruner's arcs plus the gold ones.
+        `training_pruning` then holds the pruner's recall on them (before the gold arcs are
+        added back) and the heads it kept per word."""
+        sentences = list(sentences)
         super().initialize(sentences)
+        self._pruned_gold = self._kept_arcs = 0
         for x in sentences:
             self._layouts.pop(id(x), None)
             self.layout(x, keep_gold=True)
+        words = sum(x.n for x in sentences)
+        self.training_pruning = {"prune_recall": 100.0 * (words - self._pruned_gold) / words if words else 0.0,
+                                 "heads_per_word": self._kept_arcs / words if words else 0.0}
 
     # -- the protocol ---------------------------------------------------------------
     def scores(self, x: Sentence, w) -> np.ndarray:
