@@ -11,14 +11,14 @@ conjoined with the arc's direction and binned distance.
 
 Scoring all (n+1)^2 arcs and adding a scaled feature vector of given arcs to the
 weights are the two operations; both enumerate features with the same code
-(`_visit_arc`), so the scores are exactly w . phi.
+(`_arc_indices`), so the scores are exactly w . phi.
 """
 from libc.stdint cimport uint64_t, int8_t
 from libc.math cimport INFINITY
 import numpy
 
 from ..hashing cimport GOLDEN, combine, mix64
-from ..learn.weights cimport Weights, touch
+from ..learn.weights cimport Weights, prefetch
 from .distance cimport distance_bin
 from ..sentence import ATTR_NAMES
 from ..strings import hash_string
@@ -182,10 +182,15 @@ cdef class ArcFeatures:
         cdef const uint64_t[:, ::1] Hv = H, Mv = M, values = values_arr
         cdef const int8_t[:, ::1] ids = ids_arr
         cdef double[:, :] A = arcs
-        cdef int n = sentence.n, h, m, j, B = len(self.between_rows), T = len(self.sides) - B
+        cdef int n = sentence.n, h, m, j, i, k, B = len(self.between_rows), T = len(self.sides) - B
         cdef int step, first, stop
         cdef uint64_t masks[4]
         cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
+        cdef double total, value
+        # One arc's weight indices: two per pair template, two per in-between value.
+        cdef uint64_t[::1] index_buffer = numpy.empty(2 * (T + 64 * B), dtype=numpy.uint64)
+        cdef uint64_t* index = &index_buffer[0]
+        cdef const double* weights = w if w != NULL else &target.w[0]
         with nogil:
             for h in range(n + 1):
                 for step in range(-1, 2, 2):
@@ -200,9 +205,18 @@ cdef class ArcFeatures:
                                 masks[j] |= (<uint64_t>1) << ids[j, m - step]
                         if w != NULL:
                             if allowed == NULL or allowed[h * (n + 1) + m]:
-                                A[h, m] = _visit_arc(h, m, T, B, Hv, Mv, masks, values, mask, w, None, 0.0)
+                                # All indices (prefetched) first, then the reads: the cache
+                                # misses overlap (see `prefetch`); same sum, same order.
+                                k = _arc_indices(h, m, T, B, Hv, Mv, masks, values, mask, index, weights)
+                                total = 0.0
+                                for i in range(k):
+                                    total += w[index[i]]
+                                A[h, m] = total
                         elif A[h, m] != 0.0:
-                            _visit_arc(h, m, T, B, Hv, Mv, masks, values, mask, NULL, target, scale * A[h, m])
+                            k = _arc_indices(h, m, T, B, Hv, Mv, masks, values, mask, index, weights)
+                            value = scale * A[h, m]
+                            for i in range(k):
+                                target.add(index[i], value)
                         m += step
 
     def arc_indices(self, sentence, int h, int m):
@@ -231,27 +245,34 @@ cdef inline uint64_t _side_hash(uint64_t seed, const int[::1] atoms, const uint6
     return value
 
 
-cdef double _visit_arc(int h, int m, int T, int B, const uint64_t[:, ::1] H, const uint64_t[:, ::1] M,
-                       uint64_t* masks, const uint64_t[:, ::1] values, uint64_t mask,
-                       const double* w, Weights target, double value) noexcept nogil:
-    """Sum w over the arc's features (w != NULL), or add `value` to each of them in `target`.
+cdef int _arc_indices(int h, int m, int T, int B, const uint64_t[:, ::1] H, const uint64_t[:, ::1] M,
+                      const uint64_t* masks, const uint64_t[:, ::1] values, uint64_t mask,
+                      uint64_t* index, const double* w) noexcept nogil:
+    """Write the weight indices of arc (h, m)'s features to `index` and prefetch
+    their weights in `w`; return how many.
 
     Rows 0..T-1 of H and M are pair templates; rows T..T+B-1 the in-between templates,
-    whose features (h value, b value, m value) fire once per distinct b in masks[j]."""
-    cdef int t, b, j
+    whose features (h value, b value, m value) fire once per distinct b in masks[j].
+    Every feature comes twice: on its own and conjoined with direction and distance."""
+    cdef int t, b, j, k = 0
     cdef int d = m - h if m > h else h - m
     cdef uint64_t key, dd = mix64(<uint64_t>((m > h) * 16 + distance_bin(d) + 1) * GOLDEN)
-    cdef double total = 0.0
     for t in range(T):
         key = mix64(H[t, h] ^ (M[t, m] * GOLDEN))
-        total += touch(key, mask, w, target, value)
-        total += touch(mix64(key ^ dd), mask, w, target, value)
+        index[k] = key & mask
+        index[k + 1] = mix64(key ^ dd) & mask
+        prefetch(w, index[k])
+        prefetch(w, index[k + 1])
+        k += 2
     for j in range(B):
         if masks[j] == 0:
             continue
         for b in range(64):
             if masks[j] & ((<uint64_t>1) << b):
                 key = mix64(H[T + j, h] ^ (M[T + j, m] * GOLDEN) ^ mix64(values[j, b]))
-                total += touch(key, mask, w, target, value)
-                total += touch(mix64(key ^ dd), mask, w, target, value)
-    return total
+                index[k] = key & mask
+                index[k + 1] = mix64(key ^ dd) & mask
+                prefetch(w, index[k])
+                prefetch(w, index[k + 1])
+                k += 2
+    return k

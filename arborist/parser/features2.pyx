@@ -16,7 +16,7 @@ from libc.stdint cimport uint64_t
 import numpy
 
 from ..hashing cimport GOLDEN, combine, mix64
-from ..learn.weights cimport Weights, touch
+from ..learn.weights cimport Weights, prefetch
 from .distance cimport distance_bin
 from ..sentence import ATTR_NAMES
 from ..strings import hash_string
@@ -152,6 +152,12 @@ cdef class PartFeatures:
         cdef bint sibling = kind == "sibling"
         cdef uint64_t key, dirs, dd, mask = (<uint64_t>1 << self.bits) - 1
         cdef double total, value
+        cdef int i, k
+        # One part's weight indices, all computed (and their weights prefetched) before
+        # any is read or updated, as in ArcFeatures.
+        cdef uint64_t[::1] index_buffer = numpy.empty(2 * max(T, 1), dtype=numpy.uint64)
+        cdef uint64_t* index = &index_buffer[0]
+        cdef const double* weights = w if w != NULL else &target.w[0]
         with nogil:
             for p in range(P.shape[0]):
                 if w == NULL and values[p] == 0.0:
@@ -170,14 +176,23 @@ cdef class PartFeatures:
                     d = c - b if c > b else b - c
                 dirs = mix64(<uint64_t>(code + 1) * GOLDEN)
                 dd = mix64(<uint64_t>(code * 16 + distance_bin(d) + 100) * GOLDEN)
-                value = scale * values[p] if w == NULL else 0.0
-                total = 0.0
+                k = 0
                 for t in range(T):
                     key = mix64(mix64(Rv[t, 0, a] ^ (Rv[t, 1, b] * GOLDEN)) ^ Rv[t, 2, c])
-                    total += touch(key ^ dirs, mask, w, target, value)
-                    total += touch(mix64(key ^ dd), mask, w, target, value)
+                    index[k] = (key ^ dirs) & mask
+                    index[k + 1] = mix64(key ^ dd) & mask
+                    prefetch(weights, index[k])
+                    prefetch(weights, index[k + 1])
+                    k += 2
                 if w != NULL:
+                    total = 0.0
+                    for i in range(k):
+                        total += w[index[i]]
                     values[p] = total
+                else:
+                    value = scale * values[p]
+                    for i in range(k):
+                        target.add(index[i], value)
 
     def part_indices(self, sentence, part, str kind):
         """The feature indices of one part (for tests and inspection)."""
