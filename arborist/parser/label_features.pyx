@@ -23,7 +23,7 @@ from libc.stdint cimport uint64_t, int64_t
 import numpy
 
 from ..hashing cimport combine, mix64
-from ..learn.weights cimport Weights
+from ..learn.weights cimport Weights, prefetch
 from ..sentence import ATTR_NAMES
 from ..strings import hash_string
 
@@ -237,6 +237,8 @@ cdef class LabelFeatures:
         cdef const double* block
         cdef double* row
         with nogil:
+            for j in range(ov[ov.shape[0] - 1]):
+                prefetch(wp, kv[j] & mask)
             for m in range(1, ov.shape[0] - 1):
                 row = &S[m, 0]
                 for j in range(ov[m], ov[m + 1]):
