@@ -32,6 +32,10 @@ panel per number of relevant inputs: mean test error against training size.
     python scripts/reproduce_medn_synthetic.py                   # everything
     python scripts/reproduce_medn_synthetic.py --models 2 --sizes 30 --sweeps 100   # a smoke run
     python scripts/reproduce_medn_synthetic.py --report   # table and plot of the models finished so far
+    # LapMEDN again with a wider lambda grid, the other methods copied from the first run:
+    python scripts/reproduce_medn_synthetic.py --methods LapMEDN --reuse scripts/results/medn_synthetic.json \
+        --lambdas 0.0625 0.125 0.25 0.5 1 30.67 60.33 90 119.67 149.33 179 208.67 238.33 268 \
+        --output scripts/results/medn_synthetic_wide_lambda.json
 """
 from __future__ import annotations
 
@@ -123,15 +127,20 @@ def cross_validate(method, grid, inputs, labels, epochs, seed, C=1.0) -> tuple[f
     return float(grid[int(np.argmin(errors))]), errors.tolist()
 
 
-def cell(data, relevant, model, size, epochs) -> dict:
+def cell(data, relevant, model, size, epochs, lambdas=LAMBDAS, methods=METHODS, reused=None) -> dict:
+    """One (relevant, model, size) cell: every method's test error; the methods not in
+    `methods` are copied from `reused` (the same cell of an earlier run)."""
     truth, inputs, labels = data
     rng = np.random.default_rng([relevant, model, size])
     order = rng.permutation(len(inputs))
     train, test = order[:size], order[size:]
     out = {"relevant": relevant, "model": model, "size": size}
     for method in METHODS:
+        if method not in methods:
+            out[method] = reused[method]
+            continue
         start = time.perf_counter()
-        grid = {"M3N": M3N_GRID, "LapMEDN": LAMBDAS}.get(method, C_GRID)
+        grid = {"M3N": M3N_GRID, "LapMEDN": lambdas}.get(method, C_GRID)
         C = out["M3N"]["chosen"] if method == "LapMEDN" else 1.0  # M3N runs first
         chosen, cv = cross_validate(method, grid, inputs[train], labels[train], epochs, model, C)
         w = fit(method, chosen, inputs[train], labels[train], epochs, model, C)
@@ -196,9 +205,23 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=RESULTS / "medn_synthetic.json")
     parser.add_argument("--fresh", action="store_true")
     parser.add_argument("--report", action="store_true", help="only write the table and plot of the cells done")
+    parser.add_argument("--lambdas", type=float, nargs="+", default=list(LAMBDAS), help="LapMEDN's grid")
+    parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS),
+                        help="run only these; the others come from --reuse")
+    parser.add_argument("--reuse", type=Path, help="an earlier run's JSON: the results of the methods "
+                        "not in --methods are copied from its cells (LapMEDN needs M3N's chosen C)")
     args = parser.parse_args()
     settings = {"sweeps": args.sweeps, "epochs": args.epochs, "C_grid": C_GRID, "M3N_grid": M3N_GRID,
-                "lambdas": LAMBDAS, "lapmedn": "C = 1, Sigma^1 = I / C_M3N, lambda x C_M3N", "folds": FOLDS}
+                "lambdas": args.lambdas, "lapmedn": "C = 1, Sigma^1 = I / C_M3N, lambda x C_M3N", "folds": FOLDS}
+    reused = {}
+    if set(args.methods) != set(METHODS):
+        if args.reuse is None:
+            raise SystemExit("--methods without every method needs --reuse (the other methods' results)")
+        old = json.loads(args.reuse.read_text())
+        if any(old["settings"][k] != settings[k] for k in ("sweeps", "epochs", "folds")):
+            raise SystemExit(f"{args.reuse} was run with other sweeps, epochs or folds")
+        reused = {(c["relevant"], c["model"], c["size"]): c for c in old["cells"]}
+        settings["reused"] = {"from": args.reuse.name, "methods": [m for m in METHODS if m not in args.methods]}
     cells = []
     if args.output.exists() and not args.fresh:
         saved = json.loads(args.output.read_text())
@@ -209,12 +232,14 @@ def main() -> None:
     # Model by model, so that a partial run has every size for the models it finished.
     for model in range(0 if args.report else args.models):
         for r in args.relevant:
-            todo = [s for s in args.sizes if (r, model, s) not in done]
+            todo = [s for s in args.sizes if (r, model, s) not in done
+                    and (not reused or (r, model, s) in reused)]
             if not todo:
                 continue
             data = synthetic_crf.dataset(r, model, sweeps=args.sweeps)
             for size in todo:
-                result = cell(data, r, model, size, args.epochs)
+                result = cell(data, r, model, size, args.epochs, args.lambdas, args.methods,
+                              reused.get((r, model, size)))
                 cells.append(result)
                 print(f"relevant {r} model {model} size {size}: "
                       + ", ".join(f"{m} {result[m]['error']:.4f} ({result[m]['chosen']:g})" for m in METHODS)
