@@ -36,6 +36,10 @@ panel per number of relevant inputs: mean test error against training size.
     python scripts/reproduce_medn_synthetic.py --methods LapMEDN --reuse scripts/results/medn_synthetic.json \
         --lambdas 0.0625 0.125 0.25 0.5 1 30.67 60.33 90 119.67 149.33 179 208.67 238.33 268 \
         --output scripts/results/medn_synthetic_wide_lambda.json
+    # ... and with the paper's grid, 20 evenly spaced values from 1 to 268:
+    python scripts/reproduce_medn_synthetic.py --methods LapMEDN --reuse scripts/results/medn_synthetic.json \
+        --lambdas $(python -c "import numpy; print(*numpy.linspace(1, 268, 20).round(2))") \
+        --output scripts/results/medn_synthetic_paper_lambda.json
 """
 from __future__ import annotations
 
