@@ -35,9 +35,10 @@ cdef class Weights:
 
 
 cdef inline double touch(uint64_t key, uint64_t mask, const double* w, Weights target, double value) noexcept nogil:
-    """The feature kernels' one access to a hashed weight, so that scoring and updating
-    enumerate features with the same code: with w, read w[key & mask]; with w = NULL,
-    add value to target at key & mask."""
+    """One access to a hashed weight, so that a kernel's scoring and updating enumerate
+    features with the same code (the tagger's): with w, read w[key & mask]; with w = NULL,
+    add value to target at key & mask. The arc, part and label kernels instead collect a
+    part's indices first and `prefetch` them (below)."""
     cdef uint64_t index = key & mask
     if w != NULL:
         return w[index]
