@@ -13,13 +13,15 @@ Scoring all (n+1)^2 arcs and adding a scaled feature vector of given arcs to the
 weights are the two operations; both enumerate features with the same code
 (`_arc_indices`), so the scores are exactly w . phi.
 """
-from libc.stdint cimport uint64_t, int8_t
+from libc.stdint cimport uint64_t, int8_t, int64_t
+from libc.stdlib cimport qsort
 from libc.math cimport INFINITY
 import numpy
 
 from ..hashing cimport GOLDEN, combine, mix64
 from ..learn.weights cimport Weights, prefetch
 from .distance cimport distance_bin
+from .eisner cimport _fill, _backtrack
 from ..sentence import ATTR_NAMES
 from ..strings import hash_string
 
@@ -126,8 +128,8 @@ cdef class ArcFeatures:
         with nogil:
             for t in range(T):
                 for i in range(n_tokens):
-                    Hv[t, i] = _side_hash(seeds[t, 0], atoms[t, 0], attrs, i, n_tokens)
-                    Mv[t, i] = _side_hash(seeds[t, 1], atoms[t, 1], attrs, i, n_tokens)
+                    Hv[t, i] = _side_hash(seeds[t, 0], atoms[t, 0], attrs, 0, i, n_tokens)
+                    Mv[t, i] = _side_hash(seeds[t, 1], atoms[t, 1], attrs, 0, i, n_tokens)
         return H, M
 
     def between_ids(self, attrs):
@@ -174,50 +176,84 @@ cdef class ArcFeatures:
 
     cdef _sweep(self, sentence, const double* w, Weights target, arcs, double scale,
                 const unsigned char* allowed):
-        """Visit every arc once, h outwards: score into `arcs` (w != NULL), or add
-        scale * arcs[h, m] * phi(h, m) to `target`. The in-between masks grow by one
-        token per step outwards from h, so a sweep is O(n^2) whatever the arc values."""
+        """Score into `arcs` (w != NULL), or add scale * arcs[h, m] * phi(h, m) to `target`
+        (see `_visit_arcs`)."""
         H, M = self.side_hashes(sentence.attrs)
         ids_arr, values_arr = self.between_ids(sentence.attrs)
         cdef const uint64_t[:, ::1] Hv = H, Mv = M, values = values_arr
         cdef const int8_t[:, ::1] ids = ids_arr
         cdef double[:, :] A = arcs
-        cdef int n = sentence.n, h, m, j, i, k, B = len(self.between_rows), T = len(self.sides) - B
-        cdef int step, first, stop
-        cdef uint64_t masks[4]
+        cdef int n = sentence.n, B = len(self.between_rows), T = len(self.sides) - B
         cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
-        cdef double total, value
         # One arc's weight indices: two per pair template, two per in-between value.
         cdef uint64_t[::1] index_buffer = numpy.empty(2 * (T + 64 * B), dtype=numpy.uint64)
-        cdef uint64_t* index = &index_buffer[0]
-        cdef const double* weights = w if w != NULL else &target.w[0]
         with nogil:
-            for h in range(n + 1):
-                for step in range(-1, 2, 2):
-                    for j in range(B):
-                        masks[j] = 0
-                    first = h + step
-                    stop = n + 1 if step == 1 else 0
-                    m = first
-                    while m != stop and m >= 0:
-                        if m != first:
-                            for j in range(B):
-                                masks[j] |= (<uint64_t>1) << ids[j, m - step]
-                        if w != NULL:
-                            if allowed == NULL or allowed[h * (n + 1) + m]:
-                                # All indices (prefetched) first, then the reads: the cache
-                                # misses overlap (see `prefetch`); same sum, same order.
-                                k = _arc_indices(h, m, T, B, Hv, Mv, masks, values, mask, index, weights)
-                                total = 0.0
-                                for i in range(k):
-                                    total += w[index[i]]
-                                A[h, m] = total
-                        elif A[h, m] != 0.0:
-                            k = _arc_indices(h, m, T, B, Hv, Mv, masks, values, mask, index, weights)
-                            value = scale * A[h, m]
-                            for i in range(k):
-                                target.add(index[i], value)
-                        m += step
+            _visit_arcs(n, T, B, Hv, Mv, ids, values, mask, &index_buffer[0], w, target, A, scale, allowed)
+
+    def parse_many(self, const uint64_t[:, ::1] attrs, const int64_t[::1] starts, const double[::1] w,
+                   bint single_root=True):
+        """Eisner's best projective tree of every sentence of a batch, in one region without
+        the GIL (threads sharing a model run in parallel): sentence i is columns
+        starts[i]..starts[i+1]-1 of `attrs` (its root first). Returns int32 heads in the same
+        columns, sentence-local (0 = the root), -1 at each root; the same trees as
+        `score` then `eisner_argmax` one sentence at a time."""
+        cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
+        if w.shape[0] != <Py_ssize_t>(mask + 1):
+            raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{self.bits}")
+        cdef Py_ssize_t n_sentences = starts.shape[0] - 1, i
+        if attrs.shape[0] != len(ATTR_NAMES) or (n_sentences >= 0 and starts[n_sentences] != attrs.shape[1]):
+            raise ValueError("attrs must be (7, starts[-1])")
+        lengths = numpy.diff(numpy.asarray(starts))
+        if (lengths < 1).any():
+            raise ValueError("every sentence needs its root column")
+        heads_arr = numpy.full(attrs.shape[1], -1, dtype=numpy.int32)
+        if n_sentences <= 0:
+            return heads_arr
+        cdef int size = int(lengths.max())  # n + 1 of the longest sentence
+        cdef int B = len(self.between_rows), T = len(self.sides) - B, t, j, n, best_n
+        shape = (size, size)
+        cdef uint64_t[:, ::1] Hv = numpy.empty((T + B, size), dtype=numpy.uint64)
+        cdef uint64_t[:, ::1] Mv = numpy.empty((T + B, size), dtype=numpy.uint64)
+        cdef uint64_t[:, ::1] values = numpy.zeros((max(B, 1), 64), dtype=numpy.uint64)
+        cdef int8_t[:, ::1] ids = numpy.zeros((max(B, 1), size), dtype=numpy.int8)
+        cdef uint64_t[::1] scratch = numpy.empty(size, dtype=numpy.uint64)
+        cdef uint64_t[::1] index_buffer = numpy.empty(2 * (T + 64 * B), dtype=numpy.uint64)
+        cdef double[:, ::1] A = numpy.zeros(shape)
+        cdef double[:, ::1] Ir = numpy.empty(shape), Il = numpy.empty(shape), Cr = numpy.empty(shape)
+        cdef double[:, ::1] Cl = numpy.empty(shape), Bc = numpy.empty(shape)
+        cdef int[:, ::1] bp_b = numpy.empty(shape, dtype=numpy.intc), bp_cr = numpy.empty(shape, dtype=numpy.intc)
+        cdef int[:, ::1] bp_cl = numpy.empty(shape, dtype=numpy.intc)
+        cdef double[::1] terms = numpy.empty(size)
+        cdef int[::1] stack = numpy.empty(3 * (4 * size + 8), dtype=numpy.intc)
+        cdef int[::1] heads = heads_arr
+        cdef const int[:, :, ::1] atoms = self.atoms
+        cdef const uint64_t[:, ::1] seeds = self.seeds
+        cdef const int[::1] rows = self.between_rows
+        cdef Py_ssize_t base
+        cdef int root_child = 0, failed = -1
+        cdef double best
+        with nogil:
+            for i in range(n_sentences):
+                base = starts[i]
+                n = <int>(starts[i + 1] - base) - 1
+                if n == 0:
+                    continue
+                for t in range(T + B):
+                    for j in range(n + 1):
+                        Hv[t, j] = _side_hash(seeds[t, 0], atoms[t, 0], attrs, base, j, n + 1)
+                        Mv[t, j] = _side_hash(seeds[t, 1], atoms[t, 1], attrs, base, j, n + 1)
+                _between_ids(attrs, base, n + 1, rows, ids, values, &scratch[0])
+                _visit_arcs(n, T, B, Hv, Mv, ids, values, mask, &index_buffer[0], &w[0], None, A, 1.0, NULL)
+                best = _fill(A, n, single_root, True, Ir, Il, Cr, Cl, Bc, bp_b, bp_cr, bp_cl, &terms[0],
+                             &root_child)
+                if best == -INFINITY:
+                    failed = <int>i
+                    break
+                _backtrack(n, single_root, root_child, bp_b, bp_cr, bp_cl, heads[base:base + n + 1], &stack[0])
+                heads[base] = -1
+        if failed >= 0:
+            raise ValueError(f"sentence {failed} of the batch: no projective tree has a finite score")
+        return heads_arr
 
     def arc_indices(self, sentence, int h, int m):
         """The feature indices of one arc, in enumeration order (for tests and inspection)."""
@@ -234,15 +270,48 @@ def _one_hot(int n, int h, int m):
 
 
 cdef inline uint64_t _side_hash(uint64_t seed, const int[::1] atoms, const uint64_t[:, :] attrs,
-                                int i, int n_tokens) noexcept nogil:
+                                Py_ssize_t base, int i, int n_tokens) noexcept nogil:
+    """Token i's side hash; the sentence's tokens are columns base..base+n_tokens-1 of attrs."""
     cdef int k, pos
     cdef uint64_t value = seed
     for k in range(0, atoms.shape[0], 2):
         if atoms[k] < 0:
             break
         pos = i + atoms[k + 1]
-        value = combine(value, BOS if pos < 0 else EOS if pos >= n_tokens else attrs[atoms[k], pos])
+        value = combine(value, BOS if pos < 0 else EOS if pos >= n_tokens else attrs[atoms[k], base + pos])
     return value
+
+
+cdef int _compare_uint64(const void* a, const void* b) noexcept nogil:
+    cdef uint64_t x = (<const uint64_t*>a)[0], y = (<const uint64_t*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef void _between_ids(const uint64_t[:, :] attrs, Py_ssize_t base, int n_tokens, const int[::1] rows,
+                       int8_t[:, ::1] ids, uint64_t[:, ::1] values, uint64_t* scratch) noexcept nogil:
+    """`ArcFeatures.between_ids` without the GIL (the same ids: ranks among the sorted
+    distinct values, folded mod 64); `scratch` holds n_tokens values."""
+    cdef int j, i, u, lo, hi, mid
+    for j in range(rows.shape[0]):
+        for i in range(n_tokens):
+            scratch[i] = attrs[rows[j], base + i]
+        qsort(scratch, n_tokens, sizeof(uint64_t), _compare_uint64)
+        u = 0
+        for i in range(n_tokens):
+            if u == 0 or scratch[i] != scratch[u - 1]:
+                scratch[u] = scratch[i]
+                u += 1
+        for i in range(64):
+            values[j, i] = scratch[i] if i < u else 0
+        for i in range(n_tokens):
+            lo, hi = 0, u - 1
+            while lo < hi:  # the rank of the token's value among the u distinct values
+                mid = (lo + hi) // 2
+                if scratch[mid] < attrs[rows[j], base + i]:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            ids[j, i] = <int8_t>(lo % 64)
 
 
 cdef int _arc_indices(int h, int m, int T, int B, const uint64_t[:, ::1] H, const uint64_t[:, ::1] M,
@@ -276,3 +345,43 @@ cdef int _arc_indices(int h, int m, int T, int B, const uint64_t[:, ::1] H, cons
                 prefetch(w, index[k + 1])
                 k += 2
     return k
+
+
+cdef void _visit_arcs(int n, int T, int B, const uint64_t[:, ::1] Hv, const uint64_t[:, ::1] Mv,
+                      const int8_t[:, ::1] ids, const uint64_t[:, ::1] values, uint64_t mask, uint64_t* index,
+                      const double* w, Weights target, double[:, :] A, double scale,
+                      const unsigned char* allowed) noexcept nogil:
+    """Visit every arc of an n-word sentence once, h outwards: score into A (w != NULL),
+    or add scale * A[h, m] * phi(h, m) to `target`. The in-between masks grow by one
+    token per step outwards from h, so a sweep is O(n^2) whatever the arc values.
+    `allowed` (NULL: all): the (n+1)^2 arcs to score."""
+    cdef int h, m, j, i, k, step, first, stop
+    cdef uint64_t masks[4]
+    cdef double total, value
+    cdef const double* weights = w if w != NULL else &target.w[0]
+    for h in range(n + 1):
+        for step in range(-1, 2, 2):
+            for j in range(B):
+                masks[j] = 0
+            first = h + step
+            stop = n + 1 if step == 1 else 0
+            m = first
+            while m != stop and m >= 0:
+                if m != first:
+                    for j in range(B):
+                        masks[j] |= (<uint64_t>1) << ids[j, m - step]
+                if w != NULL:
+                    if allowed == NULL or allowed[h * (n + 1) + m]:
+                        # All indices (prefetched) first, then the reads: the cache
+                        # misses overlap (see `prefetch`); same sum, same order.
+                        k = _arc_indices(h, m, T, B, Hv, Mv, masks, values, mask, index, weights)
+                        total = 0.0
+                        for i in range(k):
+                            total += w[index[i]]
+                        A[h, m] = total
+                elif A[h, m] != 0.0:
+                    k = _arc_indices(h, m, T, B, Hv, Mv, masks, values, mask, index, weights)
+                    value = scale * A[h, m]
+                    for i in range(k):
+                        target.add(index[i], value)
+                m += step

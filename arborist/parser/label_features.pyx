@@ -164,14 +164,7 @@ cdef class LabelFeatures:
         if bad:
             raise ValueError(f"{sentence.source}:{sentence.first_line}: a head outside 0..{n}")
         with nogil:
-            for m in range(1, n + 1):
-                start[hv[m] + 1] += 1
-            for m in range(n + 1):
-                start[m + 1] += start[m]
-                fill[m] = start[m]
-            for m in range(1, n + 1):
-                kids[fill[hv[m]]] = m
-                fill[hv[m]] += 1
+            _children(n, hv, start, fill, kids)
         cdef const int[:, :, ::1] table = self.table
         cdef const int[::1] multi = self.multi
         cdef const uint64_t[::1] seeds = self.seeds
@@ -196,30 +189,77 @@ cdef class LabelFeatures:
                 offsets[m + 1] = total
         keys_arr = numpy.empty(total, dtype=numpy.uint64)
         cdef uint64_t[::1] out = keys_arr
-        cdef uint64_t key
-        cdef int64_t at
-        cdef int other, lo, hi
         with nogil:
             for m in range(1, n + 1):
-                h = hv[m]
-                at = offsets[m]
-                for t in range(T):
-                    key = _fixed_key(seeds[t], table[t], h, m, hv, attrs, n)
-                    if multi[t] < 0:
-                        out[at] = mix64(key)
-                        at += 1
-                        continue
-                    if table[t, multi[t], 0] == SIB:
-                        lo, hi, other = <int>start[h], <int>start[h + 1], m
-                    else:
-                        lo, hi, other = <int>start[m], <int>start[m + 1], -1
-                    for j in range(lo, hi):
-                        if kids[j] == other:
-                            continue
-                        out[at] = mix64(combine(combine(key, attrs[table[t, multi[t], 1], kids[j]]),
-                                                <uint64_t>(1 if kids[j] < m else 2)))
-                        at += 1
+                _word_keys(m, T, table, multi, seeds, start, kids, hv, attrs, 0, n, &out[offsets[m]])
         return keys_arr, offsets_arr
+
+    def label_many(self, const uint64_t[:, ::1] attrs, const int64_t[::1] starts, heads, const double[::1] w,
+                   int n_labels):
+        """The best label of every arc of every tree of a batch, in one region without the GIL
+        (threads sharing a model run in parallel): sentence i is columns starts[i]..starts[i+1]-1
+        of `attrs` and of `heads` (sentence-local heads, the root's ignored). Returns int32 label
+        ids in the same columns, -1 at each root: the same labels as `keys`, `score` and the
+        first highest class one sentence at a time."""
+        cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
+        if w.shape[0] != <Py_ssize_t>(mask + 1):
+            raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{self.bits}")
+        if n_labels < 1:
+            raise ValueError("n_labels must be at least 1")
+        cdef Py_ssize_t n_sentences = starts.shape[0] - 1, i, N = attrs.shape[1]
+        if attrs.shape[0] != len(ATTR_NAMES) or (n_sentences >= 0 and starts[n_sentences] != N):
+            raise ValueError("attrs must be (7, starts[-1])")
+        H = numpy.ascontiguousarray(heads, dtype=numpy.int32)
+        if H.shape != (N,):
+            raise ValueError(f"heads must have {N} entries, got {H.shape}")
+        labels_arr = numpy.full(N, -1, dtype=numpy.int32)
+        if n_sentences <= 0:
+            return labels_arr
+        lengths = numpy.diff(numpy.asarray(starts))
+        if (lengths < 1).any():
+            raise ValueError("every sentence needs its root column")
+        word = numpy.ones(N, dtype=bool)
+        word[numpy.asarray(starts)[:-1]] = False
+        n_of = numpy.repeat(lengths - 1, lengths)
+        if ((H < 0) | (H > n_of))[word].any():
+            raise ValueError("a head outside 0..n")
+        cdef int size = int(lengths.max()), T = len(self.templates), n, m, k, best_k
+        cdef const int[::1] hv = H
+        cdef int64_t[::1] start = numpy.zeros(size + 1, dtype=numpy.int64), fill = numpy.empty(size, dtype=numpy.int64)
+        cdef int[::1] kids = numpy.empty(size, dtype=numpy.int32)
+        cdef uint64_t[::1] word_keys = numpy.empty(T * size, dtype=numpy.uint64)
+        cdef double[::1] row = numpy.empty(n_labels)
+        cdef const int[:, :, ::1] table = self.table
+        cdef const int[::1] multi = self.multi
+        cdef const uint64_t[::1] seeds = self.seeds
+        cdef int[::1] labels = labels_arr
+        cdef const double* wp = &w[0]
+        cdef Py_ssize_t base
+        cdef int64_t j, count
+        with nogil:
+            for i in range(n_sentences):
+                base = starts[i]
+                n = <int>(starts[i + 1] - base) - 1
+                if n == 0:
+                    continue
+                for m in range(n + 2):
+                    start[m] = 0
+                _children(n, hv[base:base + n + 1], start, fill, kids)
+                for m in range(1, n + 1):
+                    count = _word_keys(m, T, table, multi, seeds, start, kids, hv[base:base + n + 1], attrs, base, n,
+                                       &word_keys[0])
+                    for j in range(count):
+                        prefetch(wp, word_keys[j] & mask)
+                    for k in range(n_labels):
+                        row[k] = 0.0
+                    for j in range(count):
+                        _add_block(&row[0], wp, word_keys[j] & mask, mask, n_labels)
+                    best_k = 0
+                    for k in range(1, n_labels):
+                        if row[k] > row[best_k]:
+                            best_k = k
+                    labels[base + m] = best_k
+        return labels_arr
 
     def score(self, keys, offsets, const double[::1] w, int n_labels):
         """(n+1, n_labels) float64: S[m, k] = w . phi(m, k); row 0 (the root) is 0."""
@@ -242,15 +282,7 @@ cdef class LabelFeatures:
             for m in range(1, ov.shape[0] - 1):
                 row = &S[m, 0]
                 for j in range(ov[m], ov[m + 1]):
-                    f = kv[j] & mask
-                    if f + <uint64_t>n_labels <= mask + 1:
-                        # The feature's K weights are one contiguous block: a loop the compiler vectorizes.
-                        block = wp + f
-                        for k in range(n_labels):
-                            row[k] += block[k]
-                    else:  # the block wraps around the end of the weight vector
-                        for k in range(n_labels):
-                            row[k] += wp[(f + <uint64_t>k) & mask]
+                    _add_block(row, wp, kv[j] & mask, mask, n_labels)
         return out
 
     def add(self, keys, offsets, coef, Weights weights, double scale=1.0):
@@ -278,8 +310,63 @@ cdef class LabelFeatures:
                         weights.add((kv[j] + <uint64_t>k) & mask, v)
 
 
+cdef inline void _add_block(double* row, const double* wp, uint64_t f, uint64_t mask, int n_labels) noexcept nogil:
+    """row[k] += the weight of class k of feature index f, for every class k."""
+    cdef int k
+    cdef const double* block
+    if f + <uint64_t>n_labels <= mask + 1:
+        # The feature's K weights are one contiguous block: a loop the compiler vectorizes.
+        block = wp + f
+        for k in range(n_labels):
+            row[k] += block[k]
+    else:  # the block wraps around the end of the weight vector
+        for k in range(n_labels):
+            row[k] += wp[(f + <uint64_t>k) & mask]
+
+
+cdef void _children(int n, const int[::1] hv, int64_t[::1] start, int64_t[::1] fill, int[::1] kids) noexcept nogil:
+    """Dependents of each token in word order, kids[start[h]:start[h + 1]] (a counting sort);
+    start (n+2) must be zero."""
+    cdef int m
+    for m in range(1, n + 1):
+        start[hv[m] + 1] += 1
+    for m in range(n + 1):
+        start[m + 1] += start[m]
+        fill[m] = start[m]
+    for m in range(1, n + 1):
+        kids[fill[hv[m]]] = m
+        fill[hv[m]] += 1
+
+
+cdef int64_t _word_keys(int m, int T, const int[:, :, ::1] table, const int[::1] multi, const uint64_t[::1] seeds,
+                        const int64_t[::1] start, const int[::1] kids, const int[::1] hv, const uint64_t[:, :] attrs,
+                        Py_ssize_t base, int n, uint64_t* out) noexcept nogil:
+    """Write word m's feature keys to `out`; return how many. The sentence's tokens are
+    columns base..base+n of attrs; hv are its (local) heads."""
+    cdef int t, h = hv[m], other, lo, hi, j
+    cdef int64_t at = 0
+    cdef uint64_t key
+    for t in range(T):
+        key = _fixed_key(seeds[t], table[t], h, m, hv, attrs, base, n)
+        if multi[t] < 0:
+            out[at] = mix64(key)
+            at += 1
+            continue
+        if table[t, multi[t], 0] == SIB:
+            lo, hi, other = <int>start[h], <int>start[h + 1], m
+        else:
+            lo, hi, other = <int>start[m], <int>start[m + 1], -1
+        for j in range(lo, hi):
+            if kids[j] == other:
+                continue
+            out[at] = mix64(combine(combine(key, attrs[table[t, multi[t], 1], base + kids[j]]),
+                                    <uint64_t>(1 if kids[j] < m else 2)))
+            at += 1
+    return at
+
+
 cdef inline uint64_t _fixed_key(uint64_t seed, const int[:, ::1] atoms, int h, int m, const int[::1] heads,
-                                const uint64_t[:, :] attrs, int n) noexcept nogil:
+                                const uint64_t[:, :] attrs, Py_ssize_t base, int n) noexcept nogil:
     """The hash of a template's single-valued atoms for arc (h, m) (sib/child atoms are skipped)."""
     cdef int a, kind, pos, d
     cdef uint64_t key = seed, value
@@ -293,10 +380,10 @@ cdef inline uint64_t _fixed_key(uint64_t seed, const int[:, ::1] atoms, int h, i
             d = m - h if m > h else h - m
             value = <uint64_t>(16 + distance_bin(d))
         elif kind == GRAND:
-            value = NONE if h == 0 else attrs[atoms[a, 1], heads[h]]
+            value = NONE if h == 0 else attrs[atoms[a, 1], base + heads[h]]
         elif kind == HEAD or kind == MOD:
             pos = (h if kind == HEAD else m) + atoms[a, 2]
-            value = BOS if pos < 0 else EOS if pos > n else attrs[atoms[a, 1], pos]
+            value = BOS if pos < 0 else EOS if pos > n else attrs[atoms[a, 1], base + pos]
         else:
             continue
         key = combine(key, value)

@@ -43,7 +43,8 @@ exactly w . phi: for coefficients over parts, `add` sums them per piece (E
 over (q, p), W over q, B over t, q, T over t) and adds each piece's features
 once with the summed coefficient.
 """
-from libc.stdint cimport uint64_t
+from libc.stdint cimport uint64_t, int64_t
+from libc.math cimport INFINITY
 import re
 import threading
 
@@ -51,7 +52,9 @@ import numpy
 
 from ..hashing cimport GOLDEN, combine, mix64
 from ..learn.weights cimport Weights, touch
+from ..sentence import FORM
 from ..strings import hash_string, hash_strings
+from .viterbi cimport _forward1, _backtrack1, _forward2, _backtrack2
 
 PREFIX_LENGTHS = (1, 2, 3, 4)
 SUFFIX_LENGTHS = (1, 2, 3, 4, 5)
@@ -167,22 +170,24 @@ cdef double _visit_emission(const uint64_t[:, ::1] keys, int t, int c, const int
     return total
 
 
-cdef void _emission_keys(const uint64_t[:, ::1] values, const uint64_t[::1] seeds, const int[::1] n_parts,
-                         const int[:, ::1] columns, const int[:, ::1] offsets, uint64_t[:, ::1] keys) noexcept nogil:
-    """keys[t, j]: template j's feature of word t, before conjunction with a tag."""
-    cdef int n = values.shape[0], t, j, m, pos
+cdef void _emission_keys(const uint64_t[:, ::1] values, Py_ssize_t base, int n, const uint64_t[::1] seeds,
+                         const int[::1] n_parts, const int[:, ::1] columns, const int[:, ::1] offsets,
+                         uint64_t[:, ::1] keys) noexcept nogil:
+    """keys[t, j]: template j's feature of word t, before conjunction with a tag; the
+    sentence's n words are rows base..base+n-1 of `values`."""
+    cdef int t, j, m, pos
     cdef uint64_t key
     for t in range(n):
         for j in range(keys.shape[1]):
             key = seeds[j]
             for m in range(n_parts[j]):
                 pos = t + offsets[j, m]
-                key = combine(key, BOS if pos < 0 else EOS if pos >= n else values[pos, columns[j, m]])
+                key = combine(key, BOS if pos < 0 else EOS if pos >= n else values[base + pos, columns[j, m]])
             keys[t, j] = key
 
 
 cdef void _score(int n, int K, int order, const uint64_t[:, ::1] keys, const uint64_t[:, ::1] values,
-                 const int* rank, const uint64_t[:, ::1] BK, uint64_t word_bigram_seed,
+                 Py_ssize_t row0, const int* rank, const uint64_t[:, ::1] BK, uint64_t word_bigram_seed,
                  const uint64_t[:, :, ::1] TK, uint64_t mask, const double* w,
                  double[:, ::1] E, double[:, ::1] B, double[:, :, ::1] T, double* S) noexcept nogil:
     """S (flat, C order over (n, Q, K+1, K); Q = K+1 for order 2, 1 for order 1): every valid part."""
@@ -207,7 +212,7 @@ cdef void _score(int n, int K, int order, const uint64_t[:, ::1] keys, const uin
                 for c in range(K):
                     T[q, p, c] = touch(TK[q, p, c], mask, w, None, 0.0)
     for t in range(n):
-        block = combine(word_bigram_seed, values[t, LOWER_COLUMN])
+        block = combine(word_bigram_seed, values[row0 + t, LOWER_COLUMN])
         for p in range(_lo(t, 1, K), _hi(t, 1, K)):
             for c in range(K):
                 piece = E[t, c] + B[p, c] + touch(_word_bigram_index(block, p, c, K, rank), mask, w, None, 0.0)
@@ -321,32 +326,105 @@ cdef class ChainFeatures:
 
     def word_values(self, sentence):
         """(n, len(WORD_VALUES)) uint64: each word's values (cached per distinct form)."""
+        forms = sentence.forms[1:]
+        return self.form_values(sentence.attrs[FORM, 1:], dict(zip(sentence.attrs[FORM, 1:].tolist(), forms)).__getitem__)
+
+    def form_values(self, form_ids, text_of):
+        """(len(form_ids), len(WORD_VALUES)) uint64: the values of the words whose FORM
+        string ids (`arborist.strings`, spaCy's ORTH) are `form_ids`; `text_of(id)` gives
+        the form of an id the cache does not hold yet."""
+        ids = numpy.asarray(form_ids, dtype=numpy.uint64).tolist()
         # Threads tagging with one model (a spaCy pipeline shared by threads) share the cache:
         # reserving rows and filling them must not interleave, or two threads would write
         # their forms' values into the same rows.
         with self.lock:
-            return self._word_values(sentence)
+            vocab = self.vocab
+            missing = [f for f in dict.fromkeys(ids) if f not in vocab]
+            if missing:
+                if len(vocab) + len(missing) > VOCAB_LIMIT:
+                    vocab = self.vocab = {}
+                    missing = list(dict.fromkeys(ids))
+                start = len(vocab)
+                texts = [text_of(f) for f in missing]
+                rows = numpy.empty((len(missing), N_VALUES), dtype=numpy.uint64)
+                rows[:, :N_STRING_VALUES] = hash_strings([s for f in texts for s in word_strings(f)]).reshape(
+                    len(missing), N_STRING_VALUES)
+                rows[:, N_STRING_VALUES:] = numpy.array([word_flags(f) for f in texts], dtype=numpy.uint64)
+                if start + len(missing) > self.table.shape[0]:
+                    grown = numpy.zeros((max(2 * self.table.shape[0], start + len(missing)), N_VALUES), dtype=numpy.uint64)
+                    grown[:start] = self.table[:start]
+                    self.table = grown
+                self.table[start:start + len(missing)] = rows
+                for i, f in enumerate(missing):
+                    vocab[f] = start + i
+            if not ids:
+                return numpy.zeros((0, N_VALUES), dtype=numpy.uint64)
+            return self.table[[vocab[f] for f in ids]]
 
-    def _word_values(self, sentence):
-        forms = sentence.forms[1:]
-        missing = [f for f in dict.fromkeys(forms) if f not in self.vocab]
-        if missing:
-            if len(self.vocab) + len(missing) > VOCAB_LIMIT:
-                self.vocab = {}
-                missing = list(dict.fromkeys(forms))
-            start = len(self.vocab)
-            rows = numpy.empty((len(missing), N_VALUES), dtype=numpy.uint64)
-            rows[:, :N_STRING_VALUES] = hash_strings([s for f in missing for s in word_strings(f)]).reshape(
-                len(missing), N_STRING_VALUES)
-            rows[:, N_STRING_VALUES:] = numpy.array([word_flags(f) for f in missing], dtype=numpy.uint64)
-            if start + len(missing) > self.table.shape[0]:
-                grown = numpy.zeros((max(2 * self.table.shape[0], start + len(missing)), N_VALUES), dtype=numpy.uint64)
-                grown[:start] = self.table[:start]
-                self.table = grown
-            self.table[start:start + len(missing)] = rows
-            for i, f in enumerate(missing):
-                self.vocab[f] = start + i
-        return self.table[[self.vocab[f] for f in forms]] if forms else numpy.zeros((0, N_VALUES), dtype=numpy.uint64)
+    def tag_many(self, values, const int64_t[::1] starts, const double[::1] w):
+        """Viterbi's best tags of every sentence of a batch, in one region without the GIL
+        (threads sharing a model run in parallel): `values` are the words' `form_values`
+        (no roots), sentence i its rows starts[i]..starts[i+1]-1. Returns int32 tag ids, one
+        per word: the same tags as `score` then `chain_argmax` one sentence at a time."""
+        cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
+        if w.shape[0] != <Py_ssize_t>(mask + 1):
+            raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{self.bits}")
+        values = numpy.ascontiguousarray(values, dtype=numpy.uint64)
+        cdef Py_ssize_t n_sentences = starts.shape[0] - 1, i
+        if values.ndim != 2 or values.shape[1] != N_VALUES or (n_sentences >= 0 and starts[n_sentences] != values.shape[0]):
+            raise ValueError(f"values must be (starts[-1], {N_VALUES})")
+        tags_arr = numpy.zeros(values.shape[0], dtype=numpy.int32)
+        if n_sentences <= 0 or values.shape[0] == 0:
+            return tags_arr
+        lengths = numpy.diff(numpy.asarray(starts))
+        if (lengths < 0).any():
+            raise ValueError("starts must not decrease")
+        cdef int size = int(lengths.max()), K = self.n_tags, order = self.order, n, last = 0, failed = -1
+        cdef int Q = K + 1 if order == 2 else 1
+        cdef const uint64_t[:, ::1] vv = values, bk = self.bigram_keys
+        cdef uint64_t[:, ::1] kv = numpy.empty((size, len(self.templates)), dtype=numpy.uint64)
+        cdef const uint64_t[::1] seeds = self.seeds
+        cdef const int[::1] n_parts = self.n_parts
+        cdef const int[:, ::1] columns = self.part_columns, offsets = self.part_offsets
+        cdef const int[::1] rank = self.rank
+        cdef const uint64_t[:, :, ::1] tr = self.trigram_keys
+        cdef double[:, ::1] E = numpy.empty((size, K)), B = numpy.empty((K + 1, K))
+        cdef double[:, :, ::1] T = numpy.empty(self.trigram_keys.shape)
+        scores = numpy.zeros((size, Q, K + 1, K))
+        cdef double[:, :, :, ::1] S4 = scores
+        cdef double[:, :, ::1] S3 = scores.reshape(size, Q * (K + 1), K)
+        cdef double[::1] terms = numpy.empty((K + 1) * (K + 1))
+        cdef double[:, ::1] alpha1 = numpy.empty((size, K))
+        cdef int[:, ::1] bp1 = numpy.zeros((size, K), dtype=numpy.intc)
+        second = (int(size), int(K) + 1, int(K)) if order == 2 else (1, 1, 1)
+        cdef double[:, :, ::1] alpha2 = numpy.empty(second)
+        cdef int[:, :, ::1] bp2 = numpy.zeros(second, dtype=numpy.intc)
+        cdef int[::1] tags = tags_arr
+        cdef Py_ssize_t base
+        cdef double best
+        with nogil:
+            for i in range(n_sentences):
+                base = starts[i]
+                n = <int>(starts[i + 1] - base)
+                if n == 0:
+                    continue
+                _emission_keys(vv, base, n, seeds, n_parts, columns, offsets, kv)
+                _score(n, K, order, kv, vv, base, &rank[0], bk, self.word_bigram_seed, tr, mask, &w[0], E, B, T,
+                       &S4[0, 0, 0, 0])
+                if order == 1:
+                    best = _forward1(S3, n, K, True, alpha1, bp1, &terms[0], &last)
+                    if best > -INFINITY:
+                        _backtrack1(n, last, bp1, tags[base:base + n])
+                else:
+                    best = _forward2(S4, n, K, True, alpha2, bp2, &terms[0], &last)
+                    if best > -INFINITY:
+                        _backtrack2(n, K, last, bp2, tags[base:base + n])
+                if best == -INFINITY:
+                    failed = <int>i
+                    break
+        if failed >= 0:
+            raise ValueError(f"sentence {failed} of the batch: no tag sequence has a finite score")
+        return tags_arr
 
     def emission_keys(self, sentence):
         """(n, len(templates)) uint64: each word's emission features before the tag."""
@@ -358,7 +436,7 @@ cdef class ChainFeatures:
         cdef const int[:, ::1] columns = self.part_columns, offsets = self.part_offsets
         cdef uint64_t[:, ::1] kv = keys
         with nogil:
-            _emission_keys(vv, seeds, n_parts, columns, offsets, kv)
+            _emission_keys(vv, 0, vv.shape[0], seeds, n_parts, columns, offsets, kv)
         return values, keys
 
     def score(self, sentence, const double[::1] w):
@@ -378,7 +456,7 @@ cdef class ChainFeatures:
         cdef double[:, :, ::1] T = numpy.empty(self.trigram_keys.shape)
         cdef double[::1] flat = out.reshape(-1)
         with nogil:
-            _score(n, K, order, kv, vv, &rank[0], bk, self.word_bigram_seed, tr, mask, &w[0], E, B, T, &flat[0])
+            _score(n, K, order, kv, vv, 0, &rank[0], bk, self.word_bigram_seed, tr, mask, &w[0], E, B, T, &flat[0])
         return out
 
     def add(self, sentence, coef, Weights weights, double scale=1.0):
