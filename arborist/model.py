@@ -20,7 +20,7 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -30,7 +30,7 @@ from .learn.weights import Weights
 from .parser.labels import ArcLabels
 from .parser.second_order import ArcPruner
 from .parser.tree import DependencyTree
-from .sentence import FORM, UPOS, XPOS, ROOT, Sentence
+from .sentence import FORM, UPOS, XPOS, ROOT, Sentence, SentenceBatch
 from .strings import hash_strings
 from .tagger.chain import LinearChain
 
@@ -59,6 +59,16 @@ class Component:
     def predict(self, sentence: Sentence):
         s = self.structure
         return s.argmax(sentence, s.scores(sentence, self.weights))
+
+    def predict_batch(self, batch: SentenceBatch) -> np.ndarray:
+        """`predict` of every sentence of the batch, concatenated: by the structure's batch
+        kernel (one region without the GIL) when it has one, else sentence by sentence."""
+        many = getattr(self.structure, "predict_batch", None)
+        result = many(batch, self.weights) if many is not None else None
+        if result is None:
+            parts = [self.predict(batch.sentence(i)) for i in range(batch.n_sentences)]
+            result = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+        return result
 
 
 class Tagger(Component):
@@ -144,6 +154,15 @@ def with_tags(sentence: Sentence, attribute: str, tags: list[str]) -> Sentence:
     return replace(sentence, attrs=attrs, **{attribute: column})
 
 
+@dataclass
+class Annotation:
+    """What `Pipeline.annotate_batch` predicts, in the batch's layout."""
+
+    tags: dict  # {attribute: int32 tag indices, one per word}; empty with gold tags
+    heads: np.ndarray | None  # int32 per column, sentence-local, -1 at roots; None without a parser
+    labels: np.ndarray | None  # int32 label indices per column, -1 at roots; None without a labeler
+
+
 class Pipeline:
     """Taggers, then (optionally) a parser that reads their predicted tags, then
     (optionally) a labeler that labels the parser's arcs.
@@ -197,28 +216,77 @@ class Pipeline:
         return next((c for c in self.components.values() if isinstance(c, Labeler)), None)
 
     def tag(self, sentence: Sentence) -> Sentence:
-        for tagger in self.taggers:
-            sentence = tagger.tag(sentence)
-        return sentence
+        return self.annotate(sentence)[0] if self.taggers else sentence
+
+    def annotate_batch(self, batch: SentenceBatch, gold_tags: bool = False) -> Annotation:
+        """Tag, parse and label every sentence of the batch, each stage in one region
+        without the GIL (threads sharing the pipeline run in parallel). The taggers write
+        their predictions into the batch's UPOS/XPOS rows, which the parser and labeler read;
+        `gold_tags=True` skips them. A labeler without a parser labels the batch's own heads."""
+        tags = {}
+        if not gold_tags:
+            words = batch.words
+            for tagger in self.taggers:
+                ids = tagger.predict_batch(batch)
+                tags[tagger.attribute] = ids
+                batch.attrs[UPOS if tagger.attribute == "upos" else XPOS, words] = tagger.structure.tag_hashes[ids]
+        heads = labels = None
+        if self.parser is not None:
+            heads = self.parser.predict_batch(batch)
+        if self.labeler is not None:
+            labels = self.labeler.predict_batch(replace(batch, heads=batch.heads if heads is None else heads))
+        return Annotation(tags, heads, labels)
+
+    def annotate_many(self, sentences: list[Sentence], gold_tags: bool = False
+                      ) -> list[tuple[Sentence, np.ndarray | None, list[str] | None]]:
+        """`annotate` of each sentence, computed as one batch (`annotate_batch`)."""
+        sentences = list(sentences)
+        labeler = self.labeler
+        if labeler is not None and self.parser is None and not all(s.has_heads for s in sentences):
+            # Only sentences with a tree can be labeled: label those, tag the rest.
+            with_tree = [s.has_heads for s in sentences]
+            labeled = iter(self.annotate_many([s for s, t in zip(sentences, with_tree) if t], gold_tags))
+            rest = iter(Pipeline({n: c for n, c in self.components.items() if c is not labeler}, self.vocabulary,
+                                 self.info).annotate_many([s for s, t in zip(sentences, with_tree) if not t], gold_tags))
+            return [next(labeled) if t else next(rest) for t in with_tree]
+        batch = SentenceBatch.from_sentences(sentences)
+        result = self.annotate_batch(batch, gold_tags)
+        out = []
+        words = batch.word_starts
+        for i, sentence in enumerate(sentences):
+            a, b = int(batch.starts[i]), int(batch.starts[i + 1])
+            if result.tags:
+                columns = {attribute: [ROOT] + [self.tagger(attribute).structure.tags[k]
+                                                for k in ids[words[i]:words[i + 1]].tolist()]
+                           for attribute, ids in result.tags.items()}
+                sentence = replace(sentence, attrs=batch.attrs[:, a:b], **columns)
+            heads = result.heads[a:b] if result.heads is not None else None
+            deprels = None
+            if result.labels is not None:
+                deprels = labeler.structure.label_names(result.labels[a:b])
+            out.append((sentence, heads, deprels))
+        return out
 
     def annotate(self, sentence: Sentence, gold_tags: bool = False
                  ) -> tuple[Sentence, np.ndarray | None, list[str] | None]:
         """(the sentence with predicted tags, predicted heads or None without a parser,
         DEPREL strings (n+1, '' for the root) or None without a labeler)."""
-        if not gold_tags:
-            sentence = self.tag(sentence)
-        parser, labeler = self.parser, self.labeler
-        heads = parser.predict(sentence) if parser is not None else None
-        deprels = None
-        if labeler is not None:
-            tree = heads if heads is not None else sentence.heads if sentence.has_heads else None
-            if tree is not None:
-                deprels = labeler.labels(sentence, tree)
-        return sentence, heads, deprels
+        return self.annotate_many([sentence], gold_tags)[0]
 
-    def parse(self, sentences: Iterable[Sentence], gold_tags: bool = False):
+    def parse(self, sentences: Iterable[Sentence], gold_tags: bool = False, batch_size: int = 64):
+        """`annotate` of each sentence, `batch_size` sentences at a time."""
+        batch = []
         for sentence in sentences:
-            yield self.annotate(sentence, gold_tags)
+            batch.append(sentence)
+            if len(batch) == batch_size:
+                yield from self.annotate_many(batch, gold_tags)
+                batch = []
+        if batch:
+            yield from self.annotate_many(batch, gold_tags)
+
+    def tagger(self, attribute: str) -> Tagger:
+        """The tagger that predicts `attribute` ("upos", "xpos")."""
+        return next(t for t in self.taggers if t.attribute == attribute)
 
     def predicted_tags(self, tagged: Sentence) -> dict[str, list[str]]:
         """{attribute: the words' tags} of the columns this pipeline's taggers predict,

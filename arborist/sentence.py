@@ -2,7 +2,8 @@
 
 Index 0 of every per-token array is the artificial root; words are 1..n.
 Token attributes are 64-bit string hashes (see `arborist.strings`), stored as
-rows of one uint64 matrix so a kernel gets a single contiguous array.
+rows of one uint64 matrix so a kernel gets a single contiguous array. A
+`SentenceBatch` holds many sentences' matrices side by side.
 """
 from __future__ import annotations
 
@@ -84,3 +85,57 @@ class Sentence:
             xpos=[ROOT] + list(xpos),
             **provenance,
         )
+
+
+@dataclass
+class SentenceBatch:
+    """Many sentences in one set of arrays, for the kernels that tag, parse and label a
+    whole batch without the GIL (`Pipeline.annotate_batch`).
+
+    Sentence i is columns starts[i]..starts[i+1]-1 of `attrs` (its root first, as in a
+    Sentence); `heads` holds sentence-local heads in the same columns (-1 at roots and
+    where unknown). `text_of(id)` is the string of a FORM id (the tagger computes word
+    values from the strings of forms it has not seen)."""
+
+    attrs: np.ndarray  # uint64 (7, N), C-contiguous
+    starts: np.ndarray  # int64 (S+1,)
+    text_of: object  # Callable[[int], str]
+    heads: np.ndarray | None = None  # int32 (N,)
+
+    @classmethod
+    def from_sentences(cls, sentences: list["Sentence"]) -> "SentenceBatch":
+        if not sentences:
+            return cls(np.zeros((len(ATTR_NAMES), 0), dtype=np.uint64), np.zeros(1, dtype=np.int64), {}.__getitem__,
+                       np.zeros(0, dtype=np.int32))
+        forms: dict[int, str] = {}
+        for s in sentences:
+            forms.update(zip(s.attrs[FORM].tolist(), s.forms))
+        return cls(np.ascontiguousarray(np.concatenate([s.attrs for s in sentences], axis=1), dtype=np.uint64),
+                   np.concatenate([[0], np.cumsum([s.n + 1 for s in sentences])]).astype(np.int64),
+                   forms.__getitem__, np.concatenate([s.heads for s in sentences]).astype(np.int32))
+
+    @property
+    def n_sentences(self) -> int:
+        return len(self.starts) - 1
+
+    @property
+    def word_starts(self) -> np.ndarray:
+        """Sentence i's words are entries word_starts[i]..word_starts[i+1]-1 of per-word arrays."""
+        return self.starts - np.arange(len(self.starts))
+
+    @property
+    def words(self) -> np.ndarray:
+        """Boolean per column: a word (not a root)."""
+        out = np.ones(self.attrs.shape[1], dtype=bool)
+        out[self.starts[:-1]] = False
+        return out
+
+    def sentence(self, i: int) -> "Sentence":
+        """Sentence i as a Sentence (for components without a batch kernel)."""
+        a, b = int(self.starts[i]), int(self.starts[i + 1])
+        n = b - a - 1
+        heads = self.heads[a:b].copy() if self.heads is not None else np.full(n + 1, -1, dtype=np.int32)
+        heads[0] = -1
+        return Sentence(forms=[ROOT] + [self.text_of(f) for f in self.attrs[FORM, a + 1:b].tolist()],
+                        attrs=self.attrs[:, a:b], heads=heads, deprels=[""] + ["_"] * n, upos=[ROOT] + ["_"] * n,
+                        xpos=[ROOT] + ["_"] * n)

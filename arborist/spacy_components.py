@@ -31,21 +31,23 @@ from __future__ import annotations
 import tempfile
 import threading
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 import numpy as np
 import srsly
-from spacy.attrs import DEP, HEAD, IS_SPACE, POS, TAG
+from spacy.attrs import DEP, HEAD, IS_SPACE, LEMMA, LOWER, MORPH, ORTH, POS, TAG
 from spacy.language import Language
 from spacy.parts_of_speech import IDS as UNIVERSAL_POS
 from spacy.pipeline import Pipe
 from spacy.scorer import Scorer
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples
-from spacy.util import registry as spacy_registry
+from spacy.util import minibatch, registry as spacy_registry
 
 from .model import KINDS, ModelError, Pipeline, load
-from .sentence import Sentence
+from .sentence import (ATTR_NAMES, FEATS, FORM, PREFIX, PREFIX_LENGTH, ROOT, UPOS, XPOS, Sentence, SentenceBatch)
+from .sentence import LEMMA as LEMMA_ROW, LOWER as LOWER_ROW
+from .strings import hash_string
 
 SPACE_TAG, SPACE_POS = "_SP", "SPACE"  # spaCy's tags of whitespace tokens
 ROOT_LABEL = "ROOT"  # spaCy's label of a sentence's root; UD writes "root"
@@ -76,7 +78,8 @@ def sentence_bounds(doc: Doc) -> list[tuple[int, int]]:
 
 def doc_sentence(doc: Doc, indices: list[int]) -> Sentence:
     """The words doc[i] for i in `indices` as a Sentence, with the Doc's lemmas, tags and
-    morphology ('_' where the Doc has none), as a CoNLL-U file would give them."""
+    morphology ('_' where the Doc has none), as a CoNLL-U file would give them.
+    (`DocBatch` builds the same arrays for many sentences at once; this is its reference.)"""
     tokens = [doc[i] for i in indices]
     return Sentence.from_columns(
         [t.text for t in tokens],
@@ -85,6 +88,68 @@ def doc_sentence(doc: Doc, indices: list[int]) -> Sentence:
         [t.tag_ or "_" for t in tokens],
         [str(t.morph) or "_" for t in tokens],
     )
+
+
+# Doc.to_array columns -> Sentence.attrs rows. spaCy's string ids are arborist's
+# (`arborist.strings`), so a Doc's ORTH, LOWER, LEMMA, POS, TAG and MORPH columns are the
+# Sentence rows as they are, but for 0 (spaCy: no value; arborist: the string "_") and
+# PREFIX (arborist: the first 5 characters of the lowercase form), looked up per LOWER id.
+DOC_COLUMNS = ((FORM, ORTH), (LOWER_ROW, LOWER), (LEMMA_ROW, LEMMA), (UPOS, POS), (XPOS, TAG), (FEATS, MORPH))
+MISSING_ID = hash_string("_")
+ROOT_ID = hash_string(ROOT)
+PREFIX_CACHE_LIMIT = 1 << 20
+
+
+class DocBatch:
+    """The sentences of many Docs as one `SentenceBatch`: each sentence's non-whitespace
+    tokens (in pieces of at most `max_length` words), and where each batch word came from."""
+
+    def __init__(self, docs: list[Doc], max_length: int | None, prefixes: dict):
+        self.docs = docs
+        self.sizes = [len(doc) for doc in docs]
+        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)  # doc -> first token
+        columns = [c for _, c in DOC_COLUMNS] + [IS_SPACE]
+        arrays = [doc.to_array(columns).reshape(len(doc), len(columns)) for doc in docs]
+        table = np.concatenate(arrays) if arrays else np.zeros((0, len(columns)), dtype=np.uint64)
+        self.space = table[:, -1].astype(bool)
+        # Sentences: (doc index, start, end) in doc token indices, and their word pieces as global tokens.
+        self.sentences: list[tuple[int, int, int]] = []
+        pieces: list[np.ndarray] = []
+        for d, doc in enumerate(docs):
+            offset = int(self.offsets[d])
+            for start, end in sentence_bounds(doc):
+                self.sentences.append((d, start, end))
+                words = np.flatnonzero(~self.space[offset + start:offset + end]) + (offset + start)
+                step = max_length or max(len(words), 1)
+                pieces.extend(words[k:k + step] for k in range(0, len(words), step))
+        self.word_tokens = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+        lengths = np.array([len(p) + 1 for p in pieces], dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        # column_token: the global token of each batch column, -1 at roots.
+        self.column_token = np.full(int(starts[-1]), -1, dtype=np.int64)
+        words = np.ones(len(self.column_token), dtype=bool)
+        words[starts[:-1]] = False
+        self.column_token[words] = self.word_tokens
+        attrs = np.full((len(ATTR_NAMES), len(self.column_token)), ROOT_ID, dtype=np.uint64)
+        values = table[self.word_tokens]
+        for k, (row, _) in enumerate(DOC_COLUMNS):
+            column = values[:, k]
+            if row not in (FORM, LOWER_ROW):
+                column = np.where(column == 0, MISSING_ID, column)
+            attrs[row, words] = column
+        strings = docs[0].vocab.strings if docs else None
+        lower = attrs[LOWER_ROW, words].tolist()
+        for key in dict.fromkeys(lower):
+            if key not in prefixes:
+                if len(prefixes) >= PREFIX_CACHE_LIMIT:
+                    prefixes.clear()
+                prefixes[key] = hash_string(strings[key][:PREFIX_LENGTH])
+        attrs[PREFIX, words] = np.array([prefixes[key] for key in lower], dtype=np.uint64)
+        self.batch = SentenceBatch(attrs, starts, strings.__getitem__ if strings is not None else {}.__getitem__)
+
+    def per_doc(self, token_values: np.ndarray) -> list[np.ndarray]:
+        """Split a per-token array over all docs into one array per doc."""
+        return [token_values[a:b] for a, b in zip(self.offsets[:-1], self.offsets[1:])]
 
 
 class ArboristComponent(Pipe):
@@ -99,6 +164,7 @@ class ArboristComponent(Pipe):
         self.scorer = scorer
         self._model: Pipeline | None = None
         self._lock = threading.Lock()  # threads sharing the component load the model once
+        self._prefixes: dict[int, int] = {}  # LOWER id -> PREFIX id (see DocBatch)
 
     # -- the model -------------------------------------------------------------
     @property
@@ -129,6 +195,25 @@ class ArboristComponent(Pipe):
         """Read the model now (a wrong path fails here rather than on the first text).
         There is nothing to train: the model is trained with `arborist train`."""
         self.arborist
+
+    # -- annotating -------------------------------------------------------------
+    def __call__(self, doc: Doc) -> Doc:
+        self.annotate([doc])
+        return doc
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
+        """Annotate `batch_size` Docs at a time: each stage of a batch (tagging, parsing,
+        labeling) is one region without the GIL, so threads sharing the pipeline scale."""
+        error_handler = self.get_error_handler()
+        for docs in minibatch(stream, size=batch_size):
+            try:
+                self.annotate(docs)
+            except Exception as e:
+                error_handler(self.name, self, docs, e)
+            yield from docs
+
+    def annotate(self, docs: list[Doc]) -> None:
+        raise NotImplementedError
 
     # -- serialization: the bytes and the directory hold the arborist model files -------
     def to_disk(self, path, *, exclude=tuple()) -> None:
@@ -185,28 +270,25 @@ class ArboristTagger(ArboristComponent):
         kwargs.pop("labels", None)  # Pipe.score's convention; the tag set is not a scorer setting here
         return self.scorer(examples, attributes=self.attributes, **kwargs)
 
-    def __call__(self, doc: Doc) -> Doc:
+    def annotate(self, docs: list[Doc]) -> None:
         model = self.arborist
-        if len(doc) == 0:
-            return doc
-        strings = doc.vocab.strings
+        docs = [doc for doc in docs if len(doc)]
+        if not docs:
+            return
+        strings = docs[0].vocab.strings
+        batch = DocBatch(docs, None, self._prefixes)
+        tags = model.annotate_batch(batch.batch).tags
         columns = {"upos": (POS, strings.add(SPACE_POS)), "xpos": (TAG, strings.add(SPACE_TAG))}
         attributes = [t.attribute for t in model.taggers]
-        values = doc.to_array([columns[a][0] for a in attributes])
-        if values.ndim == 1:
-            values = values[:, None]
-        space = doc.to_array(IS_SPACE).astype(bool)
-        for j, attribute in enumerate(attributes):
-            values[space, j] = columns[attribute][1]
-        for start, end in sentence_bounds(doc):
-            words = [i for i in range(start, end) if not space[i]]
-            if not words:
-                continue
-            tagged = model.tag(doc_sentence(doc, words))
-            for j, attribute in enumerate(attributes):
-                values[words, j] = [strings.add(t) for t in getattr(tagged, attribute)[1:]]
-        doc.from_array([columns[a][0] for a in attributes], values)
-        return doc
+        values = np.concatenate([doc.to_array([columns[a][0] for a in attributes]).reshape(len(doc), -1)
+                                 for doc in docs])
+        for j, tagger in enumerate(model.taggers):
+            for tag in tagger.structure.tags:  # TAG values are string ids: the strings must be known
+                strings.add(tag)
+            values[batch.space, j] = columns[tagger.attribute][1]
+            values[batch.word_tokens, j] = tagger.structure.tag_hashes[tags[tagger.attribute]]
+        for doc, doc_values in zip(docs, batch.per_doc(values)):
+            doc.from_array([columns[a][0] for a in attributes], doc_values)
 
 
 class ArboristParser(ArboristComponent):
@@ -231,40 +313,52 @@ class ArboristParser(ArboristComponent):
         labeler = self.arborist.labeler
         return tuple(sorted(to_spacy_label(l) for l in labeler.label_set)) if labeler is not None else ()
 
-    def __call__(self, doc: Doc) -> Doc:
+    def annotate(self, docs: list[Doc]) -> None:
         model = self.arborist
-        if len(doc) == 0:
-            return doc
-        n = len(doc)
-        heads = np.arange(n)  # absolute indices; a token that is its own head is a root
-        labels = [DEFAULT_LABEL] * n
-        space = doc.to_array(IS_SPACE).astype(bool)
-        for start, end in sentence_bounds(doc):
-            words = [i for i in range(start, end) if not space[i]]
-            if not words:  # only whitespace: the first token is the root of the others
-                heads[start:end] = start
-                labels[start] = ROOT_LABEL
+        docs = [doc for doc in docs if len(doc)]
+        if not docs:
+            return
+        strings = docs[0].vocab.strings
+        batch = DocBatch(docs, self.max_sentence_length, self._prefixes)
+        result = model.annotate_batch(batch.batch, gold_tags=True)
+        root, default = strings.add(ROOT_LABEL), strings.add(DEFAULT_LABEL)
+        n_tokens = len(batch.space)
+        heads = np.arange(n_tokens)  # global token indices; a token that is its own head is a root
+        labels = np.full(n_tokens, default, dtype=np.uint64)
+        # Batch columns -> tokens: a word's head column is its piece's root column plus its head.
+        columns = np.flatnonzero(batch.column_token >= 0)
+        local = result.heads[columns]
+        piece_root = np.repeat(batch.batch.starts[:-1], np.diff(batch.batch.starts))[columns]
+        tokens = batch.column_token[columns]
+        heads[tokens] = np.where(local > 0, batch.column_token[piece_root + local], tokens)
+        if result.labels is not None:
+            label_ids = np.array([strings.add(to_spacy_label(l)) for l in model.labeler.label_set], dtype=np.uint64)
+            labels[tokens] = label_ids[result.labels[columns]]
+        labels[tokens[local == 0]] = root
+        # Whitespace hangs from the word before it, or after it at the start of the sentence;
+        # a sentence of whitespace only hangs from its first token.
+        for d, start, end in batch.sentences:
+            offset = int(batch.offsets[d])
+            space = batch.space[offset + start:offset + end]
+            if not space.any():
                 continue
-            for k in range(0, len(words), self.max_sentence_length):
-                piece = words[k:k + self.max_sentence_length]
-                _, tree, deprels = model.annotate(doc_sentence(doc, piece), gold_tags=True)
-                for m, i in enumerate(piece, start=1):
-                    h = int(tree[m])
-                    heads[i] = piece[h - 1] if h > 0 else i
-                    labels[i] = ROOT_LABEL if h == 0 else to_spacy_label(deprels[m]) if deprels else DEFAULT_LABEL
-            # Whitespace hangs from the word before it, or after it at the start of the sentence.
+            words = np.flatnonzero(~space) + offset + start
+            if not len(words):
+                heads[offset + start:offset + end] = offset + start
+                labels[offset + start] = root
+                continue
             previous = None
-            for i in range(start, end):
-                if not space[i]:
+            for i in range(offset + start, offset + end):
+                if not batch.space[i]:
                     previous = i
                 else:
                     heads[i] = previous if previous is not None else words[0]
-        strings = doc.vocab.strings
-        values = np.empty((n, 2), dtype=np.uint64)
-        values[:, 0] = (heads - np.arange(n)).astype(np.int64).astype(np.uint64)  # HEAD is relative
-        values[:, 1] = [strings.add(label) for label in labels]
-        doc.from_array([HEAD, DEP], values)
-        return doc
+        for doc, offset, doc_heads, doc_labels in zip(docs, batch.offsets, batch.per_doc(heads), batch.per_doc(labels)):
+            values = np.empty((len(doc), 2), dtype=np.uint64)
+            # HEAD is relative
+            values[:, 0] = (doc_heads - offset - np.arange(len(doc))).astype(np.int64).astype(np.uint64)
+            values[:, 1] = doc_labels
+            doc.from_array([HEAD, DEP], values)
 
 
 # -- scorers ------------------------------------------------------------------------

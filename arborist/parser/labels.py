@@ -24,7 +24,7 @@ from typing import Iterable, Sequence
 import numpy as np
 from scipy.special import logsumexp
 
-from ..sentence import Sentence
+from ..sentence import Sentence, SentenceBatch
 from ..structure import take_positions
 from .label_features import DEFAULT_LABEL_TEMPLATES, LabelFeatures
 
@@ -91,6 +91,13 @@ class ArcLabels:
             raise ValueError("the labeler has no labels yet: call initialize(training sentences) first")
         keys, offsets = self.features.keys(x, x.heads)
         return self.features.score(keys, offsets, w.array, self.n_labels)
+
+    def predict_batch(self, batch: SentenceBatch, w) -> np.ndarray:
+        """The argmax labels of the arcs of every tree of the batch (its `heads`), in the
+        batch's columns (-1 at roots), computed without the GIL (`LabelFeatures.label_many`)."""
+        if not self.labels:
+            raise ValueError("the labeler has no labels yet: call initialize(training sentences) first")
+        return self.features.label_many(batch.attrs, batch.starts, batch.heads, w.array, self.n_labels)
 
     def argmax(self, x, scores: np.ndarray) -> np.ndarray:
         out = np.argmax(scores, axis=1).astype(np.int32)

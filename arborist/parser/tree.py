@@ -17,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..sentence import Sentence
+from ..sentence import Sentence, SentenceBatch
 from ..structure import take_positions
 from .eisner import eisner_argmax, eisner_marginals
 from .features import DEFAULT_TEMPLATES, ArcFeatures
@@ -90,6 +90,14 @@ class DependencyTree:
 
     def argmax(self, x: Sentence, scores: np.ndarray) -> np.ndarray:
         return self._decoder()[0](scores, self.single_root)[0]
+
+    def predict_batch(self, batch: SentenceBatch, w) -> np.ndarray | None:
+        """The argmax trees of every sentence of the batch (heads in the batch's columns),
+        computed without the GIL (`ArcFeatures.parse_many`); None for non-projective and
+        second-order decoding, which have no batch kernel."""
+        if self.order != 1 or self._decoder()[0] is not eisner_argmax:
+            return None
+        return self.features.parse_many(batch.attrs, batch.starts, w.array, self.single_root)
 
     def cost_augmented_argmax(self, x: Sentence, scores: np.ndarray, gold: np.ndarray) -> np.ndarray:
         return self.argmax(x, scores + self.part_cost(x, gold))

@@ -22,7 +22,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..sentence import Sentence
+from ..sentence import FORM, Sentence, SentenceBatch
+from ..strings import hash_strings
 from ..structure import take_positions
 from .features import EMISSION_TEMPLATES, ChainFeatures
 from .viterbi import chain_argmax, chain_marginals, chain_shape, valid_parts
@@ -48,6 +49,7 @@ class LinearChain:
         self.templates = tuple(EMISSION_TEMPLATES if templates is None else templates)
         self._valid: dict[int, np.ndarray] = {}
         self.tags: tuple[str, ...] = ()
+        self._tag_hashes = None
         self.features = None
         if tags is not None:
             self._set_tags(tags)
@@ -60,7 +62,8 @@ class LinearChain:
         # checks order, hash bits, template names, K >= 1
         self.features = ChainFeatures(tags, self.order, self._hash_bits, self.templates)
         self.tags = tags
-        self.tag_ids = {t: i for i, t in enumerate(tags)}
+        self.tag_index = {t: i for i, t in enumerate(tags)}
+        self._tag_hashes = None
         self._valid.clear()
 
     def initialize(self, sentences: Iterable[Sentence]) -> None:
@@ -122,6 +125,21 @@ class LinearChain:
     def tag_names(self, label) -> list[str]:
         return [self.tags[i] for i in label]
 
+    @property
+    def tag_hashes(self) -> np.ndarray:
+        """uint64 (K,): each tag's string id (`arborist.strings`), as a Sentence's UPOS/XPOS row holds it."""
+        if self._tag_hashes is None:
+            self._tag_hashes = hash_strings(self.tags)
+        return self._tag_hashes
+
+    def predict_batch(self, batch: SentenceBatch, w) -> np.ndarray:
+        """The argmax labels of every sentence of the batch, concatenated (one tag id per word),
+        computed without the GIL (`ChainFeatures.tag_many`)."""
+        if self.features is None:
+            raise ValueError("the chain has no tags yet: call initialize(training sentences) first")
+        values = self.features.form_values(batch.attrs[FORM][batch.words], batch.text_of)
+        return self.features.tag_many(values, batch.word_starts, w.array)
+
     # -- the protocol -------------------------------------------------------
     def scores(self, x: Sentence, w) -> np.ndarray:
         if self.features is None:
@@ -173,7 +191,7 @@ class LinearChain:
     def gold(self, x: Sentence) -> np.ndarray:
         tags = _column(x, self.attribute)
         out = np.empty(len(tags), dtype=np.int32)
-        ids = self.tag_ids
+        ids = self.tag_index
         for i, tag in enumerate(tags):
             tag_id = ids.get(tag)
             if tag_id is None:
