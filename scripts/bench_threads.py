@@ -1,12 +1,15 @@
 """Thread scaling (issue 8): the same work in 1 thread and in N threads of one process.
 
 The feature and decoding kernels run without the GIL, so threads can share one loaded
-model. Two workloads over the en_ewt dev sentences (2,001 sentences, 25,147 words),
-each split into equal shares, one per thread:
+model. Workloads over the en_ewt dev sentences (2,001 sentences, 25,147 words), each
+split into equal shares, one per thread:
 
-  annotate   `Pipeline.annotate` on the CoNLL-U sentences: tagging, parsing, labeling
+  annotate   `Pipeline.annotate` on each CoNLL-U sentence: tagging, parsing, labeling
+  parse      `Pipeline.parse` on the thread's sentences (batches of 64, `annotate_batch`)
   spacy      `nlp(text)` on each sentence's text with the pipeline `arborist parse` uses
              (spaCy tokenizer, sentencizer, arborist_tagger, arborist_parser)
+  spacy_pipe `nlp.pipe(texts)` on the thread's sentence texts (the components annotate
+             batches of Docs, one region without the GIL per stage)
 
 Rounds interleave the thread counts so that a noisy machine slows them alike; reported
 per workload and thread count: the median words/s and the speedup over one thread.
@@ -46,11 +49,12 @@ def shares(items: list, k: int) -> list[list]:
 
 
 def run(work, items: list, threads: int) -> tuple[float, list]:
-    """Seconds to apply `work` to every item with `threads` threads, and the results in item order."""
+    """Seconds to apply `work` (items -> one result per item) to every item with `threads`
+    threads, and the results in item order."""
     parts = shares(items, threads)
     start = time.perf_counter()
     with ThreadPoolExecutor(threads) as pool:
-        done = list(pool.map(lambda part: [work(x) for x in part], parts))
+        done = list(pool.map(work, parts))
     seconds = time.perf_counter() - start
     results = [None] * len(items)
     for i, part in enumerate(done):
@@ -72,14 +76,20 @@ def main() -> None:
     words = sum(s.n for s in sentences)
     texts = [sentence_text(s) for s in sentences]
     nlp = spacy_pipeline(pipeline)
+    def doc_heads(doc):
+        return tuple(token.head.i for token in doc)
+
     workloads = {
-        "annotate": (lambda s: tuple(pipeline.annotate(s)[1]), sentences, words),
-        "spacy": (lambda t: tuple(token.head.i for token in nlp(t)), texts, None),
+        "annotate": (lambda part: [tuple(pipeline.annotate(s)[1]) for s in part], sentences, words),
+        "parse": (lambda part: [tuple(heads) for _, heads, _ in pipeline.parse(part)], sentences, words),
+        "spacy": (lambda part: [doc_heads(nlp(t)) for t in part], texts, None),
+        "spacy_pipe": (lambda part: [doc_heads(doc) for doc in nlp.pipe(part)], texts, None),
     }
     # Warm-up: caches (tagger word features, spaCy's vocabulary) filled before timing.
     reference = {name: run(work, items, 1)[1] for name, (work, items, _) in workloads.items()}
     spacy_words = sum(len(heads) for heads in reference["spacy"])
-    workloads["spacy"] = (*workloads["spacy"][:2], spacy_words)
+    for name in ("spacy", "spacy_pipe"):
+        workloads[name] = (*workloads[name][:2], spacy_words)
 
     timings: dict[str, dict[int, list[float]]] = {name: {k: [] for k in args.threads} for name in workloads}
     for round_ in range(args.repeat):
