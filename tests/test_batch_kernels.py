@@ -1,0 +1,199 @@
+"""The batch kernels (`tag_many`, `parse_many`, `label_many`) and `Pipeline.annotate_batch`
+against the one-sentence path they replace (scores, then the decoder), on random weights;
+`DocBatch` against `doc_sentence`; and the kernels running without the GIL."""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+import spacy
+
+from arborist.model import Labeler, Parser, Pipeline, Tagger, with_tags
+from arborist.parser.labels import ArcLabels
+from arborist.parser.tree import DependencyTree
+from arborist.sentence import Sentence, SentenceBatch
+from arborist.spacy_components import DocBatch, doc_sentence
+from arborist.tagger.chain import LinearChain
+
+UPOS = ("ADJ", "ADP", "DET", "NOUN", "PRON", "PUNCT", "VERB")
+XPOS = ("DT", "IN", "JJ", "NN", "NNS", "PRP", "VB", "VBD", ".")
+LABELS = ("amod", "case", "det", "nmod", "nsubj", "obj", "punct", "root")
+BITS = 14
+
+
+def random_sentences(rng, count: int, lengths=(1, 14), n_xpos: int | None = None) -> list[Sentence]:
+    """Sentences of random words, tags and projective-or-not trees; n_xpos: draw XPOS from
+    that many distinct strings (more than 64 folds the in-between ids)."""
+    out = []
+    for _ in range(count):
+        n = int(rng.integers(*lengths))
+        forms = ["".join(rng.choice(list("abcdeXYZ-1"), int(rng.integers(1, 7)))) for _ in range(n)]
+        xpos = [f"X{rng.integers(n_xpos)}" for _ in range(n)] if n_xpos else rng.choice(XPOS, n).tolist()
+        heads = [int(rng.integers(0, n + 1)) for _ in range(n)]
+        heads = [h if h != m else 0 for m, h in enumerate(heads, start=1)]
+        out.append(Sentence.from_columns(forms, [f.lower() for f in forms], rng.choice(UPOS, n).tolist(), xpos,
+                                         rng.choice(["_", "Number=Sing", "Number=Plur"], n).tolist(), heads))
+    return out
+
+
+def weights(rng, bits: int = BITS) -> np.ndarray:
+    return rng.normal(size=1 << bits)
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_tag_many_equals_scores_then_viterbi(order):
+    rng = np.random.default_rng(order)
+    sentences = random_sentences(rng, 30)
+    tagger = Tagger(LinearChain(UPOS, "upos", order, BITS), weights(rng))
+    one_by_one = [tagger.predict(x) for x in sentences]
+    batch = tagger.predict_batch(SentenceBatch.from_sentences(sentences))
+    assert batch.dtype == np.int32
+    np.testing.assert_array_equal(batch, np.concatenate(one_by_one))
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_parse_many_equals_scores_then_eisner(single_root):
+    rng = np.random.default_rng(int(single_root))
+    # Short and long sentences; the last ones have more than 64 distinct XPOS values
+    # between some arcs (the in-between ids fold mod 64, as `between_ids` does).
+    sentences = random_sentences(rng, 25) + random_sentences(rng, 3, (70, 90), n_xpos=1000)
+    parser = Parser(DependencyTree(hash_bits=BITS, single_root=single_root), weights(rng))
+    one_by_one = [parser.predict(x) for x in sentences]
+    batch = parser.predict_batch(SentenceBatch.from_sentences(sentences))
+    np.testing.assert_array_equal(batch, np.concatenate(one_by_one))
+
+
+def test_in_between_ids_without_numpy_fold_as_between_ids_does():
+    """`parse_many`'s in-between ids (qsort, binary search) against `between_ids`
+    (numpy.unique, whose ids `arc_indices` uses), past 64 distinct values: with only the
+    in-between template, weights that reward exactly the features of the flat tree (word 1
+    heads every other word) make parse_many find that tree only if its ids are the same."""
+    rng = np.random.default_rng(7)
+    x = random_sentences(rng, 1, (100, 101), n_xpos=1000)[0]
+    features = DependencyTree(["between.xpos"], hash_bits=20).features
+    ids, values = features.between_ids(x.attrs)
+    assert len(np.unique(x.attrs[4])) > 64 and ids.max() == 63  # folded
+    w = np.full(1 << 20, -1.0)
+    flat = np.full(x.n + 1, 1, dtype=np.int32)
+    flat[0], flat[1] = -1, 0
+    assert ids[0, 1:].max() == 63
+    for m in range(3, x.n + 1):
+        w[features.arc_indices(x, 1, m)] = 10.0
+    heads = features.parse_many(np.ascontiguousarray(x.attrs), np.array([0, x.n + 1]), w)
+    # Word 2's arcs have no in-between features (all score 0): any head will do.
+    np.testing.assert_array_equal(np.delete(heads, 2), np.delete(flat, 2))
+
+
+def test_empty_sentences_in_a_batch():
+    rng = np.random.default_rng(3)
+    sentences = random_sentences(rng, 4)
+    empty = Sentence.from_columns([])
+    batch = SentenceBatch.from_sentences([empty, sentences[0], empty, *sentences[1:], empty])
+    parser = Parser(DependencyTree(hash_bits=BITS), weights(rng))
+    tagger = Tagger(LinearChain(UPOS, "upos", 1, BITS), weights(rng))
+    heads = parser.predict_batch(batch)
+    assert heads[0] == -1 and heads[-1] == -1 and len(heads) == batch.attrs.shape[1]
+    np.testing.assert_array_equal(heads[1:1 + sentences[0].n + 1], parser.predict(sentences[0]))
+    np.testing.assert_array_equal(tagger.predict_batch(batch), np.concatenate([tagger.predict(x) for x in sentences]))
+
+
+def test_label_many_equals_scores_then_argmax():
+    rng = np.random.default_rng(5)
+    sentences = random_sentences(rng, 30)
+    labeler = Labeler(ArcLabels(LABELS, BITS), weights(rng))
+    one_by_one = [labeler.predict(x) for x in sentences]
+    batch = labeler.predict_batch(SentenceBatch.from_sentences(sentences))
+    np.testing.assert_array_equal(batch, np.concatenate(one_by_one))
+    bad = SentenceBatch.from_sentences(sentences[:2])
+    bad.heads[1] = sentences[0].n + 1
+    with pytest.raises(ValueError, match="outside"):
+        labeler.predict_batch(bad)
+
+
+def test_structures_without_a_batch_kernel_fall_back_to_one_sentence_at_a_time():
+    rng = np.random.default_rng(11)
+    sentences = random_sentences(rng, 12)
+    parser = Parser(DependencyTree(hash_bits=BITS, projective=False), weights(rng))
+    assert parser.structure.predict_batch(SentenceBatch.from_sentences(sentences), parser.weights) is None
+    np.testing.assert_array_equal(parser.predict_batch(SentenceBatch.from_sentences(sentences)),
+                                  np.concatenate([parser.predict(x) for x in sentences]))
+
+
+def test_annotate_many_equals_the_components_one_after_another():
+    rng = np.random.default_rng(13)
+    sentences = random_sentences(rng, 20)
+    upos = Tagger(LinearChain(UPOS, "upos", 1, BITS), weights(rng))
+    xpos = Tagger(LinearChain(XPOS, "xpos", 2, BITS), weights(rng))
+    parser = Parser(DependencyTree(hash_bits=BITS), weights(rng))
+    labeler = Labeler(ArcLabels(LABELS, BITS), weights(rng))
+    pipeline = Pipeline({"upos": upos, "xpos": xpos, "parser": parser, "labeler": labeler})
+    got = pipeline.annotate_many(sentences)
+    for x, (tagged, heads, deprels) in zip(sentences, got):
+        expected = with_tags(x, "upos", upos.tags(x))
+        expected = with_tags(expected, "xpos", xpos.tags(expected))
+        np.testing.assert_array_equal(tagged.attrs, expected.attrs)
+        assert tagged.upos == expected.upos and tagged.xpos == expected.xpos
+        np.testing.assert_array_equal(heads, parser.predict(expected))
+        assert deprels == labeler.labels(expected, heads)
+    assert [tuple(h) for _, h, _ in pipeline.parse(sentences, batch_size=7)] == [tuple(h) for _, h, _ in got]
+    # A labeler without a parser labels the gold trees; a sentence without one gets no labels.
+    no_tree = Sentence.from_columns(["a", "b"])
+    labels_only = Pipeline({"labeler": labeler}).annotate_many([sentences[0], no_tree])
+    assert labels_only[0][2] == labeler.labels(sentences[0], sentences[0].heads) and labels_only[1][2] is None
+
+
+def test_doc_batch_equals_doc_sentence():
+    nlp = spacy.blank("en")
+    doc = nlp("The İstanbul QUICK brown  foxes jumped. Over Σίσυφος's 3,000 dogs \n and cats!")
+    for i, t in enumerate(doc):
+        t.is_sent_start = i in (0, 8)
+        if i % 2:
+            t.lemma_, t.tag_ = t.text.lower(), "NN"
+            t.set_morph("Number=Plur|Case=Nom")
+        if i % 3:
+            t.pos_ = "NOUN"
+    other = nlp("Another doc .")
+    batch = DocBatch([doc, other], 3, {})
+    pieces = []
+    for d, start, end in batch.sentences:
+        words = [i for i in range(start, end) if not (doc, other)[d][i].is_space]
+        pieces += [((doc, other)[d], words[k:k + 3]) for k in range(0, len(words), 3)]
+    assert batch.batch.n_sentences == len(pieces) > 4
+    for i, (source, words) in enumerate(pieces):
+        a, b = batch.batch.starts[i], batch.batch.starts[i + 1]
+        np.testing.assert_array_equal(batch.batch.attrs[:, a:b], doc_sentence(source, words).attrs)
+        assert batch.batch.sentence(i).forms == doc_sentence(source, words).forms
+
+
+def test_kernels_release_the_gil():
+    """While one thread parses a batch, another runs Python: it could not if the kernel held the GIL."""
+    rng = np.random.default_rng(17)
+    batch = SentenceBatch.from_sentences(random_sentences(rng, 60, (60, 61)))
+    parser = Parser(DependencyTree(hash_bits=BITS), weights(rng))
+    parser.predict_batch(batch)  # warm up
+    counted, running = [0], threading.Event()
+
+    def count():
+        running.set()
+        while running.is_set():
+            counted[0] += 1
+
+    def kernel_time():
+        start = time.perf_counter()
+        parser.structure.features.parse_many(batch.attrs, batch.starts, parser.weights.array)
+        return time.perf_counter() - start
+
+    alone = kernel_time()
+    counter = threading.Thread(target=count)
+    counter.start()
+    running.wait()
+    before = counted[0]
+    shared = kernel_time()
+    during = counted[0] - before
+    running.clear()
+    counter.join()
+    # Holding the GIL, the kernel would let the counter run only between switch intervals
+    # (none: it is one C call); without it the counter loops all along.
+    assert during > 1000, (during, alone, shared)
