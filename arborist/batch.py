@@ -286,8 +286,7 @@ class Annotator:
 
     def conllu(self, sentences) -> tuple[str, int]:
         out, words = [], 0
-        for sentence in sentences:
-            tagged, heads, deprels = self.pipeline.annotate(sentence, self.gold_tags)
+        for sentence, (tagged, heads, deprels) in zip(sentences, self.pipeline.annotate_many(sentences, self.gold_tags)):
             tags = {} if self.gold_tags else self.pipeline.predicted_tags(tagged)
             words += sentence.n
             if self.fmt == "conllu":

@@ -88,8 +88,8 @@ def evaluate_pipeline(pipeline, sentences, gold_tags: bool = False) -> dict:
     tag_pairs, parse_triples, pruned = [], [], []
     parser = pipeline.parser
     pruning = parser is not None and parser.structure.order == 2 and pipeline.pruner is not None
-    for gold in sentences:
-        tagged, heads, deprels = pipeline.annotate(gold, gold_tags)
+    sentences = list(sentences)
+    for gold, (tagged, heads, deprels) in zip(sentences, pipeline.parse(sentences, gold_tags)):
         if not gold_tags and pipeline.taggers:
             tag_pairs.append((gold, pipeline.predicted_tags(tagged)))
         if heads is not None or deprels is not None:  # a labeler without a parser labels the gold tree

@@ -45,7 +45,7 @@ from spacy.training import Example, validate_examples
 from spacy.util import minibatch, registry as spacy_registry
 
 from .model import KINDS, ModelError, Pipeline, load
-from .sentence import (ATTR_NAMES, FEATS, FORM, PREFIX, PREFIX_LENGTH, ROOT, UPOS, XPOS, Sentence, SentenceBatch)
+from .sentence import (ATTR_NAMES, FEATS, FORM, PREFIX, PREFIX_LENGTH, ROOT, UPOS, XPOS, SentenceBatch)
 from .sentence import LEMMA as LEMMA_ROW, LOWER as LOWER_ROW
 from .strings import hash_string
 
@@ -74,20 +74,6 @@ def sentence_bounds(doc: Doc) -> list[tuple[int, int]]:
     if doc.has_annotation("SENT_START"):
         return [(s.start, s.end) for s in doc.sents]
     return [(0, len(doc))]
-
-
-def doc_sentence(doc: Doc, indices: list[int]) -> Sentence:
-    """The words doc[i] for i in `indices` as a Sentence, with the Doc's lemmas, tags and
-    morphology ('_' where the Doc has none), as a CoNLL-U file would give them.
-    (`DocBatch` builds the same arrays for many sentences at once; this is its reference.)"""
-    tokens = [doc[i] for i in indices]
-    return Sentence.from_columns(
-        [t.text for t in tokens],
-        [t.lemma_ or "_" for t in tokens],
-        [t.pos_ or "_" for t in tokens],
-        [t.tag_ or "_" for t in tokens],
-        [str(t.morph) or "_" for t in tokens],
-    )
 
 
 # Doc.to_array columns -> Sentence.attrs rows. spaCy's string ids are arborist's

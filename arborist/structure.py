@@ -8,6 +8,12 @@ structure's parts; arithmetic on them is element-wise. With
     score(y) = (scores * indicator(x, y)).sum()
     loss(y)  = (part_cost(x, gold) * indicator(x, y)).sum()
     perceptron update: add_features(x, indicator(x, gold) - indicator(x, pred), w, 1)
+
+Prediction only (not part of the protocol, never used by trainers): a structure may
+also have `predict_batch(batch, w)`, the argmax labels of every sentence of a
+`SentenceBatch` concatenated, computed by one kernel call without the GIL, or None
+when its configuration has no such kernel; `Component.predict_batch` falls back to
+`argmax(x, scores(x, w))` one sentence at a time.
 """
 from __future__ import annotations
 

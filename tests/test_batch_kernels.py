@@ -14,7 +14,7 @@ from arborist.model import Labeler, Parser, Pipeline, Tagger, with_tags
 from arborist.parser.labels import ArcLabels
 from arborist.parser.tree import DependencyTree
 from arborist.sentence import Sentence, SentenceBatch
-from arborist.spacy_components import DocBatch, doc_sentence
+from arborist.spacy_components import DocBatch
 from arborist.tagger.chain import LinearChain
 
 UPOS = ("ADJ", "ADP", "DET", "NOUN", "PRON", "PUNCT", "VERB")
@@ -142,6 +142,16 @@ def test_annotate_many_equals_the_components_one_after_another():
     no_tree = Sentence.from_columns(["a", "b"])
     labels_only = Pipeline({"labeler": labeler}).annotate_many([sentences[0], no_tree])
     assert labels_only[0][2] == labeler.labels(sentences[0], sentences[0].heads) and labels_only[1][2] is None
+
+
+def doc_sentence(doc, indices: list[int]) -> Sentence:
+    """The words doc[i] for i in `indices` as a Sentence from their strings, with the Doc's
+    lemmas, tags and morphology ('_' where the Doc has none), as a CoNLL-U file would give
+    them (how the components built their input before `DocBatch`)."""
+    tokens = [doc[i] for i in indices]
+    return Sentence.from_columns([t.text for t in tokens], [t.lemma_ or "_" for t in tokens],
+                                 [t.pos_ or "_" for t in tokens], [t.tag_ or "_" for t in tokens],
+                                 [str(t.morph) or "_" for t in tokens])
 
 
 def test_doc_batch_equals_doc_sentence():
