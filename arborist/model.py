@@ -216,13 +216,15 @@ class Pipeline:
         return next((c for c in self.components.values() if isinstance(c, Labeler)), None)
 
     def tag(self, sentence: Sentence) -> Sentence:
-        return self.annotate(sentence)[0] if self.taggers else sentence
+        """The sentence with the taggers' predicted tags (the parser and labeler do not run)."""
+        return self.annotate_many([sentence], tag_only=True)[0][0] if self.taggers else sentence
 
-    def annotate_batch(self, batch: SentenceBatch, gold_tags: bool = False) -> Annotation:
+    def annotate_batch(self, batch: SentenceBatch, gold_tags: bool = False, tag_only: bool = False) -> Annotation:
         """Tag, parse and label every sentence of the batch, each stage in one region
         without the GIL (threads sharing the pipeline run in parallel). The taggers write
         their predictions into the batch's UPOS/XPOS rows, which the parser and labeler read;
-        `gold_tags=True` skips them. A labeler without a parser labels the batch's own heads."""
+        `gold_tags=True` skips them, `tag_only=True` runs only them. A labeler without a parser
+        labels the batch's own heads."""
         tags = {}
         if not gold_tags:
             words = batch.words
@@ -231,17 +233,19 @@ class Pipeline:
                 tags[tagger.attribute] = ids
                 batch.attrs[UPOS if tagger.attribute == "upos" else XPOS, words] = tagger.structure.tag_hashes[ids]
         heads = labels = None
+        if tag_only:
+            return Annotation(tags, heads, labels)
         if self.parser is not None:
             heads = self.parser.predict_batch(batch)
         if self.labeler is not None:
             labels = self.labeler.predict_batch(replace(batch, heads=batch.heads if heads is None else heads))
         return Annotation(tags, heads, labels)
 
-    def annotate_many(self, sentences: list[Sentence], gold_tags: bool = False
+    def annotate_many(self, sentences: list[Sentence], gold_tags: bool = False, tag_only: bool = False
                       ) -> list[tuple[Sentence, np.ndarray | None, list[str] | None]]:
         """`annotate` of each sentence, computed as one batch (`annotate_batch`)."""
         sentences = list(sentences)
-        labeler = self.labeler
+        labeler = None if tag_only else self.labeler
         if labeler is not None and self.parser is None and not all(s.has_heads for s in sentences):
             # Only sentences with a tree can be labeled: label those, tag the rest.
             with_tree = [s.has_heads for s in sentences]
@@ -250,7 +254,7 @@ class Pipeline:
                                  self.info).annotate_many([s for s, t in zip(sentences, with_tree) if not t], gold_tags))
             return [next(labeled) if t else next(rest) for t in with_tree]
         batch = SentenceBatch.from_sentences(sentences)
-        result = self.annotate_batch(batch, gold_tags)
+        result = self.annotate_batch(batch, gold_tags, tag_only)
         out = []
         words = batch.word_starts
         for i, sentence in enumerate(sentences):

@@ -137,7 +137,10 @@ def test_annotate_many_equals_the_components_one_after_another():
         assert tagged.upos == expected.upos and tagged.xpos == expected.xpos
         np.testing.assert_array_equal(heads, parser.predict(expected))
         assert deprels == labeler.labels(expected, heads)
+        np.testing.assert_array_equal(pipeline.tag(x).attrs, expected.attrs)
     assert [tuple(h) for _, h, _ in pipeline.parse(sentences, batch_size=7)] == [tuple(h) for _, h, _ in got]
+    tagged_only = pipeline.annotate_many(sentences, tag_only=True)
+    assert all(h is None and d is None for _, h, d in tagged_only)
     # A labeler without a parser labels the gold trees; a sentence without one gets no labels.
     no_tree = Sentence.from_columns(["a", "b"])
     labels_only = Pipeline({"labeler": labeler}).annotate_many([sentences[0], no_tree])
