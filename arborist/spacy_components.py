@@ -91,9 +91,7 @@ class DocBatch:
     tokens (in pieces of at most `max_length` words), and where each batch word came from."""
 
     def __init__(self, docs: list[Doc], max_length: int | None, prefixes: dict):
-        self.docs = docs
-        self.sizes = [len(doc) for doc in docs]
-        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)  # doc -> first token
+        self.offsets = np.concatenate([[0], np.cumsum([len(doc) for doc in docs])]).astype(np.int64)  # doc -> first token
         columns = [c for _, c in DOC_COLUMNS] + [IS_SPACE]
         arrays = [doc.to_array(columns).reshape(len(doc), len(columns)) for doc in docs]
         table = np.concatenate(arrays) if arrays else np.zeros((0, len(columns)), dtype=np.uint64)
@@ -111,19 +109,19 @@ class DocBatch:
         self.word_tokens = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
         lengths = np.array([len(p) + 1 for p in pieces], dtype=np.int64)
         starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        strings = docs[0].vocab.strings if docs else None
+        self.batch = SentenceBatch(np.full((len(ATTR_NAMES), int(starts[-1])), ROOT_ID, dtype=np.uint64), starts,
+                                   strings.__getitem__ if strings is not None else {}.__getitem__)
+        attrs, words = self.batch.attrs, self.batch.words
         # column_token: the global token of each batch column, -1 at roots.
-        self.column_token = np.full(int(starts[-1]), -1, dtype=np.int64)
-        words = np.ones(len(self.column_token), dtype=bool)
-        words[starts[:-1]] = False
+        self.column_token = np.full(len(words), -1, dtype=np.int64)
         self.column_token[words] = self.word_tokens
-        attrs = np.full((len(ATTR_NAMES), len(self.column_token)), ROOT_ID, dtype=np.uint64)
         values = table[self.word_tokens]
         for k, (row, _) in enumerate(DOC_COLUMNS):
             column = values[:, k]
             if row not in (FORM, LOWER_ROW):
                 column = np.where(column == 0, MISSING_ID, column)
             attrs[row, words] = column
-        strings = docs[0].vocab.strings if docs else None
         lower = attrs[LOWER_ROW, words].tolist()
         for key in dict.fromkeys(lower):
             if key not in prefixes:
@@ -131,7 +129,6 @@ class DocBatch:
                     prefixes.clear()
                 prefixes[key] = hash_string(strings[key][:PREFIX_LENGTH])
         attrs[PREFIX, words] = np.array([prefixes[key] for key in lower], dtype=np.uint64)
-        self.batch = SentenceBatch(attrs, starts, strings.__getitem__ if strings is not None else {}.__getitem__)
 
     def per_doc(self, token_values: np.ndarray) -> list[np.ndarray]:
         """Split a per-token array over all docs into one array per doc."""
@@ -198,7 +195,16 @@ class ArboristComponent(Pipe):
                 error_handler(self.name, self, docs, e)
             yield from docs
 
+    piece_length: Optional[int] = None  # the longest sentence piece the models get (None: whole sentences)
+
     def annotate(self, docs: list[Doc]) -> None:
+        """Annotate the Docs (the non-empty ones) as one `DocBatch`."""
+        self.arborist  # a component without a model fails here, even on empty Docs
+        docs = [doc for doc in docs if len(doc)]
+        if docs:
+            self.set_annotations(docs, DocBatch(docs, self.piece_length, self._prefixes))
+
+    def set_annotations(self, docs: list[Doc], batch: DocBatch) -> None:
         raise NotImplementedError
 
     # -- serialization: the bytes and the directory hold the arborist model files -------
@@ -256,13 +262,9 @@ class ArboristTagger(ArboristComponent):
         kwargs.pop("labels", None)  # Pipe.score's convention; the tag set is not a scorer setting here
         return self.scorer(examples, attributes=self.attributes, **kwargs)
 
-    def annotate(self, docs: list[Doc]) -> None:
+    def set_annotations(self, docs: list[Doc], batch: DocBatch) -> None:
         model = self.arborist
-        docs = [doc for doc in docs if len(doc)]
-        if not docs:
-            return
         strings = docs[0].vocab.strings
-        batch = DocBatch(docs, None, self._prefixes)
         tags = model.annotate_batch(batch.batch).tags
         columns = {"upos": (POS, strings.add(SPACE_POS)), "xpos": (TAG, strings.add(SPACE_TAG))}
         attributes = [t.attribute for t in model.taggers]
@@ -299,13 +301,13 @@ class ArboristParser(ArboristComponent):
         labeler = self.arborist.labeler
         return tuple(sorted(to_spacy_label(l) for l in labeler.label_set)) if labeler is not None else ()
 
-    def annotate(self, docs: list[Doc]) -> None:
+    @property
+    def piece_length(self) -> int:
+        return self.max_sentence_length
+
+    def set_annotations(self, docs: list[Doc], batch: DocBatch) -> None:
         model = self.arborist
-        docs = [doc for doc in docs if len(doc)]
-        if not docs:
-            return
         strings = docs[0].vocab.strings
-        batch = DocBatch(docs, self.max_sentence_length, self._prefixes)
         result = model.annotate_batch(batch.batch, gold_tags=True)
         root, default = strings.add(ROOT_LABEL), strings.add(DEFAULT_LABEL)
         n_tokens = len(batch.space)

@@ -210,7 +210,7 @@ cdef class ArcFeatures:
         if n_sentences <= 0:
             return heads_arr
         cdef int size = int(lengths.max())  # n + 1 of the longest sentence
-        cdef int B = len(self.between_rows), T = len(self.sides) - B, t, j, n, best_n
+        cdef int B = len(self.between_rows), T = len(self.sides) - B, t, j, n
         shape = (size, size)
         cdef uint64_t[:, ::1] Hv = numpy.empty((T + B, size), dtype=numpy.uint64)
         cdef uint64_t[:, ::1] Mv = numpy.empty((T + B, size), dtype=numpy.uint64)
