@@ -5,7 +5,7 @@ from setuptools import Extension, setup
 
 MODULES = [
     "arborist.strings",
-    "arborist.learn.weights",
+    "arborist.weights",
     "arborist.parser.eisner",
     "arborist.parser.eisner2",
     "arborist.parser.mst",

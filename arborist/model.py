@@ -26,7 +26,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from .learn.weights import Weights
+from .weights import Weights
 from .parser.labels import ArcLabels
 from .parser.second_order import ArcPruner
 from .parser.tree import DependencyTree

@@ -16,7 +16,7 @@ import numpy as np
 
 from arborist.corpus import read_conllu
 from arborist.parser.features import ArcFeatures
-from arborist.learn.weights import Weights
+from arborist.weights import Weights
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "ud" / "en_ewt" / "en_ewt-ud-dev.conllu"
 sents = list(read_conllu(str(DEV)))[:1000]

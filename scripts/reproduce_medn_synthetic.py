@@ -54,7 +54,7 @@ from arborist import synthetic_crf
 from arborist.learn.baselines import penalized_lbfgs
 from arborist.learn.eg import EG
 from arborist.learn.medn import MaxEnDNet, sparsity
-from arborist.learn.weights import Weights
+from arborist.weights import Weights
 from arborist.tagger.dense import DenseChain, batch_nll
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from arborist.learn.weights import Weights
+from arborist.weights import Weights
 
 
 def _flat(parts):

@@ -5,7 +5,7 @@ import numpy as np
 
 from arborist.learn.baselines import SGD, CRFPrimal, lbfgs
 from arborist.learn.eg import EG
-from arborist.learn.weights import Weights
+from arborist.weights import Weights
 
 from test_eg import BITS, Brute, make_dataset
 

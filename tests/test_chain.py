@@ -15,7 +15,7 @@ import arborist.learn.perceptron
 from arborist.learn.baselines import SGD
 from arborist.learn.eg import EG
 from arborist.learn.perceptron import Perceptron
-from arborist.learn.weights import Weights
+from arborist.weights import Weights
 from arborist.sentence import Sentence
 from arborist.tagger.chain import LinearChain
 from arborist.tagger.features import CONJUNCTIONS, EMISSION_TEMPLATES, word_shape

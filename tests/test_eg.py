@@ -12,7 +12,7 @@ import pytest
 from scipy.special import logsumexp, softmax, xlogy
 
 from arborist.learn.eg import EG
-from arborist.learn.weights import Weights
+from arborist.weights import Weights
 from arborist.parser.tree import DependencyTree
 
 from test_tree import is_projective, projective_trees, sentence, spanning_trees

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from arborist.learn.perceptron import Perceptron
-from arborist.learn.weights import Weights
+from arborist.weights import Weights
 from arborist.parser.label_features import LabelFeatures, parse_label_template
 from arborist.parser.labels import ArcLabels
 from arborist.sentence import Sentence

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from arborist.learn.perceptron import Perceptron
-from arborist.learn.weights import Weights
+from arborist.weights import Weights
 from arborist.parser.tree import DependencyTree
 from arborist.sentence import Sentence
 

@@ -7,7 +7,7 @@ from scipy.special import logsumexp
 
 from arborist.learn.eg import EG
 from arborist.learn.perceptron import SWVP, Perceptron
-from arborist.learn.weights import Weights
+from arborist.weights import Weights
 from arborist.multiclass import Multiclass, MulticlassExample
 from arborist.structure import differing_positions
 

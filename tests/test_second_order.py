@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arborist.learn.weights import Weights
+from arborist.weights import Weights
 from arborist.parser.eisner import eisner_argmax, eisner_marginals
 from arborist.parser.eisner2 import SecondOrderLayout, second_order_argmax, second_order_marginals
 from arborist.parser.features2 import PartFeatures

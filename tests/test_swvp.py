@@ -16,7 +16,7 @@ from confection import Config
 import arborist.learn.perceptron
 from arborist import synthetic
 from arborist.learn.perceptron import SWVP, Perceptron, set_gamma
-from arborist.learn.weights import Weights
+from arborist.weights import Weights
 from arborist.parser.tree import DependencyTree
 from arborist.registry import registry
 from arborist.sentence import Sentence

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from arborist import synthetic
-from arborist.learn.weights import Weights
+from arborist.weights import Weights
 from arborist.tagger.chain import LinearChain
 
 SMALL = (60, 30, 10)

@@ -175,7 +175,7 @@ def test_feature_scores_match_enumerated_indices():
     structure = DependencyTree(hash_bits=16)
     x = sentence(9)
     w = rng.normal(size=1 << 16)
-    from arborist.learn.weights import Weights
+    from arborist.weights import Weights
 
     scores = structure.scores(x, Weights(16, False, w))
     for h in range(10):

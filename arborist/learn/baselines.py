@@ -16,7 +16,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from ..structure import Structure
-from .weights import Weights
+from ..weights import Weights
 
 
 class CRFPrimal:

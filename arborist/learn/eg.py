@@ -40,7 +40,7 @@ import time
 import numpy as np
 
 from ..structure import Structure
-from .weights import Weights
+from ..weights import Weights
 
 OBJECTIVES = ("crf", "m3n")
 SCHEDULES = ("random", "cyclic", "batch")

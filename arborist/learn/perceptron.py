@@ -38,7 +38,7 @@ import time
 import numpy as np
 
 from ..structure import Structure, differing_positions
-from .weights import Weights
+from ..weights import Weights
 
 SUBSTRUCTURES = ("full", "single")
 WEIGHTINGS = ("wm", "wmr")

@@ -19,7 +19,7 @@ from libc.math cimport INFINITY
 import numpy
 
 from ..hashing cimport GOLDEN, combine, mix64
-from ..learn.weights cimport Weights, prefetch
+from ..weights cimport Weights, prefetch
 from .distance cimport distance_bin
 from .eisner cimport _fill, _backtrack
 from ..sentence import ATTR_NAMES

@@ -16,7 +16,7 @@ from libc.stdint cimport uint64_t
 import numpy
 
 from ..hashing cimport GOLDEN, combine, mix64
-from ..learn.weights cimport Weights, prefetch
+from ..weights cimport Weights, prefetch
 from .distance cimport distance_bin
 from ..sentence import ATTR_NAMES
 from ..strings import hash_string

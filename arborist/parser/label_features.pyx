@@ -23,7 +23,7 @@ from libc.stdint cimport uint64_t, int64_t
 import numpy
 
 from ..hashing cimport combine, mix64
-from ..learn.weights cimport Weights, prefetch
+from ..weights cimport Weights, prefetch
 from ..sentence import ATTR_NAMES
 from ..strings import hash_string
 

@@ -51,7 +51,7 @@ import threading
 import numpy
 
 from ..hashing cimport GOLDEN, combine, mix64
-from ..learn.weights cimport Weights, touch
+from ..weights cimport Weights, touch
 from ..sentence import FORM
 from ..strings import hash_string, hash_strings
 from .viterbi cimport _forward1, _backtrack1, _forward2, _backtrack2
