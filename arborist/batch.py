@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from .corpus import CorpusError, format_sentence, read_conllu
+from .corpus import CorpusError, format_sentence, merge_misc, read_conllu
 from .model import Pipeline
 
 FORMATS = {"conllu": ".conllu", "json": ".jsonl", "html": ".html"}
@@ -226,10 +226,17 @@ def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None) -> 
             after = t.whitespace_ or (t.i + 1 < len(doc) and doc[t.i + 1].is_space)
             out.append("\t".join((
                 str(j), t.text, t.lemma_ or "_", t.pos_ or "_", t.tag_ or "_", str(t.morph) or "_",
-                str(head_id), to_ud_label(t.dep_) if t.dep_ else "_", "_", "_" if after else "SpaceAfter=No",
+                str(head_id), to_ud_label(t.dep_) if t.dep_ else "_", "_", token_misc(t, after),
             )) + "\n")
         out.append("\n")
     return "".join(out)
+
+
+def token_misc(token, space_after: bool) -> str:
+    """A token's MISC: SpaceAfter=No, and the item of a component that writes MISC (`token._.misc`)."""
+    misc = "_" if space_after else "SpaceAfter=No"
+    item = token._.misc if token.has_extension("misc") else None
+    return merge_misc(misc, item) if item else misc
 
 
 def sentence_doc(vocab, sentence, heads, deprels, tags: dict):
@@ -286,8 +293,8 @@ class Annotator:
 
     def conllu(self, sentences) -> tuple[str, int]:
         out, words = [], 0
-        for sentence, (tagged, heads, deprels) in zip(sentences, self.pipeline.annotate_many(sentences, self.gold_tags)):
-            tags = {} if self.gold_tags else self.pipeline.predicted_tags(tagged)
+        for sentence, parsed in zip(sentences, self.pipeline.annotate_many(sentences, self.gold_tags)):
+            heads, deprels, tags = parsed.heads, parsed.deprels, parsed.columns
             words += sentence.n
             if self.fmt == "conllu":
                 out.append(format_sentence(sentence, heads, deprels, tags))

@@ -63,49 +63,43 @@ def evaluate(
     if as_json:
         typer.echo(json.dumps(scores, indent=2))
         return
-    rows = []
-    for attribute in ("upos", "xpos"):
-        if attribute in scores:
-            rows += [(f"{attribute.upper()} accuracy", scores[attribute]),
-                     (f"{attribute.upper()} unseen words", scores[f"{attribute}_unseen"])]
     tagged = "gold" if gold_tags or not pipeline.taggers else "predicted"
-    if pipeline.parser is not None or pipeline.labeler is not None:
-        rows += [(f"UAS ({tagged} tags)", scores["uas"]), ("UAS (no punct)", scores["uas_nopunct"]),
-                 ("LAS (universal labels)", scores.get("las")), ("LAS (no punct)", scores.get("las_nopunct")),
-                 ("LAS (full labels)", scores.get("las_full")), ("exact match", scores["exact_match"])]
-    if "prune_recall" in scores:
-        rows += [("pruner oracle recall", scores["prune_recall"]), ("pruner heads per word", scores["heads_per_word"])]
     typer.echo(f"{'metric':<24}{'score':>8}")
-    for name, value in rows:
-        typer.echo(f"{name:<24}{value:>8.2f}" if value is not None else f"{name:<24}{'-':>8}  (model predicts no labels)")
+    for key, value in scores.items():
+        if key in UNSHOWN or not isinstance(value, (int, float)):
+            continue
+        typer.echo(f"{metric_label(key, tagged):<24}{value:>8.2f}")
+        if key == "uas_nopunct" and "las" not in scores:
+            for missing in ("las", "las_nopunct", "las_full"):
+                typer.echo(f"{metric_label(missing, tagged):<24}{'-':>8}  (model predicts no labels)")
     typer.echo(f"{scores['words']} words ({scores.get('unseen_words', 0)} unseen in training), {scores['sentences']} sentences")
 
 
-def evaluate_pipeline(pipeline, sentences, gold_tags: bool = False) -> dict:
-    """Tag accuracy of every tagger and attachment scores of the parser on gold sentences."""
-    from .evaluate import attachment_scores, pruning_scores, tag_scores
+# How `arborist evaluate` names the scores (keyed by score, whichever component gives it).
+METRIC_LABELS = {"uas": "UAS ({tagged} tags)", "uas_nopunct": "UAS (no punct)", "las": "LAS (universal labels)",
+                 "las_nopunct": "LAS (no punct)", "las_full": "LAS (full labels)", "exact_match": "exact match",
+                 "prune_recall": "pruner oracle recall", "heads_per_word": "pruner heads per word"}
+UNSHOWN = {"words", "sentences", "unseen_words"}
 
-    tag_pairs, parse_triples, pruned = [], [], []
-    parser = pipeline.parser
-    pruning = parser is not None and parser.structure.order == 2 and pipeline.pruner is not None
+
+def metric_label(key: str, tagged: str) -> str:
+    if key in METRIC_LABELS:
+        return METRIC_LABELS[key].format(tagged=tagged)
+    column, _, unseen = key.partition("_")
+    return f"{column.upper()} {'unseen words' if unseen == 'unseen' else 'accuracy'}" if unseen in ("", "unseen") \
+        else key
+
+
+def evaluate_pipeline(pipeline, sentences, gold_tags: bool = False) -> dict:
+    """Every component's scores on gold sentences (`Component.score`), merged (see
+    `Pipeline.score`): tag accuracy of the taggers, attachment scores of the parser..."""
     sentences = list(sentences)
-    for gold, (tagged, heads, deprels) in zip(sentences, pipeline.parse(sentences, gold_tags)):
-        if not gold_tags and pipeline.taggers:
-            tag_pairs.append((gold, pipeline.predicted_tags(tagged)))
-        if heads is not None or deprels is not None:  # a labeler without a parser labels the gold tree
-            parse_triples.append((gold, heads if heads is not None else gold.heads, deprels))
-        if pruning:  # the arcs the second-order parser was allowed (pruned once per sentence)
-            pruned.append((gold, parser.structure.layout(tagged).allowed))
-    scores = {}
-    if tag_pairs:
-        scores.update(tag_scores(tag_pairs, pipeline.unseen))
-    if parse_triples:
-        scores.update(attachment_scores(parse_triples))
-    if pruned:
-        scores.update(pruning_scores(pruned))
-    if not scores:
+    if not sentences:
+        raise ValueError("nothing to evaluate: the gold file has no sentences")
+    components = pipeline.stage(gold_tags)
+    if not components:
         raise ValueError("nothing to evaluate: the model has no parser and --gold-tags skips its taggers")
-    return scores
+    return pipeline.score(sentences, list(pipeline.parse(sentences, gold_tags)), components)
 
 
 @app.command()
@@ -136,7 +130,7 @@ def parse(
         pipeline = load(model)
     except ModelError as e:
         _fail(str(e))
-    if pipeline.parser is None:
+    if pipeline.writer("head") is None:
         _fail(f"{model}: the model has no parser")
     try:
         jobs = plan(inputs, output_dir, fmt)

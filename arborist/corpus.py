@@ -16,7 +16,8 @@ from .sentence import Sentence
 
 N_COLUMNS = 10
 HEAD_COL, DEPREL_COL = 6, 7
-TAG_COLS = {"upos": 3, "xpos": 4}
+TAG_COLS = {"lemma": 2, "upos": 3, "xpos": 4, "feats": 5}  # predicted token columns: CoNLL-U column index
+MISC_COL = 9
 
 
 class CorpusError(ValueError):
@@ -142,11 +143,14 @@ def _check_tree(heads: Sequence[int], head_lines: Sequence[int], path, first: in
 
 
 def format_sentence(sentence: Sentence, heads=None, deprels=None, tags: dict | None = None) -> str:
-    """The sentence's lines as read, with HEAD, DEPREL and tag columns replaced where given
-    (tags: {"upos": [...], "xpos": [...]}, one tag per word, without the root)."""
+    """The sentence's lines as read, with HEAD, DEPREL and token columns replaced where given
+    (tags: {"upos": [...], "lemma": [...], ...}, one value per word, without the root; a
+    "misc" value is a Key=Value item merged into the word's MISC, replacing its own key)."""
     if heads is None and deprels is None and not tags:
         return "".join(sentence.lines)
-    tag_columns = [(TAG_COLS[a], values) for a, values in (tags or {}).items()]
+    tags = dict(tags or {})
+    misc = tags.pop("misc", None)
+    tag_columns = [(TAG_COLS[a], values) for a, values in tags.items()]
     lines = list(sentence.lines)
     for m, offset in enumerate(sentence.word_lines, start=1):
         line = lines[offset]
@@ -159,8 +163,19 @@ def format_sentence(sentence: Sentence, heads=None, deprels=None, tags: dict | N
             columns[DEPREL_COL] = deprels[m]
         for col, values in tag_columns:
             columns[col] = values[m - 1]
+        if misc is not None:
+            columns[MISC_COL] = merge_misc(columns[MISC_COL], misc[m - 1])
         lines[offset] = "\t".join(columns) + ending
     return "".join(lines)
+
+
+def merge_misc(field: str, item: str) -> str:
+    """A MISC field with `item` (Key=Value) in place of any item of the same key."""
+    key = item.split("=", 1)[0]
+    items = [i for i in field.split("|") if i and i != "_" and i.split("=", 1)[0] != key]
+    if item and item != "_":
+        items.append(item)
+    return "|".join(items) or "_"
 
 
 def write_conllu(path: str | os.PathLike, items: Iterable[Sentence | tuple]) -> None:

@@ -1,17 +1,23 @@
-"""Models on disk: a pipeline of components (taggers, a pruner, a parser, a labeler) in one
-directory with meta.json and .npy arrays, no pickle.
+"""Models on disk and in memory: a pipeline of components in one directory with meta.json
+and .npy arrays, no pickle.
 
-    meta.json         format, version, and per component its name, kind, structure
-                      configuration (a tagger's tag set, a labeler's DEPREL label set)
-                      and training info
-    <name>.npy        each component's weights (float64, 2^hash_bits)
+    meta.json         format, version, and per component its name, its kind, its
+                      structure's registry call ({"@structures": name, arguments},
+                      what was learned, such as a tag or label set, included), its
+                      trainer's registry call and what training recorded
+    <name>.npy        each component's weights (float64, 2^hash_bits), and any other
+                      files its kind saves
     vocabulary.npy    sorted 64-bit hashes of the training forms (for accuracy on
                       words unseen in training)
 
-Saving is atomic: the model is written to a temporary sibling directory and
-renamed into place, so an interrupted save never leaves a half-written model
-(and never destroys the previous one). Format version 1 (a lone parser with
-weights.npy) still loads.
+Loading resolves each structure's call through `arborist.registry`, and each kind's
+class loads its files. Saving is atomic: the model is written to a temporary sibling
+directory and renamed into place, so an interrupted save never leaves a half-written
+model (and never destroys the previous one). Formats 1 (a lone parser with
+weights.npy) and 2 still load (`arborist.legacy` converts their meta.json).
+
+Nothing here knows a component kind: a pipeline runs its components in order, each
+on what the ones before it wrote (`arborist.component`).
 """
 from __future__ import annotations
 
@@ -20,157 +26,101 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable
 
 import numpy as np
 
-from .weights import Weights
-from .parser.labels import ArcLabels
-from .parser.second_order import ArcPruner
-from .parser.tree import DependencyTree
-from .sentence import FORM, UPOS, XPOS, ROOT, Sentence, SentenceBatch
-from .strings import hash_strings
-from .tagger.chain import LinearChain
+from .component import Component, ModelError
+from .sentence import FORM, Sentence, SentenceBatch
 
 FORMAT = "arborist-model"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 VOCABULARY = "vocabulary.npy"
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 RESERVED = {"vocabulary", "meta", "weights"}  # names of the model's other files
 DEFAULT_LANG = "en"
 
-
-class ModelError(ValueError):
-    pass
-
-
-class Component:
-    """A structure (feature configuration, tag set) and its weights."""
-
-    kind = ""
-
-    def __init__(self, structure, weights: np.ndarray, info: dict | None = None):
-        self.structure = structure
-        self.weights = Weights(structure.hash_bits, False, np.ascontiguousarray(weights, dtype=np.float64))
-        self.info = dict(info or {})
-
-    def predict(self, sentence: Sentence):
-        s = self.structure
-        return s.argmax(sentence, s.scores(sentence, self.weights))
-
-    def predict_batch(self, batch: SentenceBatch) -> np.ndarray:
-        """`predict` of every sentence of the batch, concatenated: by the structure's batch
-        kernel (one region without the GIL) when it has one, else sentence by sentence."""
-        many = getattr(self.structure, "predict_batch", None)
-        result = many(batch, self.weights) if many is not None else None
-        if result is None:
-            parts = [self.predict(batch.sentence(i)) for i in range(batch.n_sentences)]
-            result = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
-        return result
-
-
-class Tagger(Component):
-    """Predicts one tag column (UPOS or XPOS) with a linear chain."""
-
-    kind = "tagger"
-
-    @property
-    def attribute(self) -> str:
-        return self.structure.attribute
-
-    def tags(self, sentence: Sentence) -> list[str]:
-        """The predicted tag of every word (without the root)."""
-        return self.structure.tag_names(self.predict(sentence))
-
-    def tag(self, sentence: Sentence) -> Sentence:
-        """The sentence with this tagger's column replaced by its predictions."""
-        return with_tags(sentence, self.attribute, self.tags(sentence))
-
-
-class Parser(Component):
-    """A dependency parser: predicts heads (int32, n+1; heads[0] = -1)."""
-
-    kind = "parser"
-
-    def parse(self, sentences: Iterable[Sentence]) -> Iterator[tuple[Sentence, np.ndarray]]:
-        for sentence in sentences:
-            yield sentence, self.predict(sentence)
-
-
-class Labeler(Component):
-    """Labels the arcs of a tree with DEPREL strings (the second stage of a labeled parser)."""
-
-    kind = "labeler"
-
-    @property
-    def label_set(self) -> tuple[str, ...]:
-        return self.structure.labels
-
-    def labels(self, sentence: Sentence, heads) -> list[str]:
-        """The DEPREL of every arc of the tree `heads` (n+1; '' for the root)."""
-        tree = replace(sentence, heads=np.asarray(heads, dtype=np.int32))
-        return self.structure.label_names(self.predict(tree))
-
-
-class Pruner(Component):
-    """A first-order model whose arc marginals decide which arcs a second-order parser
-    may use; it predicts no output of its own in a pipeline."""
-
-    kind = "pruner"
-
-    def allowed(self, sentence: Sentence) -> np.ndarray:
-        """(n+1, n+1) bool: the arcs kept for this sentence."""
-        return self.structure.allowed(sentence, self.weights)
-
-
-KINDS = {"tagger": (Tagger, LinearChain), "pruner": (Pruner, ArcPruner), "parser": (Parser, DependencyTree),
-         "labeler": (Labeler, ArcLabels)}
-STRUCTURE_KINDS = {LinearChain.name: "tagger", ArcPruner.name: "pruner", DependencyTree.name: "parser",
-                   ArcLabels.name: "labeler"}
-
-
-def kind_of(structure) -> str:
-    """The kind of component ("tagger", "parser") that predicts with this structure."""
-    kind = STRUCTURE_KINDS.get(getattr(structure, "name", None))
-    if kind is None:
-        raise ValueError(f"no component predicts with a {type(structure).__name__} structure")
-    return kind
-
-
-def component_for(structure, weights: np.ndarray, info: dict | None = None) -> Component:
-    """The component that predicts with this structure and these weights."""
-    return KINDS[kind_of(structure)][0](structure, weights, info)
-
-
-def with_tags(sentence: Sentence, attribute: str, tags: list[str]) -> Sentence:
-    """A copy of the sentence whose UPOS or XPOS column (strings and hashes) is `tags`."""
-    if len(tags) != sentence.n:
-        raise ValueError(f"{len(tags)} tags for a sentence of {sentence.n} words")
-    column = [ROOT] + list(tags)
-    attrs = sentence.attrs.copy()
-    attrs[UPOS if attribute == "upos" else XPOS] = hash_strings(column)
-    return replace(sentence, attrs=attrs, **{attribute: column})
+__all__ = ["BEST_MODEL", "Component", "ModelError", "Parsed", "Pipeline", "load", "write_directory"]
 
 
 @dataclass
-class Annotation:
-    """What `Pipeline.annotate_batch` predicts, in the batch's layout."""
+class Parsed:
+    """One sentence as a pipeline annotated it. It unpacks as the triple
+    (sentence, heads, deprels), so `tagged, heads, deprels = pipeline.annotate(x)`.
 
-    tags: dict  # {attribute: int32 tag indices, one per word}; empty with gold tags
-    heads: np.ndarray | None  # int32 per column, sentence-local, -1 at roots; None without a parser
-    labels: np.ndarray | None  # int32 label indices per column, -1 at roots; None without a labeler
+    sentence   the input with the predicted token columns (tags...) in place
+    heads      the predicted heads (int32, n+1, heads[0] = -1), None without a component
+               writing HEAD
+    deprels    the predicted DEPREL strings (n+1, '' for the root), None without one
+    values     {component name: its prediction}
+    columns    {column: one string per word} of the predicted token columns (UPOS, XPOS,
+               LEMMA, FEATS, MISC...), for CoNLL-U output"""
+
+    sentence: Sentence
+    heads: np.ndarray | None = None
+    deprels: list[str] | None = None
+    values: dict = field(default_factory=dict)
+    columns: dict = field(default_factory=dict)
+
+    def _triple(self) -> tuple:
+        return self.sentence, self.heads, self.deprels
+
+    def __iter__(self):
+        return iter(self._triple())
+
+    def __getitem__(self, index):
+        return self._triple()[index]
+
+    def __len__(self) -> int:
+        return 3
+
+
+def annotate(components: list[Component], sentences: list[Sentence]) -> list[Parsed]:
+    """Run the components in order on the sentences, as one batch: each component's batch
+    kernel reads what the components before it wrote into the batch."""
+    batch = SentenceBatch.from_sentences(sentences)
+    predicted = annotate_batch(components, batch)
+    out = []
+    for i, sentence in enumerate(sentences):
+        parsed = Parsed(sentence)
+        for component in components:
+            if component.name not in predicted:
+                continue
+            value = component.value(batch, predicted[component.name], i)
+            parsed.values[component.name] = value
+            if component.tagging:
+                parsed.sentence = component.apply(parsed.sentence, value)
+                parsed.columns.update(component.column_values(value))
+            if "head" in component.writes:
+                parsed.heads = value
+            if "deprel" in component.writes:
+                parsed.deprels = value
+        out.append(parsed)
+    return out
+
+
+def annotate_batch(components: list[Component], batch: SentenceBatch) -> dict[str, np.ndarray]:
+    """{component name: its prediction} for the batch; each stage runs in one region
+    without the GIL where its structure has a batch kernel, so threads sharing a pipeline
+    run in parallel."""
+    predicted = {}
+    for component in components:
+        result = component.annotate(batch)
+        if result is not None:
+            predicted[component.name] = result
+    return predicted
 
 
 class Pipeline:
-    """Taggers, then (optionally) a parser that reads their predicted tags, then
-    (optionally) a labeler that labels the parser's arcs.
+    """Components in order, each reading what the ones before it predicted (the taggers'
+    tags, the parser's tree...).
 
-    `annotate` runs the taggers in order, each on the output of the one before,
-    the parser on the result and the labeler on the parser's tree; `gold_tags=True`
-    skips the taggers and parses with the input's own tag columns. A labeler without
-    a parser labels the input's own (gold) tree."""
+    `annotate` runs them on a sentence; `gold_tags=True` runs only the tree stage (the
+    components that write no token column) on the input's own tags, lemmas and
+    features, and `tag_only=True` only the tagging stage. A component that reads HEAD
+    with no component writing it labels the input's own tree."""
 
     def __init__(self, components: dict[str, Component] | None = None, vocabulary: np.ndarray | None = None,
                  info: dict | None = None):
@@ -181,100 +131,66 @@ class Pipeline:
         self.info = dict(info or {})
 
     def add(self, name: str, component: Component) -> None:
+        """Add (or replace) a component; two components never write the same column."""
         if not NAME.match(name) or name in RESERVED:
             raise ValueError(f"component name {name!r} must be letters, digits, '_' or '-', "
                              f"and not one of {', '.join(sorted(RESERVED))}")
-        if isinstance(component, Tagger) and any(
-                isinstance(c, Tagger) and c.attribute == component.attribute and n != name
-                for n, c in self.components.items()):
-            raise ValueError(f"two taggers for {component.attribute.upper()}")
-        if isinstance(component, Parser) and self.parser is not None and name not in self.components:
-            raise ValueError("a pipeline has at most one parser")
-        if isinstance(component, Labeler) and self.labeler is not None and name not in self.components:
-            raise ValueError("a pipeline has at most one labeler")
-        if isinstance(component, Pruner) and self.pruner is not None and name not in self.components:
-            raise ValueError("a pipeline has at most one pruner")
+        for other_name, other in self.components.items():
+            shared = [c for c in component.writes if c in other.writes]
+            if other_name != name and shared:
+                raise ValueError(f"two {component.kind}s for {shared[0].upper()} ({other_name!r} and {name!r}): "
+                                 f"a pipeline has at most one {component.kind} per column")
+        component.name = name
         self.components[name] = component
-        parser, pruner = self.parser, self.pruner
-        if parser is not None and parser.structure.order == 2 and pruner is not None:
-            parser.structure.use_pruner(pruner)
+        ordered = list(self.components.values())
+        for i, c in enumerate(ordered):
+            c.link(ordered[:i])
 
-    @property
-    def taggers(self) -> list[Tagger]:
-        return [c for c in self.components.values() if isinstance(c, Tagger)]
+    def writer(self, column: str) -> Component | None:
+        """The component that predicts `column` ("upos", "head"...), if any."""
+        return next((c for c in self.components.values() if column in c.writes), None)
 
-    @property
-    def parser(self) -> Parser | None:
-        return next((c for c in self.components.values() if isinstance(c, Parser)), None)
-
-    @property
-    def pruner(self) -> Pruner | None:
-        return next((c for c in self.components.values() if isinstance(c, Pruner)), None)
-
-    @property
-    def labeler(self) -> Labeler | None:
-        return next((c for c in self.components.values() if isinstance(c, Labeler)), None)
-
-    def tag(self, sentence: Sentence) -> Sentence:
-        """The sentence with the taggers' predicted tags (the parser and labeler do not run)."""
-        return self.annotate_many([sentence], tag_only=True)[0][0] if self.taggers else sentence
-
-    def annotate_batch(self, batch: SentenceBatch, gold_tags: bool = False, tag_only: bool = False) -> Annotation:
-        """Tag, parse and label every sentence of the batch, each stage in one region
-        without the GIL (threads sharing the pipeline run in parallel). The taggers write
-        their predictions into the batch's UPOS/XPOS rows, which the parser and labeler read;
-        `gold_tags=True` skips them, `tag_only=True` runs only them. A labeler without a parser
-        labels the batch's own heads."""
-        tags = {}
-        if not gold_tags:
-            words = batch.words
-            for tagger in self.taggers:
-                ids = tagger.predict_batch(batch)
-                tags[tagger.attribute] = ids
-                batch.attrs[UPOS if tagger.attribute == "upos" else XPOS, words] = tagger.structure.tag_hashes[ids]
-        heads = labels = None
+    def stage(self, gold_tags: bool = False, tag_only: bool = False) -> list[Component]:
+        """The components that run: all; the tree stage only (`gold_tags`); or the tagging stage."""
+        components = list(self.components.values())
         if tag_only:
-            return Annotation(tags, heads, labels)
-        if self.parser is not None:
-            heads = self.parser.predict_batch(batch)
-        if self.labeler is not None:
-            labels = self.labeler.predict_batch(replace(batch, heads=batch.heads if heads is None else heads))
-        return Annotation(tags, heads, labels)
+            return [c for c in components if c.tagging]
+        if gold_tags:
+            return [c for c in components if not c.tagging]
+        return components
+
+    @property
+    def taggers(self) -> list[Component]:
+        """The components of the tagging stage (they write token columns only)."""
+        return self.stage(tag_only=True)
+
+    def annotate_batch(self, batch: SentenceBatch, gold_tags: bool = False, tag_only: bool = False
+                       ) -> dict[str, np.ndarray]:
+        """Each component's prediction for the batch ({name: array}, in its kind's layout);
+        the batch's rows are updated with what the components wrote."""
+        return annotate_batch(self.stage(gold_tags, tag_only), batch)
 
     def annotate_many(self, sentences: list[Sentence], gold_tags: bool = False, tag_only: bool = False
-                      ) -> list[tuple[Sentence, np.ndarray | None, list[str] | None]]:
-        """`annotate` of each sentence, computed as one batch (`annotate_batch`)."""
+                      ) -> list[Parsed]:
+        """`annotate` of each sentence, computed as one batch."""
         sentences = list(sentences)
-        labeler = None if tag_only else self.labeler
-        if labeler is not None and self.parser is None and not all(s.has_heads for s in sentences):
-            # Only sentences with a tree can be labeled: label those, tag the rest.
+        components = self.stage(gold_tags, tag_only)
+        # A component that reads HEAD with none writing it labels the input's tree: sentences
+        # without one are annotated by the others only.
+        needs_tree = [c for c in components if "head" in c.reads] if not any(
+            "head" in c.writes for c in components) else []
+        if needs_tree and not all(s.has_heads for s in sentences):
             with_tree = [s.has_heads for s in sentences]
-            labeled = iter(self.annotate_many([s for s, t in zip(sentences, with_tree) if t], gold_tags))
-            rest = iter(Pipeline({n: c for n, c in self.components.items() if c is not labeler}, self.vocabulary,
-                                 self.info).annotate_many([s for s, t in zip(sentences, with_tree) if not t], gold_tags))
-            return [next(labeled) if t else next(rest) for t in with_tree]
-        batch = SentenceBatch.from_sentences(sentences)
-        result = self.annotate_batch(batch, gold_tags, tag_only)
-        out = []
-        words = batch.word_starts
-        for i, sentence in enumerate(sentences):
-            a, b = int(batch.starts[i]), int(batch.starts[i + 1])
-            if result.tags:
-                columns = {attribute: [ROOT] + [self.tagger(attribute).structure.tags[k]
-                                                for k in ids[words[i]:words[i + 1]].tolist()]
-                           for attribute, ids in result.tags.items()}
-                sentence = replace(sentence, attrs=batch.attrs[:, a:b], **columns)
-            heads = result.heads[a:b] if result.heads is not None else None
-            deprels = None
-            if result.labels is not None:
-                deprels = labeler.structure.label_names(result.labels[a:b])
-            out.append((sentence, heads, deprels))
-        return out
+            rest = [c for c in components if c not in needs_tree]
+            treed = iter(annotate(components, [s for s, t in zip(sentences, with_tree) if t]))
+            untreed = iter(annotate(rest, [s for s, t in zip(sentences, with_tree) if not t]))
+            return [next(treed) if t else next(untreed) for t in with_tree]
+        return annotate(components, sentences)
 
-    def annotate(self, sentence: Sentence, gold_tags: bool = False
-                 ) -> tuple[Sentence, np.ndarray | None, list[str] | None]:
+    def annotate(self, sentence: Sentence, gold_tags: bool = False) -> Parsed:
         """(the sentence with predicted tags, predicted heads or None without a parser,
-        DEPREL strings (n+1, '' for the root) or None without a labeler)."""
+        DEPREL strings (n+1, '' for the root) or None without a labeler), with every
+        component's prediction in `.values` and the token columns in `.columns`."""
         return self.annotate_many([sentence], gold_tags)[0]
 
     def parse(self, sentences: Iterable[Sentence], gold_tags: bool = False, batch_size: int = 64):
@@ -288,14 +204,9 @@ class Pipeline:
         if batch:
             yield from self.annotate_many(batch, gold_tags)
 
-    def tagger(self, attribute: str) -> Tagger:
-        """The tagger that predicts `attribute` ("upos", "xpos")."""
-        return next(t for t in self.taggers if t.attribute == attribute)
-
-    def predicted_tags(self, tagged: Sentence) -> dict[str, list[str]]:
-        """{attribute: the words' tags} of the columns this pipeline's taggers predict,
-        read from a sentence `annotate` returned."""
-        return {t.attribute: getattr(tagged, t.attribute)[1:] for t in self.taggers}
+    def tag(self, sentence: Sentence) -> Sentence:
+        """The sentence with the tagging stage's predictions (nothing else runs)."""
+        return self.annotate_many([sentence], tag_only=True)[0].sentence if self.taggers else sentence
 
     def unseen(self, sentence: Sentence) -> np.ndarray:
         """Boolean per word: its form never occurs in the training data."""
@@ -304,6 +215,15 @@ class Pipeline:
         found = at < len(self.vocabulary)
         found[found] = self.vocabulary[at[found]] == forms[found]
         return ~found
+
+    def score(self, gold: list[Sentence], parsed: list[Parsed], components: list[Component]) -> dict:
+        """The scores of each of `components` on the annotated sentences, merged in pipeline
+        order (a later component's score of the same name wins: the parser's UAS over its
+        pruner's)."""
+        scores: dict = {}
+        for component in components:
+            scores.update(component.score(gold, parsed, self.unseen))
+        return scores
 
     @property
     def lang(self) -> str:
@@ -315,25 +235,23 @@ class Pipeline:
         lang = config.get("nlp", {}).get("lang")
         return lang if isinstance(lang, str) and lang else DEFAULT_LANG
 
+    def subset(self, keep: Callable[[Component], bool]) -> "Pipeline":
+        """The pipeline of the components `keep` selects (sharing them and the vocabulary)."""
+        out = Pipeline(vocabulary=self.vocabulary, info=self.info)
+        out.components = {n: c for n, c in self.components.items() if keep(c)}
+        return out
+
     def meta(self) -> dict:
         from . import __version__
 
-        return {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "arborist_version": __version__,
-            "components": [
-                {"name": name, "kind": c.kind, "structure": c.structure.config(), "info": c.info}
-                for name, c in self.components.items()
-            ],
-            "info": self.info,
-        }
+        return {"format": FORMAT, "format_version": FORMAT_VERSION, "arborist_version": __version__,
+                "components": [c.registry_call() for c in self.components.values()], "info": self.info}
 
     def save(self, path: str | os.PathLike) -> Path:
         def write(tmp: Path) -> None:
             (tmp / "meta.json").write_text(json.dumps(self.meta(), indent=2) + "\n", encoding="utf-8")
-            for name, component in self.components.items():
-                np.save(tmp / f"{name}.npy", component.weights.array, allow_pickle=False)
+            for component in self.components.values():
+                component.save(tmp)
             np.save(tmp / VOCABULARY, self.vocabulary, allow_pickle=False)
 
         return write_directory(path, write)
@@ -373,12 +291,11 @@ def write_directory(path: str | os.PathLike, write) -> Path:
 BEST_MODEL = "model-best"  # inside a training output directory, as `spacy train` names it
 
 
-def load(path: str | os.PathLike, kinds: Iterable[str] | None = None) -> Pipeline:
-    """Load a model directory (or a training output directory's model-best); the format
-    and its version are checked before anything else. `kinds` ("tagger", "parser",
-    "labeler"): read only the components of these kinds (the spaCy tagger does not need
-    the parser's weights)."""
-    path = Path(path)
+def read_meta(path: Path) -> tuple[Path, dict, list[dict]]:
+    """(the model directory, meta.json, its component entries in format 3); a training
+    output directory stands for its model-best."""
+    from .legacy import convert_meta
+
     if not (path / "meta.json").exists() and (path / BEST_MODEL / "meta.json").is_file():
         path = path / BEST_MODEL  # a training output directory: its best model
     meta_path = path / "meta.json"
@@ -391,46 +308,56 @@ def load(path: str | os.PathLike, kinds: Iterable[str] | None = None) -> Pipelin
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ModelError(f"{meta_path}: not an arborist model (no 'format': '{FORMAT}' entry)")
     version = meta.get("format_version")
-    if version == 1:  # a lone parser
-        entries = [{"name": "parser", "kind": meta.get("kind"), "structure": meta.get("structure"),
-                    "info": meta.get("info")}]
+    if version in (1, 2):
+        entries = convert_meta(meta)
     elif version == FORMAT_VERSION:
         entries = meta.get("components")
-        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-            raise ModelError(f"{meta_path}: 'components' must be a list of objects")
     else:
         raise ModelError(
-            f"{meta_path}: model format version {version}, this arborist reads versions 1 and {FORMAT_VERSION}; "
-            f"retrain the model or use the arborist version that wrote it ({meta.get('arborist_version')})"
-        )
+            f"{meta_path}: model format version {version}, this arborist reads versions 1 to {FORMAT_VERSION}; "
+            f"retrain the model or use the arborist version that wrote it ({meta.get('arborist_version')})")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ModelError(f"{meta_path}: 'components' must be a list of objects")
+    return path, meta, entries
+
+
+def load(path: str | os.PathLike, tagging: bool | None = None) -> Pipeline:
+    """Load a model directory (or a training output directory's model-best); the format
+    and its version are checked before anything else. `tagging`: read only the components
+    of the tagging stage (True) or of the tree stage (False) (the spaCy tagger does not
+    need the parser's weights)."""
+    from .registry import component_kind, make_structure
+
+    path, meta, entries = read_meta(Path(path))
+    meta_path = path / "meta.json"
     pipeline = Pipeline(info=meta.get("info"))
     for entry in entries:
         name, kind = entry.get("name"), entry.get("kind")
-        if kind not in KINDS:
+        try:
+            cls = component_kind(kind) if isinstance(kind, str) else None
+        except Exception:  # catalogue's RegistryError
+            cls = None
+        if cls is None:
             raise ModelError(f"{meta_path}: unknown model kind {kind!r}")
-        if kinds is not None and kind not in kinds:
-            continue
         if not isinstance(name, str) or not NAME.match(name) or name in RESERVED:
             raise ModelError(f"{meta_path}: invalid component name {name!r}")
         if name in pipeline.components:
             raise ModelError(f"{meta_path}: two components named {name!r}")
-        component_class, structure_class = KINDS[kind]
+        call = entry.get("structure")
         try:
-            structure = structure_class.from_config(entry["structure"])
-        except (KeyError, TypeError, ValueError) as e:
+            if not isinstance(call, dict) or not isinstance(call.get("@structures"), str):
+                raise ValueError("expected a registry call {\"@structures\": name, ...}")
+            if cls.structures and call["@structures"] not in cls.structures:
+                raise ValueError(f"a {kind} does not predict with {call['@structures']}")
+            structure = make_structure(call)
+        except Exception as e:  # confection's validation and the structures' own checks
             raise ModelError(f"{meta_path}: invalid 'structure' entry of {name} ({type(e).__name__}: {e})") from None
-        weights_path = path / ("weights.npy" if version == 1 else f"{name}.npy")
+        if tagging is not None and cls(structure).tagging != tagging:
+            continue
+        component = cls.load(path, name, structure, entry.get("info"), entry.get("weights_file"))
+        component.trainer_call = entry.get("trainer")
         try:
-            weights = np.load(weights_path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise ModelError(f"{weights_path}: cannot read weights ({e})") from None
-        if weights.dtype != np.float64 or weights.shape != (1 << structure.hash_bits,):
-            raise ModelError(
-                f"{weights_path}: {weights.dtype} {weights.shape} does not match hash_bits {structure.hash_bits} "
-                f"(expected float64 ({1 << structure.hash_bits},))"
-            )
-        try:
-            pipeline.add(name, component_class(structure, weights, entry.get("info")))
+            pipeline.add(name, component)
         except ValueError as e:
             raise ModelError(f"{meta_path}: {e}") from None
     if (path / VOCABULARY).is_file():

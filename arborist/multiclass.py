@@ -42,12 +42,8 @@ class Multiclass:
     def n_classes(self) -> int:
         return len(self.classes)
 
-    def config(self) -> dict:
-        return {"structure": self.name, "classes": self.classes, "hash_bits": self.hash_bits}
-
-    @classmethod
-    def from_config(cls, config: dict) -> "Multiclass":
-        return cls(config["classes"], config["hash_bits"])
+    def registry_call(self) -> dict:
+        return {"@structures": "arborist.Multiclass.v1", "classes": list(self.classes), "hash_bits": self.hash_bits}
 
     def _slots(self, x: MulticlassExample) -> np.ndarray:
         features = np.asarray(x.features, dtype=np.uint64)

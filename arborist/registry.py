@@ -1,13 +1,51 @@
-"""confection registries: the functions a .cfg file may name with '@'."""
+"""confection registries: the functions a .cfg file may name with '@', and the component kinds.
+
+    structures   "@structures" in a config: a structure's registry call (its arguments are
+                 the structure's whole schema; a saved model stores the call with what was
+                 learned, and loading resolves it here)
+    trainers     "@trainers"
+    components   component kinds, by the name `[components.NAME] kind` gives (or the kind
+                 registered for the component's structure): classes deriving from
+                 `arborist.component.Component`
+
+Each registry also reads the entry points of its group (`arborist_structures`,
+`arborist_trainers`, `arborist_components`), so a structure, trainer or component kind
+can live in another package: declare it in that package's entry points and every
+command of arborist finds it (see the README, "Adding a component kind").
+"""
 from __future__ import annotations
 
 import catalogue
 import confection
+from confection import Config
 
 
 class registry(confection.registry):
-    structures = catalogue.create("arborist", "structures", entry_points=False)
-    trainers = catalogue.create("arborist", "trainers", entry_points=False)
+    structures = catalogue.create("arborist", "structures", entry_points=True)
+    trainers = catalogue.create("arborist", "trainers", entry_points=True)
+    components = catalogue.create("arborist", "components", entry_points=True)
+
+
+def make_structure(call: dict):
+    """The structure of a registry call ({"@structures": name, **arguments}), validated
+    against the registered function's signature."""
+    return registry.resolve(Config({"structure": call}), validate=True)["structure"]
+
+
+def component_kind(name: str) -> type:
+    """The component class registered as `name` (its `kind` is that name)."""
+    cls = registry.components.get(name)
+    if not cls.kind:
+        cls.kind = name
+    return cls
+
+
+def kind_for_structure(structure_name: str) -> str | None:
+    """The kind registered for a structure's registry name (a config without `kind`)."""
+    for name, cls in registry.components.get_all().items():
+        if structure_name in getattr(cls, "structures", ()):
+            return name
+    return None
 
 
 @registry.structures("arborist.DependencyTree.v1")
@@ -20,7 +58,7 @@ def dependency_tree(hash_bits: int = 22, single_root: bool = True, templates: li
 
     order = 2 adds second-order parts (projective only): `parts` is a list of "sibling"
     and "grandparent" (default both), with their templates (defaults in
-    `arborist.parser.features2`); a pipeline's pruner (`arborist.Pruner.v1`) decides
+    `arborist.parser.part_features`); a pipeline's pruner (`arborist.Pruner.v1`) decides
     which arcs they may use."""
     from .parser.features import DEFAULT_TEMPLATES
     from .parser.tree import DependencyTree
@@ -32,7 +70,7 @@ def dependency_tree(hash_bits: int = 22, single_root: bool = True, templates: li
                               projective=projective)
     if order != 2:
         raise ValueError(f"order must be 1 or 2, got {order!r}")
-    from .parser.features2 import DEFAULT_GRANDPARENT_TEMPLATES, DEFAULT_SIBLING_TEMPLATES
+    from .parser.part_features import DEFAULT_GRANDPARENT_TEMPLATES, DEFAULT_SIBLING_TEMPLATES
     from .parser.second_order import PART_TYPES, SecondOrderTree
 
     return SecondOrderTree(templates or DEFAULT_TEMPLATES, hash_bits=hash_bits, single_root=single_root,
@@ -86,3 +124,21 @@ registry.trainers("arborist.SWVP.v1", func=SWVP)
 registry.trainers("arborist.EG.v1", func=EG)
 registry.trainers("arborist.SGD.v1", func=SGD)
 registry.trainers("arborist.MaxEnDNet.v1", func=MaxEnDNet)
+
+
+@registry.structures("arborist.Multiclass.v1")
+def multiclass(classes: list[str], hash_bits: int = 18):
+    """One class out of K per example (a word's MISC value, say): `arborist.multiclass`."""
+    from .multiclass import Multiclass
+
+    return Multiclass(classes, hash_bits=hash_bits)
+
+
+# The component kinds of this package.
+from .components.labeler import Labeler  # noqa: E402
+from .components.parser import Parser  # noqa: E402
+from .components.pruner import Pruner  # noqa: E402
+from .components.tagger import Tagger  # noqa: E402
+
+for _kind in (Tagger, Pruner, Parser, Labeler):
+    registry.components(_kind.kind, func=_kind)

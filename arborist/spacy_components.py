@@ -40,11 +40,11 @@ from spacy.language import Language
 from spacy.parts_of_speech import IDS as UNIVERSAL_POS
 from spacy.pipeline import Pipe
 from spacy.scorer import Scorer
-from spacy.tokens import Doc
+from spacy.tokens import Doc, Token
 from spacy.training import Example, validate_examples
 from spacy.util import minibatch, registry as spacy_registry
 
-from .model import KINDS, ModelError, Pipeline, load
+from .model import ModelError, Pipeline, load
 from .sentence import (ATTR_NAMES, FEATS, FORM, PREFIX, PREFIX_LENGTH, ROOT, UPOS, XPOS, SentenceBatch)
 from .sentence import LEMMA as LEMMA_ROW, LOWER as LOWER_ROW
 from .strings import hash_string
@@ -55,8 +55,11 @@ DEFAULT_LABEL = "dep"  # whitespace tokens, and every arc of a parser without a 
 # A longer sentence (a sentencizer that found no punctuation in a page of text) is
 # parsed in pieces: parsing time grows with the cube of the length, memory with its square.
 MAX_SENTENCE_LENGTH = 256
-TAGGER_KINDS = ("tagger",)
-PARSER_KINDS = tuple(k for k in KINDS if k not in TAGGER_KINDS)  # the parser and whatever serves it
+# The Doc attributes of the token columns (a column without one goes to a token
+# extension of its name: `token._.misc`), and the token attributes spaCy's scorer reads.
+DOC_ATTRS = {"upos": POS, "xpos": TAG, "lemma": LEMMA, "feats": MORPH}
+TOKEN_ATTRS = {"upos": "pos", "xpos": "tag", "lemma": "lemma", "feats": "morph"}
+SPACE_VALUES = {"upos": SPACE_POS, "xpos": SPACE_TAG}  # what whitespace tokens get
 
 
 def to_spacy_label(deprel: str) -> str:
@@ -136,9 +139,11 @@ class DocBatch:
 
 
 class ArboristComponent(Pipe):
-    """What the tagger and parser share: the model (loaded on first use) and its serialization."""
+    """What the tagger and parser share: the model (loaded on first use) and its serialization.
+    Each runs one stage of the arborist pipeline: the tagger the components that write
+    token columns only (tags, lemmas, features...), the parser the others (the tree)."""
 
-    kinds: tuple[str, ...] = ()
+    tagging: bool = True
 
     def __init__(self, nlp: Language, name: str, model: Optional[str], scorer: Optional[Callable]):
         self.vocab = nlp.vocab
@@ -159,19 +164,18 @@ class ArboristComponent(Pipe):
                     if not self.model_path:
                         raise ValueError(f"[{self.name}] no model: give the component a model path "
                                          f"(config={{'model': PATH}}) or load a pipeline saved with it")
-                    self.set_model(load(self.model_path, self.kinds))
+                    self.set_model(load(self.model_path, self.tagging))
         return self._model
 
     def set_model(self, pipeline: Pipeline) -> None:
-        """Use these components of an already loaded arborist pipeline."""
-        subset = Pipeline({n: c for n, c in pipeline.components.items() if c.kind in self.kinds},
-                          pipeline.vocabulary, pipeline.info)
+        """Use this component's stage of an already loaded arborist pipeline."""
+        subset = pipeline.subset(lambda c: c.tagging == self.tagging)
         self.check(subset)
         self._model = subset
 
     def check(self, pipeline: Pipeline) -> None:
         if not pipeline.components:
-            raise ModelError(f"[{self.name}] the model has no {' or '.join(self.kinds)} component")
+            raise ModelError(f"[{self.name}] the model has no {'tagging' if self.tagging else 'tree'} component")
 
     def initialize(self, get_examples: Optional[Callable[[], Iterable[Example]]] = None, *,
                    nlp: Optional[Language] = None) -> None:
@@ -212,7 +216,7 @@ class ArboristComponent(Pipe):
         self.arborist.save(path)
 
     def from_disk(self, path, *, exclude=tuple()) -> "ArboristComponent":
-        self.set_model(load(path, self.kinds))
+        self.set_model(load(path, self.tagging))
         return self
 
     def to_bytes(self, *, exclude=tuple()) -> bytes:
@@ -231,17 +235,22 @@ class ArboristComponent(Pipe):
 
 
 class ArboristTagger(ArboristComponent):
-    """Sets token.pos_ (the model's UPOS tagger) and token.tag_ (its XPOS tagger)."""
+    """The model's tagging stage: UPOS into token.pos_, XPOS into token.tag_, LEMMA into
+    token.lemma_, FEATS into token.morph, any other column into `token._.<column>`."""
 
-    kinds = TAGGER_KINDS
+    tagging = True
 
     def check(self, pipeline: Pipeline) -> None:
         super().check(pipeline)
-        for tagger in pipeline.taggers:
-            if tagger.attribute == "upos":
-                unknown = [t for t in tagger.structure.tags if t not in UNIVERSAL_POS]
-                if unknown:
-                    raise ModelError(f"[{self.name}] UPOS tags spaCy does not know: {', '.join(unknown)}")
+        upos = pipeline.writer("upos")
+        if upos is not None:
+            unknown = [t for t in upos.classes if t not in UNIVERSAL_POS]
+            if unknown:
+                raise ModelError(f"[{self.name}] UPOS tags spaCy does not know: {', '.join(unknown)}")
+        for component in pipeline.components.values():
+            for column in component.writes:
+                if column not in DOC_ATTRS and not Token.has_extension(column):
+                    Token.set_extension(column, default=None)
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -249,12 +258,13 @@ class ArboristTagger(ArboristComponent):
         # from_disk gives it the model: never load from the config's path for them.
         if self._model is None:
             return ()
-        return tuple(sorted({t for tagger in self.arborist.taggers for t in tagger.structure.tags}))
+        return tuple(sorted({t for c in self.arborist.components.values() for t in c.classes}))
 
     @property
     def attributes(self) -> tuple[str, ...]:
-        """The token attributes this component sets ("pos", "tag")."""
-        return tuple("pos" if t.attribute == "upos" else "tag" for t in self.arborist.taggers)
+        """The token attributes this component sets that spaCy's scorer reads ("pos", "tag")."""
+        return tuple(TOKEN_ATTRS[c] for component in self.arborist.components.values()
+                     for c in component.writes if c in TOKEN_ATTRS)
 
     def score(self, examples: Iterable[Example], **kwargs) -> dict:
         examples = list(examples)
@@ -265,24 +275,40 @@ class ArboristTagger(ArboristComponent):
     def set_annotations(self, docs: list[Doc], batch: DocBatch) -> None:
         model = self.arborist
         strings = docs[0].vocab.strings
-        tags = model.annotate_batch(batch.batch).tags
-        columns = {"upos": (POS, strings.add(SPACE_POS)), "xpos": (TAG, strings.add(SPACE_TAG))}
-        attributes = [t.attribute for t in model.taggers]
-        values = np.concatenate([doc.to_array([columns[a][0] for a in attributes]).reshape(len(doc), -1)
-                                 for doc in docs])
-        for j, tagger in enumerate(model.taggers):
-            for tag in tagger.structure.tags:  # TAG values are string ids: the strings must be known
-                strings.add(tag)
-            values[batch.space, j] = columns[tagger.attribute][1]
-            values[batch.word_tokens, j] = tagger.structure.tag_hashes[tags[tagger.attribute]]
-        for doc, doc_values in zip(docs, batch.per_doc(values)):
-            doc.from_array([columns[a][0] for a in attributes], doc_values)
+        predicted = model.annotate_batch(batch.batch)
+        attrs, extensions = [], {}
+        for component in model.components.values():
+            if component.name not in predicted:
+                continue
+            for column, (ids, names) in component.column_ids(batch.batch, predicted[component.name]).items():
+                for name in names:  # the values are string ids: the strings must be known
+                    strings.add(name)
+                if column in DOC_ATTRS:
+                    attrs.append((column, ids))
+                else:
+                    extensions[column] = ids
+        if attrs:
+            columns = [DOC_ATTRS[c] for c, _ in attrs]
+            values = np.concatenate([doc.to_array(columns).reshape(len(doc), -1) for doc in docs])
+            for j, (column, ids) in enumerate(attrs):
+                if column in SPACE_VALUES:
+                    values[batch.space, j] = strings.add(SPACE_VALUES[column])
+                values[batch.word_tokens, j] = ids
+            for doc, doc_values in zip(docs, batch.per_doc(values)):
+                doc.from_array(columns, doc_values)
+        for column, ids in extensions.items():
+            tokens = np.full(len(batch.space), 0, dtype=np.uint64)
+            tokens[batch.word_tokens] = ids
+            for doc, doc_ids in zip(docs, batch.per_doc(tokens)):
+                for token, key in zip(doc, doc_ids.tolist()):
+                    setattr(token._, column, strings[key] if key else None)
 
 
 class ArboristParser(ArboristComponent):
-    """Sets token.head and token.dep_ (the model's parser and, when it has one, labeler)."""
+    """The model's tree stage: token.head (from the component writing HEAD) and token.dep_
+    (from the one writing DEPREL, when the model has one)."""
 
-    kinds = PARSER_KINDS
+    tagging = False
 
     def __init__(self, nlp, name, model, scorer, max_sentence_length: int = MAX_SENTENCE_LENGTH):
         super().__init__(nlp, name, model, scorer)
@@ -291,15 +317,15 @@ class ArboristParser(ArboristComponent):
         self.max_sentence_length = max_sentence_length
 
     def check(self, pipeline: Pipeline) -> None:
-        if pipeline.parser is None:
+        if pipeline.writer("head") is None:
             raise ModelError(f"[{self.name}] the model has no parser")
 
     @property
     def labels(self) -> tuple[str, ...]:
         if self._model is None:  # see ArboristTagger.labels
             return ()
-        labeler = self.arborist.labeler
-        return tuple(sorted(to_spacy_label(l) for l in labeler.label_set)) if labeler is not None else ()
+        labeler = self.arborist.writer("deprel")
+        return tuple(sorted(to_spacy_label(l) for l in labeler.classes)) if labeler is not None else ()
 
     @property
     def piece_length(self) -> int:
@@ -308,20 +334,21 @@ class ArboristParser(ArboristComponent):
     def set_annotations(self, docs: list[Doc], batch: DocBatch) -> None:
         model = self.arborist
         strings = docs[0].vocab.strings
-        result = model.annotate_batch(batch.batch, gold_tags=True)
+        predicted = model.annotate_batch(batch.batch, gold_tags=True)
+        parser, labeler = model.writer("head"), model.writer("deprel")
         root, default = strings.add(ROOT_LABEL), strings.add(DEFAULT_LABEL)
         n_tokens = len(batch.space)
         heads = np.arange(n_tokens)  # global token indices; a token that is its own head is a root
         labels = np.full(n_tokens, default, dtype=np.uint64)
         # Batch columns -> tokens: a word's head column is its piece's root column plus its head.
         columns = np.flatnonzero(batch.column_token >= 0)
-        local = result.heads[columns]
+        local = predicted[parser.name][columns]
         piece_root = np.repeat(batch.batch.starts[:-1], np.diff(batch.batch.starts))[columns]
         tokens = batch.column_token[columns]
         heads[tokens] = np.where(local > 0, batch.column_token[piece_root + local], tokens)
-        if result.labels is not None:
-            label_ids = np.array([strings.add(to_spacy_label(l)) for l in model.labeler.label_set], dtype=np.uint64)
-            labels[tokens] = label_ids[result.labels[columns]]
+        if labeler is not None:
+            label_ids = np.array([strings.add(to_spacy_label(l)) for l in labeler.classes], dtype=np.uint64)
+            labels[tokens] = label_ids[predicted[labeler.name][columns]]
         labels[tokens[local == 0]] = root
         # Whitespace hangs from the word before it, or after it at the start of the sentence;
         # a sentence of whitespace only hangs from its first token.

@@ -1,14 +1,22 @@
 """The training driver: config -> corpora -> components -> the best pipeline on dev.
 
-A config names its components under [components]: taggers (linear chains over
-UPOS or XPOS), at most one pruner (a first-order model whose arc marginals prune a
-second-order parser's arcs), at most one parser and at most one labeler (DEPREL of each arc, trained
-on gold trees, scored on dev on the parser's). Each is trained in turn, taggers first,
-with its own structure and trainer, and kept at its best epoch on dev. The
-parser (and labeler) is trained on tags of the quality it will see: the training set's tags
-come from `jackknife_folds`-fold jackknifing (each fold tagged by a tagger
-trained on the other folds for the full tagger's best number of epochs) and
-the dev set's from the trained taggers. Generic over structures and trainers.
+A config names its components under [components.NAME], each with a `structure`, a
+`trainer`, optionally its `kind` (a registered component kind; by default the kind
+registered for its structure) and a [components.NAME.training] section with its own
+`max_epochs` / `patience`. The components train in pipeline order: a component comes
+after those whose columns it reads (the parser after the taggers, the labeler after
+the parser), and otherwise in config order. Each trains with its own structure and
+trainer on what the components before it produce, and is kept at its best epoch on
+dev:
+
+- its training sentences carry the `jackknife_folds`-fold jackknifed predictions of the
+  components before it whose columns it reads and whose kind is jackknifed (each fold
+  predicted by a copy trained on the other folds for the full component's best number
+  of epochs), so it trains on inputs of the quality it will see; the other columns
+  are gold (the labeler trains on gold trees);
+- its dev sentences carry what the pipeline before it predicts.
+
+The kind says everything else: which examples its structure sees, its dev score.
 
 The output directory is laid out like `spacy train`'s:
 
@@ -16,9 +24,10 @@ The output directory is laid out like `spacy train`'s:
                     atomically whenever a component improves
     checkpoint/     the current component's trainer state after its last epoch
                     (weights, averaging or dual state, random state), the
-                    history, and the jackknifed tags, for `--resume`
-    training.json   per-component, per-epoch metrics and, for C-annealing, the
-                    table of §7.1.2 (for MaxEnDNet, one row per outer iteration)
+                    history, and the jackknifed predictions, for `--resume`
+    training.json   per-component, per-epoch metrics and the trainer's tables (for
+                    C-annealing the table of §7.1.2; for MaxEnDNet one row per outer
+                    iteration)
 
 so a crash loses at most the current epoch.
 """
@@ -27,18 +36,16 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from confection import Config
 
+from .component import Component
 from .corpus import read_corpus
-from .evaluate import attachment_scores, pruning_scores, tag_scores
-from .model import (BEST_MODEL, Labeler, Pipeline, Pruner, Tagger, component_for, kind_of, load, with_tags,
-                    write_directory)
-from .registry import registry
+from .model import BEST_MODEL, Pipeline, annotate, load, write_directory
+from .registry import component_kind, kind_for_structure, registry
 from .sentence import FORM
 from .tracking import trackers_for, tracking_settings
 
@@ -53,6 +60,7 @@ TRAINING_DEFAULTS = {
     "jackknife_folds": 10,
 }
 COMPONENT_TRAINING = ("max_epochs", "patience")  # what [components.NAME.training] may override
+COMPONENT_ENTRIES = {"kind", "structure", "trainer", "training"}
 
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Config:
@@ -89,7 +97,7 @@ def save_checkpoint(directory: Path, trainer, state: dict) -> None:
 
     def write(tmp: Path) -> None:
         np.savez(tmp / "arrays.npz", **arrays)
-        if (directory / JACKKNIFE).is_file():  # written once, before the parser's first epoch
+        if (directory / JACKKNIFE).is_file():  # written once, before the first component that reads them
             shutil.copy2(directory / JACKKNIFE, tmp / JACKKNIFE)
         (tmp / "state.json").write_text(json.dumps({**state, "trainer": meta}) + "\n", encoding="utf-8")
 
@@ -105,6 +113,213 @@ def load_checkpoint(directory: Path) -> tuple[dict, dict]:
     return state, arrays
 
 
+class ComponentSpec:
+    """One [components.NAME] section: its kind's class and the registry calls."""
+
+    def __init__(self, name: str, section: dict):
+        missing = [k for k in ("structure", "trainer") if k not in section]
+        if missing:
+            raise ValueError(f"[components.{name}] needs {' and '.join(f'[components.{name}.{k}]' for k in missing)}")
+        extra = sorted(set(section) - COMPONENT_ENTRIES)
+        if extra:
+            raise ValueError(f"[components.{name}]: unknown entries {', '.join(extra)} "
+                             "(expected structure, trainer and optionally kind and training)")
+        bad = sorted(set(section.get("training", {})) - set(COMPONENT_TRAINING))
+        if bad:
+            raise ValueError(f"[components.{name}.training] may set only {', '.join(COMPONENT_TRAINING)}, "
+                             f"not {', '.join(bad)}")
+        self.name, self.section = name, section
+        structure_name = section["structure"].get("@structures")
+        kind = section.get("kind") or kind_for_structure(structure_name)
+        if kind is None:
+            raise ValueError(f"[components.{name}]: no component kind predicts with {structure_name!r}; "
+                             f"name one with kind = \"...\" (registered: {', '.join(registry.components.get_all())})")
+        try:
+            self.cls = component_kind(kind)
+        except Exception:  # catalogue's RegistryError
+            raise ValueError(f"[components.{name}]: unknown component kind {kind!r} (registered: "
+                             f"{', '.join(registry.components.get_all())})") from None
+        self.kind = kind
+        self.probe = self.cls(self.structure())  # its columns, before anything is trained
+
+    def structure(self):
+        return registry.resolve(Config({"s": self.section["structure"]}), validate=True)["s"]
+
+    def resolve(self) -> tuple[Component, Any]:
+        """A fresh (component without weights, trainer) pair."""
+        resolved = registry.resolve(Config({"c": {k: self.section[k] for k in ("structure", "trainer")}}),
+                                    validate=True)["c"]
+        component = self.cls(resolved["structure"])
+        component.name = self.name
+        component.trainer_call = dict(self.section["trainer"])
+        return component, resolved["trainer"]
+
+    def limits(self, settings: dict) -> dict:
+        return {k: self.section.get("training", {}).get(k, settings[k]) for k in COMPONENT_TRAINING}
+
+
+def component_specs(config: Config) -> dict[str, ComponentSpec]:
+    """The [components.NAME] sections in pipeline order: each after the components whose
+    columns it reads, otherwise in config order; two components never write one column."""
+    if "structure" in config or "trainer" in config:
+        raise ValueError("[structure] and [trainer] belong to a component: write [components.parser.structure] "
+                         "and [components.parser.trainer] (see configs/quickstart.cfg)")
+    sections = config.get("components")
+    if not sections:
+        raise ValueError("the config has no [components.NAME] sections (a tagger or a parser to train)")
+    specs = [ComponentSpec(name, section) for name, section in sections.items()]
+    writers: dict[str, ComponentSpec] = {}
+    for spec in specs:
+        for column in spec.probe.writes:
+            if column in writers:
+                other = writers[column]
+                raise ValueError(f"[components.{other.name}] and [components.{spec.name}] both write "
+                                 f"{column.upper()}: at most one {spec.kind} per pipeline, got {other.name}, {spec.name}")
+            writers[column] = spec
+    ordered: list[ComponentSpec] = []
+    pending = list(specs)
+    while pending:  # a stable topological order: the first pending spec whose inputs are ready
+        ready = next((s for s in pending if all(writers[c] in ordered or writers[c] is s
+                                                for c in s.probe.reads if c in writers)), pending[0])
+        ordered.append(ready)
+        pending.remove(ready)
+    return {spec.name: spec for spec in ordered}
+
+
+class Training:
+    """One `arborist train` run: the corpora, the pipeline trained so far, the report, and
+    the jackknifed predictions, shared by the components' steps."""
+
+    def __init__(self, config: Config, output: Path | None, tracker, state: dict | None, arrays: dict | None):
+        self.settings = _settings(config)
+        self.specs = component_specs(config)
+        self.output, self.tracker = output, tracker
+        self.state, self.arrays = state, arrays
+        self.config_text = config.to_str()
+        self.train_set = read_corpus(self.settings["train_path"], require_heads=True)
+        if self.settings["max_train_sentences"]:
+            self.train_set = self.train_set[:self.settings["max_train_sentences"]]
+        self.dev_set = (read_corpus(self.settings["dev_path"], require_heads=True) if self.settings["dev_path"]
+                        else [])
+        tracker.message(f"train: {len(self.train_set)} sentences, {sum(s.n for s in self.train_set)} words; "
+                        f"dev: {len(self.dev_set)} sentences")
+        vocabulary = (np.unique(np.concatenate([x.attrs[FORM, 1:] for x in self.train_set])) if self.train_set
+                      else None)
+        self.pipeline = Pipeline(vocabulary=vocabulary, info={"config": self.config_text})
+        self.report: dict = {"components": {}}
+        self.jackknifed: dict[str, list[list[str]]] = {}
+        self._train_inputs: dict[str, list] = {}
+        if state is None and output is not None and (output / CHECKPOINT / JACKKNIFE).exists():
+            (output / CHECKPOINT / JACKKNIFE).unlink()  # an earlier run's predictions: this run jackknifes its own
+        if state is not None:
+            self.report = state["report"]
+            if (output / BEST_MODEL).exists():
+                for name, component in load(output / BEST_MODEL).components.items():
+                    self.pipeline.add(name, component)
+            self.jackknifed = _load_jackknife(output / CHECKPOINT)
+            tracker.message(f"resuming {state['component']} after epoch {state['epoch']} from {output / CHECKPOINT}")
+
+    def run(self) -> tuple[Pipeline, dict]:
+        for name, spec in self.specs.items():
+            limits = spec.limits(self.settings)
+            entry = self.report["components"].get(name, {})
+            resuming = self.state is not None and self.state["component"] == name
+            if entry.get("done"):
+                # Only the last component trained may go on, when it stopped at max_epochs and
+                # the resumed run allows more; the ones before it are fixed (later ones read them).
+                if not (resuming and entry.get("stopped") == "max_epochs" and self.state["epoch"] < limits["max_epochs"]):
+                    continue
+            self.train(spec, limits, resuming)
+            self.state = None
+        return self.pipeline, self.report
+
+    def upstream(self, name: str) -> list[Component]:
+        """The trained components before `name`, in pipeline order."""
+        names = list(self.specs)
+        before = set(names[:names.index(name)])
+        return [c for n, c in self.pipeline.components.items() if n in before]
+
+    def train(self, spec: ComponentSpec, limits: dict, resuming: bool) -> None:
+        component, trainer = spec.resolve()
+        component.link(self.upstream(spec.name))
+        train_inputs = self.train_inputs(spec.name, component)
+        component.structure.initialize(train_inputs)
+        train_x = component.examples(train_inputs, training=True)
+        dev_x = self.dev_inputs(spec.name)
+        report = component.training_report(train_x)
+        if report:
+            self.tracker.message(report)
+        _train_component(spec.name, component, trainer, train_x, dev_x, self, limits,
+                         self.arrays if resuming else None, self.state if resuming else None)
+
+    # -- inputs ------------------------------------------------------------------------
+    def train_inputs(self, name: str, component: Component) -> list:
+        """The training sentences with the jackknifed predictions of the components before
+        `name` that it reads (memoized: a jackknife fold trains on the same inputs)."""
+        if name not in self._train_inputs:
+            sentences = self.train_set
+            folds = self.settings["jackknife_folds"]
+            for up in self.upstream(name):
+                if folds and up.jackknifed and set(up.writes) & set(component.reads):
+                    values = self.jackknife(up)
+                    sentences = [up.apply(x, values[i]) for i, x in enumerate(sentences)]
+            self._train_inputs[name] = sentences
+        return self._train_inputs[name]
+
+    def dev_inputs(self, name: str) -> list:
+        """The dev sentences with what the components before `name` predict."""
+        upstream = self.upstream(name)
+        if not upstream:
+            return list(self.dev_set)
+        out = []
+        for parsed in annotate(upstream, self.dev_set):
+            x = parsed.sentence
+            for component in upstream:
+                if component.name in parsed.values and not component.tagging:
+                    x = component.apply(x, parsed.values[component.name])
+            out.append(x)
+        return out
+
+    def jackknife(self, component: Component) -> list:
+        """The jackknifed predictions of `component` on the training sentences (computed once)."""
+        if component.name not in self.jackknifed:
+            self.jackknifed[component.name] = jackknife(
+                self.specs[component.name], self.train_inputs(component.name, component),
+                self.settings["jackknife_folds"], self.report["components"][component.name]["best_epoch"],
+                self.tracker, upstream=self.upstream(component.name))
+            if self.output is not None:
+                _save_jackknife(self.output / CHECKPOINT, self.jackknifed)
+        return self.jackknifed[component.name]
+
+
+def jackknife(spec: ComponentSpec | dict, sentences: list, folds: int, epochs: int, tracker, name: str = "",
+              upstream: list[Component] = ()) -> list:
+    """Each sentence's prediction by the component of `spec` (a ComponentSpec or a
+    [components.NAME] section) trained, as the spec says, for `epochs` epochs on the folds
+    that do not hold the sentence (sentence i is in fold i mod `folds`)."""
+    if folds < 2:
+        raise ValueError(f"training.jackknife_folds must be 0 (parser trains on gold tags) or >= 2, got {folds}")
+    if not isinstance(spec, ComponentSpec):
+        spec = ComponentSpec(name or "component", spec)
+    predicted: list = [None] * len(sentences)
+    for fold in range(folds):
+        rest = [x for i, x in enumerate(sentences) if i % folds != fold]
+        component, trainer = spec.resolve()
+        component.link(upstream)
+        component.structure.initialize(rest)
+        examples = component.examples(rest, training=True)
+        tracker.message(f"jackknifing {spec.name}: fold {fold + 1}/{folds}, {epochs} epochs")
+        trainer.begin(component.structure, examples, component.structure.hash_bits)
+        for _ in range(epochs):
+            if trainer.finish_epoch(trainer.epoch(component.structure, examples, None)):
+                break
+        component = _with_weights(component, trainer)
+        held_out = list(range(fold, len(sentences), folds))
+        for i, parsed in zip(held_out, annotate([component], [sentences[i] for i in held_out])):
+            predicted[i] = parsed.values[component.name]
+    return predicted
+
+
 def train(config: Config, output: str | Path | None = None, tracker=None,
           resume: bool = False, use_wandb: bool = True) -> tuple[Pipeline, dict]:
     """Train every component of the config; returns the best pipeline and the report.
@@ -112,234 +327,140 @@ def train(config: Config, output: str | Path | None = None, tracker=None,
     Without a `tracker`, progress goes to the console and, unless `use_wandb` is false or
     the config's [tracking] says wandb = false, to a W&B run (a resumed run continues the
     W&B run of its checkpoint)."""
-    settings = _settings(config)
-    specs = _component_specs(config)
-    tracking_settings(config)  # a bad [tracking] section fails before any work
+    _settings(config)
+    component_specs(config)
+    tracking_settings(config)  # a bad config fails before any work
     if resume and output is None:
         raise ValueError("--resume needs the --output directory of the run to continue")
     output = Path(output) if output is not None else None
-    if tracker is None:
-        run_id = None
-        if resume and (output / CHECKPOINT / "state.json").is_file():
-            run_id = load_checkpoint(output / CHECKPOINT)[0].get("wandb_run_id")
-        tracker = trackers_for(config, output, use_wandb, run_id)
-
-    train_set = read_corpus(settings["train_path"], require_heads=True)
-    limit = settings["max_train_sentences"] or 0
-    if limit:
-        train_set = train_set[:limit]
-    dev_set = read_corpus(settings["dev_path"], require_heads=True) if settings["dev_path"] else []
-    tracker.message(
-        f"train: {len(train_set)} sentences, {sum(s.n for s in train_set)} words; dev: {len(dev_set)} sentences"
-    )
-    config_text = config.to_str()
-    vocabulary = np.unique(np.concatenate([x.attrs[FORM, 1:] for x in train_set])) if train_set else None
-    pipeline = Pipeline(vocabulary=vocabulary, info={"config": config_text})
-    report: dict = {"components": {}}
-    state: dict | None = None
-    arrays: dict | None = None
-    jackknifed: dict[str, list[list[str]]] = {}
-    if not resume and output is not None and (output / CHECKPOINT / JACKKNIFE).exists():
-        (output / CHECKPOINT / JACKKNIFE).unlink()  # an earlier run's tags: this run jackknifes its own
+    state = arrays = None
     if resume:
         state, arrays = load_checkpoint(output / CHECKPOINT)
-        if _resumable(state["config"]) != _resumable(config_text):
+        if _resumable(state["config"]) != _resumable(config.to_str()):
             raise ValueError(f"{output / CHECKPOINT}: the checkpoint was written with a different config; "
                              "resume with the same config and --set values (only training.max_epochs and "
                              "training.patience may change)")
-        report = state["report"]
-        if (output / BEST_MODEL).exists():
-            for name, component in load(output / BEST_MODEL).components.items():
-                pipeline.add(name, component)
-        jackknifed = _load_jackknife(output / CHECKPOINT)
-        tracker.message(f"resuming {state['component']} after epoch {state['epoch']} from {output / CHECKPOINT}")
-
-    for name, spec in specs.items():
-        limits = {k: spec.get("training", {}).get(k, settings[k]) for k in COMPONENT_TRAINING}
-        entry = report["components"].get(name, {})
-        resuming = state is not None and state["component"] == name
-        if entry.get("done"):
-            # Only the last component trained may go on, when it stopped at max_epochs and
-            # the resumed run allows more; the ones before it are fixed (later ones read them).
-            if not (resuming and entry.get("stopped") == "max_epochs" and state["epoch"] < limits["max_epochs"]):
-                continue
-        resolved = registry.resolve(Config({"c": spec}), validate=True)["c"]
-        structure, trainer = resolved["structure"], resolved["trainer"]
-        kind = kind_of(structure)
-        if kind in ("pruner", "parser", "labeler"):
-            folds = settings["jackknife_folds"]
-            if pipeline.taggers and folds:
-                for tagger_name, tagger in pipeline.components.items():
-                    if isinstance(tagger, Tagger) and tagger.attribute not in jackknifed:
-                        epochs = report["components"][tagger_name]["best_epoch"]
-                        jackknifed[tagger.attribute] = jackknife(specs[tagger_name], train_set, folds, epochs, tracker)
-                        if output is not None:
-                            _save_jackknife(output / CHECKPOINT, jackknifed)
-                train_x = [_retag(x, jackknifed, i) for i, x in enumerate(train_set)]
-            else:
-                train_x = train_set
-            dev_x = [pipeline.tag(x) for x in dev_set]
-            if kind == "labeler" and pipeline.parser is not None:
-                # The labeler trains on gold trees and is scored on the parser's.
-                dev_x = [replace(x, heads=pipeline.parser.predict(x)) for x in dev_x]
-        else:
-            train_x, dev_x = train_set, dev_set
-        if kind == "parser" and structure.order == 2:
-            if pipeline.pruner is None:
-                tracker.message(f"{name}: second order without a pruner: every arc is allowed (slow on long "
-                                "sentences; add a [components.pruner] with arborist.Pruner.v1)")
-            else:
-                structure.use_pruner(pipeline.pruner)
-        structure.initialize(train_x)
-        if kind == "parser" and structure.order == 2 and pipeline.pruner is not None:
-            kept = structure.training_pruning
-            tracker.message(f"{name}: pruned training arcs keep {kept['prune_recall']:.2f}% of the gold arcs (the "
-                            f"rest are added back), {kept['heads_per_word']:.2f} heads per word")
-        if kind == "parser":
-            tracker.message(f"{name}: {'projective' if structure.projective else 'non-projective'} trees"
-                            + (f", second order ({', '.join(structure.parts)})" if structure.order == 2 else ""))
-        _train_component(name, structure, trainer, train_x, dev_x, dev_set, limits, pipeline, report,
-                         config_text, output, tracker, arrays if resuming else None, state if resuming else None)
-        state = None
-    tracker.summary({f"{name}/best_{entry['key']}": entry["best"] for name, entry in report["components"].items()
-                     if entry.get("best") is not None}
-                    | {f"{name}/best_epoch": entry["best_epoch"] for name, entry in report["components"].items()})
+    if tracker is None:
+        tracker = trackers_for(config, output, use_wandb, state.get("wandb_run_id") if state else None)
+    pipeline, report = Training(config, output, tracker, state, arrays).run()
+    entries = report["components"]
+    tracker.summary({f"{name}/best_{e['key']}": e["best"] for name, e in entries.items() if e.get("best") is not None}
+                    | {f"{name}/best_epoch": e["best_epoch"] for name, e in entries.items()})
     if output is not None and (output / BEST_MODEL).is_dir():
         tracker.log_model(output / BEST_MODEL, "model")
     tracker.close()
     return pipeline, report
 
 
-def _train_component(name, structure, trainer, train_x, dev_x, dev_gold, limits, pipeline, report, config_text,
-                     output, tracker, arrays, state) -> None:
-    """Epochs of one component; its best epoch on dev goes into `pipeline` (and model-best)."""
-    kind = kind_of(structure)
-    key = {"tagger": f"dev_{getattr(structure, 'attribute', '')}", "pruner": "dev_uas", "parser": "dev_uas",
-           "labeler": "dev_las"}[kind]
-    entry = report["components"].setdefault(name, {"kind": kind, "key": key, "best_epoch": None,
-                                                   "best": None, "history": [], "done": False})
-    tracker.start_component(name, (key,) + tuple(getattr(trainer, "columns", ())))
-    first_epoch = 1
-    if arrays is not None:
-        trainer.restore(structure, train_x, arrays, state["trainer"])
-        first_epoch = state["epoch"] + 1
-    else:
-        start = time.perf_counter()
-        trainer.begin(structure, train_x, structure.hash_bits)
-        setup = time.perf_counter() - start
-        if setup > 1.0:
-            tracker.message(f"trainer set-up: {setup:.1f} s" + "".join(
-                f"; {k} {v}" for k, v in getattr(trainer, "setup_report", lambda: {})().items()))
+def _train_component(name: str, component: Component, trainer, train_x: list, dev_x: list, run: Training,
+                     limits: dict, arrays: dict | None, state: dict | None) -> None:
+    """Epochs of one component; its best epoch on dev goes into the pipeline (and model-best)."""
+    entry = run.report["components"].setdefault(name, {"kind": component.kind, "key": component.score_key,
+                                                       "best_epoch": None, "best": None, "history": [],
+                                                       "done": False})
+    run.tracker.start_component(name, (entry["key"],) + tuple(trainer.columns))
+    first_epoch = _begin(component, trainer, train_x, run.tracker, arrays, state)
     best_score = -1.0 if entry["best"] is None else entry["best"]
-    train_words = sum(x.n for x in train_x)
     for epoch in range(first_epoch, limits["max_epochs"] + 1):
-        tracker.start_epoch(epoch, len(train_x))
-        metrics = trainer.epoch(structure, train_x, tracker)
-        if metrics.get("epoch_seconds"):
-            metrics["train_words_per_second"] = train_words / metrics["epoch_seconds"]
-        if "train_accuracy" in metrics:
-            metrics["train_accuracy"] *= 100.0
-        component = component_for(structure, trainer.prediction_weights().array)
-        if dev_x:
-            start = time.perf_counter()
-            scores = evaluate_component(component, dev_x, dev_gold, pipeline)
-            metrics.update({f"dev_{k}": v for k, v in scores.items() if k not in ("words", "sentences")})
-            metrics["dev_words_per_second"] = scores["words"] / (time.perf_counter() - start)
-        metrics["epoch"] = epoch
+        metrics, candidate = _epoch(component, trainer, train_x, dev_x, run, epoch)
         stop = trainer.finish_epoch(metrics)
         entry["history"].append(metrics)
-        tracker.end_epoch(epoch, metrics)
-        score = metrics.get(key, 0.0)
+        run.tracker.end_epoch(epoch, metrics)
+        score = metrics.get(entry["key"], 0.0)
         improved = not dev_x or score > best_score
         if improved:
-            best_score = score
-            entry["best"], entry["best_epoch"] = score, epoch
-            component.info = {"best_epoch": epoch, "dev": {k: v for k, v in metrics.items() if k.startswith("dev_")}}
-            pipeline.add(name, component)
-            if output is not None:
-                pipeline.save(output / BEST_MODEL)
-        patience_over = bool(not improved and limits["patience"]
-                             and epoch - entry["best_epoch"] >= limits["patience"])
+            best_score = entry["best"] = score
+            entry["best_epoch"] = epoch
+            candidate.info = {"best_epoch": epoch, "dev": {k: v for k, v in metrics.items() if k.startswith("dev_")}}
+            run.pipeline.add(name, candidate)
+            if run.output is not None:
+                run.pipeline.save(run.output / BEST_MODEL)
+        patience_over = bool(not improved and limits["patience"] and epoch - entry["best_epoch"] >= limits["patience"])
         entry["stopped"] = ("schedule" if stop else "patience" if patience_over
                             else "max_epochs" if epoch == limits["max_epochs"] else None)
         entry["done"] = entry["stopped"] is not None
-        # One W&B row per finished C value (C-annealing) or outer iteration (MaxEnDNet).
-        for prefix, attribute in (("annealing", "annealing_table"), ("outer", "outer_table")):
-            table = getattr(trainer, attribute, None)
-            if table:
-                for row in table[len(entry.get(prefix, [])):]:
-                    tracker.log({f"{prefix}/{k}": v for k, v in row.items()})
-                entry[prefix] = list(table)
-        if output is not None:
-            (output / "training.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-            save_checkpoint(output / CHECKPOINT, trainer,
-                            {"component": name, "epoch": epoch, "config": config_text, "report": report,
-                             "wandb_run_id": getattr(tracker, "run_id", None)})
+        _log_tables(trainer, entry, run.tracker)
+        _save_progress(run, trainer, name, epoch)
         if stop:
-            tracker.message("the trainer finished its schedule; stopping")
+            run.tracker.message("the trainer finished its schedule; stopping")
             break
         if patience_over:
-            tracker.message(f"no dev improvement for {limits['patience']} epochs; stopping")
+            run.tracker.message(f"no dev improvement for {limits['patience']} epochs; stopping")
             break
     entry["done"] = True
     entry["stopped"] = entry.get("stopped") or "max_epochs"
     if entry.get("annealing"):
-        tracker.message(annealing_markdown(entry["annealing"], entry["key"]))
-    if output is not None:
-        (output / "training.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        run.tracker.message(annealing_markdown(entry["annealing"], entry["key"]))
+    if run.output is not None:
+        (run.output / "training.json").write_text(json.dumps(run.report, indent=2) + "\n", encoding="utf-8")
 
 
-def evaluate_component(component, inputs: list, gold: list, pipeline: Pipeline | None = None) -> dict:
-    """Dev scores of one component: a tagger's accuracy (all words and words unseen in
-    training) on `inputs`, a parser's attachment scores, or a labeler's attachment scores
-    with the labels it gives the trees of `inputs`; `gold` holds the gold annotation."""
-    if isinstance(component, Tagger):
-        unseen = pipeline.unseen if pipeline is not None else None
-        return tag_scores(((g, {component.attribute: component.tags(x)}) for x, g in zip(inputs, gold)), unseen)
-    if isinstance(component, Labeler):
-        return attachment_scores((g, x.heads, component.labels(x, x.heads)) for x, g in zip(inputs, gold))
-    if isinstance(component, Pruner):
-        # its own trees' attachment, and what it keeps for a second-order parser
-        return attachment_scores((g, component.predict(x), None) for x, g in zip(inputs, gold)) | pruning_scores(
-            (g, component.allowed(x)) for x, g in zip(inputs, gold))
-    return attachment_scores((g, component.predict(x), None) for x, g in zip(inputs, gold))
+def _begin(component: Component, trainer, train_x: list, tracker, arrays: dict | None, state: dict | None) -> int:
+    """Start (or restore) the trainer; the first epoch to run."""
+    if arrays is not None:
+        trainer.restore(component.structure, train_x, arrays, state["trainer"])
+        return state["epoch"] + 1
+    start = time.perf_counter()
+    trainer.begin(component.structure, train_x, component.structure.hash_bits)
+    setup = time.perf_counter() - start
+    if setup > 1.0:
+        tracker.message(f"trainer set-up: {setup:.1f} s" + "".join(
+            f"; {k} {v}" for k, v in trainer.setup_report().items()))
+    return 1
 
 
-def jackknife(spec: dict, sentences: list, folds: int, epochs: int, tracker) -> list[list[str]]:
-    """Each sentence's tags as predicted by a tagger trained, as `spec` says, for `epochs`
-    epochs on the folds that do not hold it (sentence i is in fold i mod `folds`)."""
-    if folds < 2:
-        raise ValueError(f"training.jackknife_folds must be 0 (parser trains on gold tags) or >= 2, got {folds}")
-    predicted: list[list[str] | None] = [None] * len(sentences)
-    for fold in range(folds):
-        rest = [x for i, x in enumerate(sentences) if i % folds != fold]
-        resolved = registry.resolve(Config({"c": spec}), validate=True)["c"]
-        structure, trainer = resolved["structure"], resolved["trainer"]
-        structure.initialize(rest)
-        tracker.message(f"jackknifing {structure.attribute.upper()}: fold {fold + 1}/{folds}, {epochs} epochs")
-        trainer.begin(structure, rest, structure.hash_bits)
-        for epoch in range(1, epochs + 1):
-            metrics = trainer.epoch(structure, rest, None)
-            if trainer.finish_epoch(metrics):
-                break
-        tagger = component_for(structure, trainer.prediction_weights().array)
-        for i in range(fold, len(sentences), folds):
-            predicted[i] = tagger.tags(sentences[i])
-    return predicted
+def _epoch(component: Component, trainer, train_x: list, dev_x: list, run: Training, epoch: int):
+    """One training epoch and the dev scores of its weights: (metrics, the component with them)."""
+    run.tracker.start_epoch(epoch, len(train_x))
+    metrics = trainer.epoch(component.structure, train_x, run.tracker)
+    if metrics.get("epoch_seconds"):
+        metrics["train_words_per_second"] = sum(getattr(x, "n", 1) for x in train_x) / metrics["epoch_seconds"]
+    if "train_accuracy" in metrics:
+        metrics["train_accuracy"] *= 100.0
+    candidate = _with_weights(component, trainer)
+    candidate.link(run.upstream(component.name))
+    if dev_x:
+        start = time.perf_counter()
+        scores = candidate.score(run.dev_set, annotate([candidate], dev_x), run.pipeline.unseen)
+        metrics.update({f"dev_{k}": v for k, v in scores.items() if k not in ("words", "sentences")})
+        metrics["dev_words_per_second"] = scores["words"] / (time.perf_counter() - start)
+    metrics["epoch"] = epoch
+    return metrics, candidate
 
 
-def _retag(x, jackknifed: dict, i: int):
-    for attribute, tags in jackknifed.items():
-        x = with_tags(x, attribute, tags[i])
-    return x
+def _with_weights(component: Component, trainer) -> Component:
+    """A copy of the component that predicts with the trainer's current prediction weights."""
+    out = type(component)(component.structure, trainer.prediction_weights().array)
+    out.name, out.trainer_call = component.name, component.trainer_call
+    return out
+
+
+def _log_tables(trainer, entry: dict, tracker) -> None:
+    """One W&B row per new row of the trainer's tables (a finished C value of C-annealing, an
+    outer iteration of MaxEnDNet); the report keeps the tables."""
+    for prefix, table in trainer.tables().items():
+        if table:
+            for row in table[len(entry.get(prefix, [])):]:
+                tracker.log({f"{prefix}/{k}": v for k, v in row.items()})
+            entry[prefix] = list(table)
+
+
+def _save_progress(run: Training, trainer, name: str, epoch: int) -> None:
+    if run.output is None:
+        return
+    (run.output / "training.json").write_text(json.dumps(run.report, indent=2) + "\n", encoding="utf-8")
+    save_checkpoint(run.output / CHECKPOINT, trainer,
+                    {"component": name, "epoch": epoch, "config": run.config_text, "report": run.report,
+                     "wandb_run_id": getattr(run.tracker, "run_id", None)})
 
 
 def _save_jackknife(directory: Path, jackknifed: dict) -> None:
+    """The jackknifed predictions (one string per word), per component."""
     directory.mkdir(parents=True, exist_ok=True)
     arrays = {}
-    for attribute, tags in jackknifed.items():
-        arrays[f"{attribute}_tags"] = np.array([t for sentence in tags for t in sentence], dtype=str)
-        arrays[f"{attribute}_lengths"] = np.array([len(sentence) for sentence in tags], dtype=np.int64)
+    for name, values in jackknifed.items():
+        arrays[f"{name}_values"] = np.array([t for sentence in values for t in sentence], dtype=str)
+        arrays[f"{name}_lengths"] = np.array([len(sentence) for sentence in values], dtype=np.int64)
     tmp = directory / f".{JACKKNIFE}.tmp"
     with open(tmp, "wb") as f:
         np.savez(f, **arrays)
@@ -353,10 +474,10 @@ def _load_jackknife(directory: Path) -> dict:
     with np.load(directory / JACKKNIFE, allow_pickle=False) as data:
         for key in data.files:
             if key.endswith("_lengths"):
-                attribute = key[: -len("_lengths")]
-                flat = data[f"{attribute}_tags"].tolist()
+                name = key[: -len("_lengths")]
+                flat = data[f"{name}_values"].tolist()
                 bounds = np.concatenate([[0], np.cumsum(data[key])])
-                out[attribute] = [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+                out[name] = [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
     return out
 
 
@@ -375,48 +496,6 @@ def _settings(config: Config) -> dict:
         raise ValueError(f"training.jackknife_folds must be 0 (the parser trains on gold tags) or an integer >= 2, "
                          f"got {folds!r}")
     return settings
-
-
-def _component_specs(config: Config) -> dict:
-    """The [components.NAME] sections, taggers first (in config order), then the pruner, the parser
-    and the labeler."""
-    if "structure" in config or "trainer" in config:
-        raise ValueError("[structure] and [trainer] belong to a component: write [components.parser.structure] "
-                         "and [components.parser.trainer] (see configs/quickstart.cfg)")
-    components = config.get("components")
-    if not components:
-        raise ValueError("the config has no [components.NAME] sections (a tagger or a parser to train)")
-    kinds, tagged = {}, {}
-    for name, spec in components.items():
-        missing = [k for k in ("structure", "trainer") if k not in spec]
-        if missing:
-            raise ValueError(f"[components.{name}] needs {' and '.join(f'[components.{name}.{k}]' for k in missing)}")
-        extra = sorted(set(spec) - {"structure", "trainer", "training"})
-        if extra:
-            raise ValueError(f"[components.{name}]: unknown entries {', '.join(extra)} "
-                             "(expected structure, trainer and optionally training)")
-        bad = sorted(set(spec.get("training", {})) - set(COMPONENT_TRAINING))
-        if bad:
-            raise ValueError(f"[components.{name}.training] may set only {', '.join(COMPONENT_TRAINING)}, "
-                             f"not {', '.join(bad)}")
-        structure = registry.resolve(Config({"s": spec["structure"]}), validate=True)["s"]
-        kinds[name] = kind_of(structure)
-        if kinds[name] == "tagger":
-            if structure.attribute in tagged:
-                raise ValueError(f"[components.{tagged[structure.attribute]}] and [components.{name}] both tag "
-                                 f"{structure.attribute.upper()}")
-            tagged[structure.attribute] = name
-    pruners = [n for n, k in kinds.items() if k == "pruner"]
-    if len(pruners) > 1:
-        raise ValueError(f"at most one pruner per pipeline, got {', '.join(pruners)}")
-    parsers = [n for n, k in kinds.items() if k == "parser"]
-    if len(parsers) > 1:
-        raise ValueError(f"at most one parser per pipeline, got {', '.join(parsers)}")
-    labelers = [n for n, k in kinds.items() if k == "labeler"]
-    if len(labelers) > 1:
-        raise ValueError(f"at most one labeler per pipeline, got {', '.join(labelers)}")
-    order = [n for n in components if kinds[n] == "tagger"] + pruners + parsers + labelers
-    return {name: components[name] for name in order}
 
 
 def _resumable(config_text: str) -> dict:

@@ -34,7 +34,7 @@ def main() -> None:
     args = ap.parse_args()
 
     pipeline = arborist.load(args.model)
-    parser, labeler = pipeline.parser, pipeline.labeler
+    parser, labeler = pipeline.writer("head"), pipeline.writer("deprel")
     if parser is None or labeler is None:
         raise SystemExit(f"{args.model}: the model needs a parser and a labeler")
     sentences = read_corpus(args.corpus, require_heads=False)

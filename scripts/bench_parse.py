@@ -45,15 +45,17 @@ def main() -> None:
     words = sum(s.n for s in sentences)
     tagged = [pipeline.tag(s) for s in sentences]
     trees = tagged
-    if pipeline.parser is not None:  # the labeler labels the parser's trees
-        trees = [replace(s, heads=pipeline.parser.predict(s)) for s in tagged]
+    parser = pipeline.writer("head")
+    if parser is not None:  # the labeler labels the parser's trees
+        trees = [replace(s, heads=parser.predict(s)) for s in tagged]
     components = {}
     for name, component in pipeline.components.items():
-        inputs = {"parser": tagged, "labeler": trees}.get(component.kind, sentences)
+        inputs = sentences if component.tagging else trees if "head" in component.reads else tagged
         runs = words_per_second(component.predict, inputs, words, args.repeat)
         components[name] = {
             "kind": component.kind,
-            "structure": {k: v for k, v in component.structure.config().items() if k not in ("tags", "templates")},
+            "structure": {k: v for k, v in component.structure.registry_call().items()
+                          if k not in ("tags", "labels", "templates")},
             "words_per_second_median": statistics.median(runs),
             "words_per_second_runs": runs,
         }

@@ -48,9 +48,9 @@ def parse_speed(args) -> dict:
             fresh = [copy(s) for s in sentences]  # new objects: no pruning result is reused
             start = time.perf_counter()
             for s in fresh:
-                pipeline.parser.predict(s)
+                pipeline.writer("head").predict(s)
             runs[name].append(words / (time.perf_counter() - start))
-    pruner = models["second_order"].pruner
+    pruner = models["second_order"].writer("arcs")
     start = time.perf_counter()
     pruning = pruning_scores((s, pruner.allowed(s)) for s in sentences)
     pruning_seconds = time.perf_counter() - start
@@ -80,8 +80,9 @@ def train_child(args) -> dict:
     structure, trainer = resolved["structure"], resolved["trainer"]
     sentences = read_corpus(registry.resolve(config)["training"]["train_path"], require_heads=True)
     start = time.perf_counter()
-    structure.use_pruner(arborist.load(args.pruner).pruner)
+    pruner = arborist.load(args.pruner).writer("arcs")
     structure.initialize(sentences)
+    sentences = [structure.example(x, pruner.allowed(x), keep_gold=True) for x in sentences]
     prune_seconds = time.perf_counter() - start
     start = time.perf_counter()
     trainer.begin(structure, sentences, structure.hash_bits)

@@ -27,7 +27,7 @@ TOLERANCES = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
 def summary(run: Path) -> dict:
     report = json.loads((run / "training.json").read_text())
     parser = report["components"]["parser"]
-    weights = arborist.load(run).parser.weights.array
+    weights = arborist.load(run).writer("head").weights.array
     return {
         "run": str(run),
         "best_epoch": parser["best_epoch"],

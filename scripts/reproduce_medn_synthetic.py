@@ -50,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from arborist import synthetic_crf
+from arborist.experiments import synthetic_crf
 from arborist.learn.baselines import penalized_lbfgs
 from arborist.learn.eg import EG
 from arborist.learn.medn import MaxEnDNet, sparsity

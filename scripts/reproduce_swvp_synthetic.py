@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from arborist import synthetic
+from arborist.experiments import synthetic
 from arborist.learn.perceptron import SWVP, Perceptron
 from arborist.tagger.chain import LinearChain
 

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 import spacy
 
-from arborist.model import Labeler, Parser, Pipeline, Tagger, with_tags
+from arborist import Labeler, Parser, Tagger
+from arborist.components.tagger import with_tags
+from arborist.model import Pipeline
 from arborist.parser.labels import ArcLabels
 from arborist.parser.tree import DependencyTree
 from arborist.sentence import Sentence, SentenceBatch

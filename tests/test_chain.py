@@ -20,6 +20,8 @@ from arborist.sentence import Sentence
 from arborist.tagger.chain import LinearChain
 from arborist.tagger.features import CONJUNCTIONS, EMISSION_TEMPLATES, word_shape
 from arborist.tagger.viterbi import chain_argmax, chain_log_z, chain_marginals
+from arborist.legacy import structure_call
+from arborist.registry import make_structure
 
 from protocol import check_gradient, check_protocol, label_score
 
@@ -284,16 +286,17 @@ def test_xpos_attribute_and_from_sentences():
 def test_config_round_trip_gives_the_same_scores():
     rng = np.random.default_rng(8)
     structure = LinearChain(["N", "V", "D"], attribute="xpos", order=2, hash_bits=12)
-    again = LinearChain.from_config(structure.config())
-    assert again.config() == structure.config() == {
-        "structure": "chain", "tags": ["N", "V", "D"], "attribute": "xpos", "order": 2, "hash_bits": 12,
-        "templates": list(EMISSION_TEMPLATES)}
+    again = make_structure(structure.registry_call())
+    assert again.registry_call() == structure.registry_call() == {
+        "@structures": "arborist.LinearChain.v1", "tags": ["N", "V", "D"], "attribute": "xpos", "order": 2,
+        "hash_bits": 12, "templates": list(EMISSION_TEMPLATES)}
     w = Weights(12, False, rng.normal(size=1 << 12))
     x = sentence(4)
     np.testing.assert_array_equal(structure.scores(x, w), again.scores(x, w))
     # A model written before templates were configurable has no "templates": the default set.
-    old = {k: v for k, v in structure.config().items() if k != "templates"}
-    np.testing.assert_array_equal(structure.scores(x, w), LinearChain.from_config(old).scores(x, w))
+    old = {"structure": "chain", **{k: v for k, v in structure.registry_call().items()
+                                     if k not in ("@structures", "templates")}}
+    np.testing.assert_array_equal(structure.scores(x, w), make_structure(structure_call(old)).scores(x, w))
 
 
 def test_template_subset_has_exactly_those_emission_features():
@@ -305,7 +308,7 @@ def test_template_subset_has_exactly_those_emission_features():
     # The shared templates hash to the same slots in both feature sets.
     shared = set(hmm.features.part_indices(x, (1, 0, 1)).tolist())
     assert shared < set(full.features.part_indices(x, (1, 0, 1)).tolist())
-    again = LinearChain.from_config(hmm.config())
+    again = make_structure(hmm.registry_call())
     assert again.templates == ("bias", "form")
     with pytest.raises(ValueError, match="not a WORD_VALUES name"):
         LinearChain(["N"], templates=["bias", "colour"])

@@ -12,6 +12,7 @@ from arborist.weights import Weights
 from arborist.parser.label_features import LabelFeatures, parse_label_template
 from arborist.parser.labels import ArcLabels
 from arborist.sentence import Sentence
+from arborist.registry import make_structure
 
 from protocol import check_gradient, check_protocol
 
@@ -141,7 +142,7 @@ def test_initialize_reads_full_labels_and_gold_errors_name_the_line():
     unknown = sentence(2, heads=[2, 0], deprels=["det", "flat"], source="dev.conllu", first_line=17)
     with pytest.raises(ValueError, match=r"dev.conllu:17: DEPREL 'flat' of word 2"):
         structure.gold(unknown)
-    again = ArcLabels.from_config(structure.config())
+    again = make_structure(structure.registry_call())
     assert again.labels == structure.labels and again.features.templates == structure.features.templates
 
 
@@ -220,7 +221,8 @@ def test_every_trainer_learns_labels(trainer):
 
 
 def test_labeler_saves_its_label_set_and_labels_the_parsers_tree(tmp_path):
-    from arborist.model import Labeler, Parser, Pipeline, load
+    from arborist import Labeler, Parser
+    from arborist.model import Pipeline, load
     from arborist.parser.tree import DependencyTree
 
     rng = np.random.default_rng(3)
@@ -237,8 +239,8 @@ def test_labeler_saves_its_label_set_and_labels_the_parsers_tree(tmp_path):
     assert deprels == labeler.labels(x, heads)
     pipeline.save(tmp_path / "model")
     loaded = load(tmp_path / "model")
-    assert loaded.labeler.label_set == tuple(labels)
-    assert loaded.labeler.info == {"note": "random"}
+    assert loaded.writer("deprel").label_set == tuple(labels)
+    assert loaded.writer("deprel").info == {"note": "random"}
     assert loaded.annotate(x, gold_tags=True)[2] == deprels
     # Without a parser, a labeler labels the input's own tree; without a tree, nothing.
     alone = Pipeline({"labeler": labeler})
@@ -268,7 +270,8 @@ def test_cli_evaluates_a_labeler_without_a_parser(tmp_path):
 
     from arborist.cli import app
     from arborist.corpus import read_corpus
-    from arborist.model import Labeler, Pipeline
+    from arborist import Labeler
+    from arborist.model import Pipeline
 
     dev = Path(__file__).resolve().parents[1] / "corpora" / "sample" / "sample-dev.conllu"
     xs = read_corpus(dev, require_heads=True)

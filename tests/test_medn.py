@@ -12,7 +12,7 @@ from arborist.learn.baselines import CRFPrimal, penalized_lbfgs
 from arborist.learn.eg import EG
 from arborist.learn.medn import MaxEnDNet, sparsity, variance_update
 from arborist.weights import Weights
-from arborist.synthetic_crf import dataset, gibbs_labels, random_crf, sequences
+from arborist.experiments.synthetic_crf import dataset, gibbs_labels, random_crf, sequences
 from arborist.tagger.dense import DenseChain, DenseSequence, batch_nll
 from arborist.tagger.viterbi import chain_marginals
 

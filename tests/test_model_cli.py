@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 import arborist.model as model_module
 from arborist.cli import app
 from arborist.corpus import read_conllu
-from arborist.model import FORMAT_VERSION, ModelError, Parser, Pipeline, load
+from arborist import Parser
+from arborist.model import FORMAT_VERSION, ModelError, Pipeline, load
 from arborist.parser.tree import DependencyTree
 from arborist.strings import hash_strings
 
@@ -71,7 +72,7 @@ def output_of(result) -> str:
 # ---------------------------------------------------------------------------
 def test_save_load_round_trip(tmp_path):
     pipeline = random_parser()
-    parser = pipeline.parser
+    parser = pipeline.writer("head")
     target = tmp_path / "models" / "parser"
     returned = pipeline.save(target)
     assert Path(returned) == target
@@ -81,12 +82,12 @@ def test_save_load_round_trip(tmp_path):
     assert isinstance(loaded, Pipeline)
     assert list(loaded.components) == ["parser"]
     assert loaded.taggers == []
-    assert isinstance(loaded.parser, Parser)
-    np.testing.assert_array_equal(loaded.parser.weights.array, parser.weights.array)
-    assert loaded.parser.weights.array.dtype == np.float64
-    assert loaded.parser.structure.config() == parser.structure.config()
-    assert loaded.parser.structure.hash_bits == HASH_BITS
-    assert loaded.parser.info == {"note": "seed 0"}
+    assert isinstance(loaded.writer("head"), Parser)
+    np.testing.assert_array_equal(loaded.writer("head").weights.array, parser.weights.array)
+    assert loaded.writer("head").weights.array.dtype == np.float64
+    assert loaded.writer("head").structure.registry_call() == parser.structure.registry_call()
+    assert loaded.writer("head").structure.hash_bits == HASH_BITS
+    assert loaded.writer("head").info == {"note": "seed 0"}
     assert loaded.info == {"seed": 0}
     np.testing.assert_array_equal(loaded.vocabulary, np.sort(hash_strings(VOCABULARY)))
 
@@ -94,7 +95,7 @@ def test_save_load_round_trip(tmp_path):
     assert sentences
     for sentence in sentences:
         expected = parser.predict(sentence)
-        got = loaded.parser.predict(sentence)
+        got = loaded.writer("head").predict(sentence)
         np.testing.assert_array_equal(got, expected)
         assert got[0] == -1 and len(got) == sentence.n + 1
         assert is_tree(got)
@@ -108,7 +109,7 @@ def test_save_load_round_trip(tmp_path):
 
     meta = json.loads((target / "meta.json").read_text(encoding="utf-8"))
     assert meta["format"] == "arborist-model"
-    assert meta["format_version"] == FORMAT_VERSION == 2
+    assert meta["format_version"] == FORMAT_VERSION == 3
     assert [(c["name"], c["kind"]) for c in meta["components"]] == [("parser", "parser")]
     assert meta["components"][0]["structure"]["hash_bits"] == HASH_BITS
     assert meta["components"][0]["info"] == {"note": "seed 0"}
@@ -119,7 +120,7 @@ def test_load_via_package_entry_point(tmp_path):
 
     random_parser(3).save(tmp_path / "m")
     assert isinstance(arborist.load(tmp_path / "m"), arborist.Pipeline)
-    assert isinstance(arborist.load(str(tmp_path / "m")).parser, arborist.Parser)
+    assert isinstance(arborist.load(str(tmp_path / "m")).writer("head"), arborist.Parser)
 
 
 # ---------------------------------------------------------------------------
@@ -150,7 +151,7 @@ def test_load_wrong_format_version(saved):
         load(saved)
     message = str(info.value)
     assert f"format version {FORMAT_VERSION + 98}" in message
-    assert f"reads versions 1 and {FORMAT_VERSION}" in message
+    assert f"reads versions 1 to {FORMAT_VERSION}" in message
     assert str(meta_path) in message
 
 
@@ -229,8 +230,8 @@ def test_save_over_existing_model_replaces_it(tmp_path):
     first.save(target)
     second.save(target)
     loaded = load(target)
-    np.testing.assert_array_equal(loaded.parser.weights.array, second.parser.weights.array)
-    assert loaded.parser.info == {"note": "seed 2"}
+    np.testing.assert_array_equal(loaded.writer("head").weights.array, second.writer("head").weights.array)
+    assert loaded.writer("head").info == {"note": "seed 2"}
     assert listing(parent) == ["parser"]  # no temporary or '.old' directories left
     assert listing(target) == MODEL_FILES
     # A third save over it, with a stale extra file in the old model, removes the file too.
@@ -238,7 +239,7 @@ def test_save_over_existing_model_replaces_it(tmp_path):
     first.save(target)
     assert listing(target) == MODEL_FILES
     assert listing(parent) == ["parser"]
-    np.testing.assert_array_equal(load(target).parser.weights.array, first.parser.weights.array)
+    np.testing.assert_array_equal(load(target).writer("head").weights.array, first.writer("head").weights.array)
 
 
 def test_failed_save_keeps_previous_model(tmp_path, monkeypatch):
@@ -259,7 +260,7 @@ def test_failed_save_keeps_previous_model(tmp_path, monkeypatch):
     assert listing(parent) == ["parser"]
     assert {name: (target / name).read_bytes() for name in listing(target)} == before
     loaded = load(target)
-    np.testing.assert_array_equal(loaded.parser.weights.array, first.parser.weights.array)
+    np.testing.assert_array_equal(loaded.writer("head").weights.array, first.writer("head").weights.array)
 
 
 def test_failed_first_save_leaves_nothing(tmp_path, monkeypatch):
@@ -295,7 +296,7 @@ def test_failed_final_rename_keeps_previous_model(tmp_path, monkeypatch):
     monkeypatch.undo()
 
     loaded = load(target)
-    np.testing.assert_array_equal(loaded.parser.weights.array, first.parser.weights.array)
+    np.testing.assert_array_equal(loaded.writer("head").weights.array, first.writer("head").weights.array)
     assert listing(parent) == ["parser"]
 
 
@@ -341,14 +342,14 @@ def test_cli_train_writes_loadable_model(trained):
     assert list(pipeline.components) == list(best.components) == ["upos", "xpos", "parser", "labeler"]
     for name, component in pipeline.components.items():
         assert np.array_equal(component.weights.array, best.components[name].weights.array), name
-    parser = pipeline.parser
+    parser = pipeline.writer("head")
     assert parser is pipeline.components["parser"]
     assert parser.structure.hash_bits == 18  # from configs/quickstart.cfg
     assert [t.attribute for t in pipeline.taggers] == ["upos", "xpos"]
     assert parser.info["best_epoch"] in (1, 2)
     assert "dev_uas" in parser.info["dev"]
     assert "dev_upos" in pipeline.components["upos"].info["dev"]
-    labeler = pipeline.labeler
+    labeler = pipeline.writer("deprel")
     assert labeler is pipeline.components["labeler"] and labeler.info["best_epoch"] in (1, 2)
     assert {"dev_las", "dev_las_full", "dev_uas"} <= set(labeler.info["dev"])
     # The label set (full DEPREL strings) is the training data's, saved with the model.
@@ -423,7 +424,7 @@ def test_cli_parse_writes_valid_trees(trained, runner, monkeypatch, tmp_path):
         assert int((p.heads[1:] == 0).sum()) == 1  # quickstart.cfg: single_root = true
     pipeline = load(model_dir)
     for p in parsed:
-        assert set(p.deprels[1:]) <= set(pipeline.labeler.label_set)
+        assert set(p.deprels[1:]) <= set(pipeline.writer("deprel").label_set)
     assert [p.deprels for p in parsed] == [pipeline.annotate(g)[2] for g in gold]  # DEPREL is the labeler's
     # Only the UPOS, XPOS (predicted tags), HEAD and DEPREL columns differ from the input.
     original = SAMPLE_DEV.read_bytes().splitlines(keepends=True)

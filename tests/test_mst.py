@@ -11,6 +11,8 @@ from arborist.learn.perceptron import Perceptron
 from arborist.parser.eisner import eisner_argmax
 from arborist.parser.mst import mst_argmax, mst_marginals
 from arborist.parser.tree import AUTO_NONPROJECTIVE_SHARE, DependencyTree, is_projective, nonprojective_share
+from arborist.legacy import structure_call
+from arborist.registry import make_structure
 
 from protocol import brute_force
 from test_tree import HASH_BITS, is_projective as brute_is_projective, is_tree, random_scores, sentence
@@ -172,7 +174,7 @@ def test_auto_decides_from_the_training_trees():
     with pytest.raises(ValueError, match="initialize"):
         structure.argmax(projective_gold, np.zeros((5, 5)))
     structure.initialize([projective_gold] * 100)
-    assert structure.projective is True and structure.config()["projective"] is True
+    assert structure.projective is True and structure.registry_call()["projective"] is True
     structure = DependencyTree(hash_bits=HASH_BITS, projective="auto")
     share = AUTO_NONPROJECTIVE_SHARE
     k = int(np.ceil(share * 100))
@@ -183,10 +185,12 @@ def test_auto_decides_from_the_training_trees():
 
 
 def test_models_without_the_key_are_projective():
-    config = DependencyTree(hash_bits=HASH_BITS, projective=False).config()
-    assert DependencyTree.from_config(config).projective is False
+    # the structure configuration of format-1/2 models, converted on load
+    config = {"structure": "tree", **{k: v for k, v in DependencyTree(hash_bits=HASH_BITS, projective=False)
+                                      .registry_call().items() if k != "@structures"}}
+    assert make_structure(structure_call(config)).projective is False
     del config["projective"]
-    assert DependencyTree.from_config(config).projective is True
+    assert make_structure(structure_call(config)).projective is True
 
 
 def test_perceptron_learns_a_crossing_tree_that_eisner_cannot_produce():

@@ -10,6 +10,7 @@ from arborist.learn.perceptron import SWVP, Perceptron
 from arborist.weights import Weights
 from arborist.multiclass import Multiclass, MulticlassExample
 from arborist.structure import differing_positions
+from arborist.registry import make_structure
 
 from protocol import check_gradient, check_protocol
 
@@ -63,7 +64,7 @@ def test_mix_and_differing_positions():
 
 def test_config_round_trip_and_bad_classes():
     structure = Multiclass(CLASSES, hash_bits=14)
-    again = Multiclass.from_config(structure.config())
+    again = make_structure(structure.registry_call())
     assert again.classes == CLASSES and again.hash_bits == 14
     with pytest.raises(ValueError, match="two distinct"):
         Multiclass(["a", "a"])

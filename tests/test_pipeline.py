@@ -16,13 +16,16 @@ from arborist.cli import app
 from arborist.corpus import read_corpus
 from arborist.evaluate import attachment_scores, tag_scores
 from arborist.learn.perceptron import Perceptron
-from arborist.model import FORMAT_VERSION, ModelError, Parser, Pipeline, Tagger, component_for, load, with_tags
+from arborist import Parser, Tagger
+from arborist.components.tagger import with_tags
+from arborist.model import FORMAT_VERSION, ModelError, Pipeline, load
 from arborist.parser.tree import DependencyTree
 from arborist.registry import registry
 from arborist.sentence import FORM, ROOT, UPOS, XPOS, Sentence
 from arborist.strings import hash_strings
 from arborist.tagger.chain import LinearChain
 from arborist.train import jackknife, load_checkpoint, train
+from arborist.registry import make_structure
 from trackers import Quiet
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,7 +83,7 @@ def test_pipeline_round_trip(hand_pipeline, dev_set, tmp_path):
     target = hand_pipeline.save(tmp_path / "model")
     assert listing(target) == ["meta.json", "parser.npy", "upos.npy", "vocabulary.npy", "xpos.npy"]
     meta = json.loads((target / "meta.json").read_text(encoding="utf-8"))
-    assert meta["format_version"] == FORMAT_VERSION == 2
+    assert meta["format_version"] == FORMAT_VERSION == 3
     assert [(c["name"], c["kind"]) for c in meta["components"]] == [
         ("xpos", "tagger"), ("upos", "tagger"), ("parser", "parser")]
     assert meta["components"][0]["structure"]["attribute"] == "xpos"
@@ -91,13 +94,13 @@ def test_pipeline_round_trip(hand_pipeline, dev_set, tmp_path):
     assert list(loaded.components) == ["xpos", "upos", "parser"]
     assert [type(c) for c in loaded.components.values()] == [Tagger, Tagger, Parser]
     assert [t.attribute for t in loaded.taggers] == ["xpos", "upos"]
-    assert loaded.parser is loaded.components["parser"]
+    assert loaded.writer("head") is loaded.components["parser"]
     assert loaded.info == {"note": "by hand"}
     np.testing.assert_array_equal(loaded.vocabulary, hand_pipeline.vocabulary)
     for name, component in hand_pipeline.components.items():
         got = loaded.components[name]
         np.testing.assert_array_equal(got.weights.array, component.weights.array, err_msg=name)
-        assert got.structure.config() == component.structure.config()
+        assert got.structure.registry_call() == component.structure.registry_call()
         assert got.info == component.info
 
     changed_tags = changed_heads = 0
@@ -109,20 +112,25 @@ def test_pipeline_round_trip(hand_pipeline, dev_set, tmp_path):
         np.testing.assert_array_equal(got_heads, heads)
         np.testing.assert_array_equal(loaded.unseen(sentence), hand_pipeline.unseen(sentence))
         # the parser reads the taggers' output, gold_tags=True the input's own tags
-        np.testing.assert_array_equal(heads, hand_pipeline.parser.predict(hand_pipeline.tag(sentence)))
+        np.testing.assert_array_equal(heads, hand_pipeline.writer("head").predict(hand_pipeline.tag(sentence)))
         gold_tagged, gold_heads, _ = loaded.annotate(sentence, gold_tags=True)
         assert gold_tagged.upos == sentence.upos and gold_tagged.xpos == sentence.xpos
-        np.testing.assert_array_equal(gold_heads, hand_pipeline.parser.predict(sentence))
+        np.testing.assert_array_equal(gold_heads, hand_pipeline.writer("head").predict(sentence))
         changed_tags += tagged.upos != sentence.upos
         changed_heads += not np.array_equal(heads, gold_heads)
     # (random taggers do change the tags, and the parser's output with them)
     assert changed_tags and changed_heads
 
 
+def legacy_config(structure) -> dict:
+    """A structure's configuration as model formats 1 and 2 stored it."""
+    return {"structure": "tree", **{k: v for k, v in structure.registry_call().items() if k != "@structures"}}
+
+
 def test_format_1_model_loads_as_a_one_parser_pipeline(dev_set, tmp_path):
     structure = DependencyTree(hash_bits=PARSER_BITS, single_root=False)
     weights = np.random.default_rng(7).normal(size=2**PARSER_BITS)
-    reference = Parser(DependencyTree.from_config(structure.config()), weights)
+    reference = Parser(make_structure(structure.registry_call()), weights)
     old = tmp_path / "old-model"
     old.mkdir()
     (old / "meta.json").write_text(json.dumps({
@@ -130,7 +138,7 @@ def test_format_1_model_loads_as_a_one_parser_pipeline(dev_set, tmp_path):
         "format_version": 1,
         "kind": "parser",
         "arborist_version": "0.0.9",
-        "structure": structure.config(),
+        "structure": legacy_config(structure),
         "labels": {"deprel": []},
         "info": {"best_epoch": 4, "config": "[structure]\n"},
     }), encoding="utf-8")
@@ -139,9 +147,9 @@ def test_format_1_model_loads_as_a_one_parser_pipeline(dev_set, tmp_path):
     loaded = load(old)
     assert list(loaded.components) == ["parser"]
     assert loaded.taggers == []
-    assert loaded.parser.info == {"best_epoch": 4, "config": "[structure]\n"}
-    assert loaded.parser.structure.config() == structure.config()
-    np.testing.assert_array_equal(loaded.parser.weights.array, weights)
+    assert loaded.writer("head").info == {"best_epoch": 4, "config": "[structure]\n"}
+    assert loaded.writer("head").structure.registry_call() == structure.registry_call()
+    np.testing.assert_array_equal(loaded.writer("head").weights.array, weights)
     assert len(loaded.vocabulary) == 0
     for sentence in dev_set:
         expected = reference.predict(sentence)
@@ -153,15 +161,15 @@ def test_format_1_model_loads_as_a_one_parser_pipeline(dev_set, tmp_path):
     loaded.save(tmp_path / "new-model")
     assert listing(tmp_path / "new-model") == ["meta.json", "parser.npy", "vocabulary.npy"]
     again = load(tmp_path / "new-model")
-    assert json.loads((tmp_path / "new-model" / "meta.json").read_text())["format_version"] == 2
+    assert json.loads((tmp_path / "new-model" / "meta.json").read_text())["format_version"] == 3
     for sentence in dev_set[:5]:
-        np.testing.assert_array_equal(again.parser.predict(sentence), reference.predict(sentence))
+        np.testing.assert_array_equal(again.writer("head").predict(sentence), reference.predict(sentence))
 
 
 def test_format_1_wrong_weights_shape_names_weights_npy(tmp_path):
     structure = DependencyTree(hash_bits=PARSER_BITS)
     (tmp_path / "meta.json").write_text(json.dumps({
-        "format": "arborist-model", "format_version": 1, "kind": "parser", "structure": structure.config()}))
+        "format": "arborist-model", "format_version": 1, "kind": "parser", "structure": legacy_config(structure)}))
     np.save(tmp_path / "weights.npy", np.zeros(2**PARSER_BITS + 1), allow_pickle=False)
     with pytest.raises(ModelError) as info:
         load(tmp_path)
@@ -190,7 +198,7 @@ def set_entry(index, key, value):
     pytest.param(set_entry(0, "name", 7), "invalid component name 7", id="number-name"),
     pytest.param(set_entry(2, "structure", {"structure": "tree"}), "invalid 'structure' entry of parser",
                  id="bad-structure"),
-    pytest.param(set_entry(1, "structure", DependencyTree(hash_bits=TAGGER_BITS).config()),
+    pytest.param(set_entry(1, "structure", DependencyTree(hash_bits=TAGGER_BITS).registry_call()),
                  "invalid 'structure' entry of upos", id="tree-structure-for-a-tagger"),
     pytest.param(lambda meta: meta["components"].append(dict(meta["components"][2], name="parser2")),
                  "at most one parser", id="two-parsers"),
@@ -255,7 +263,7 @@ def test_pipeline_refuses_bad_names_and_second_parser(train_set):
     with pytest.raises(ValueError, match="at most one parser"):
         pipeline.add("other", random_component("parser", train_set, 2))
     pipeline.add("parser", random_component("parser", train_set, 2))  # replacing it is fine
-    assert pipeline.parser.info == {"seed": 2}
+    assert pipeline.writer("head").info == {"seed": 2}
     with pytest.raises(ValueError, match="must be letters"):
         pipeline.add("a/b", random_component("tagger", train_set, 1))
     pipeline.add("tags", random_component("tagger", train_set, 1))
@@ -384,7 +392,7 @@ def train_tagger(spec: dict, sentences: list, epochs: int) -> Tagger:
     trainer.begin(structure, sentences, structure.hash_bits)
     for _ in range(epochs):
         trainer.epoch(structure, sentences, None)
-    return component_for(structure, trainer.prediction_weights().array)
+    return Tagger(structure, trainer.prediction_weights().array)
 
 
 def unique_word_corpus(n: int) -> list[Sentence]:
@@ -573,7 +581,7 @@ def test_parser_trains_on_jackknifed_tags(trained_pipeline, train_set, dev_set):
     assert [x.xpos for x in parser_dev] == [pipeline.tag(g).xpos for g in dev_set]
     assert [x.upos for x in parser_dev] != [g.upos for g in dev_set]
     # the dev UAS in the report is the parser's on those tags, scored against gold heads
-    parser = pipeline.parser
+    parser = pipeline.writer("head")
     scores = attachment_scores((g, parser.predict(x), None) for x, g in zip(parser_dev, dev_set))
     assert parser.info["dev"]["dev_uas"] == pytest.approx(scores["uas"])
 
@@ -802,7 +810,7 @@ def quickstart(tmp_path_factory, runner):
                                      "training.max_epochs=2"])
     assert result.exit_code == 0, output_of(result) + repr(result.exception)
     pipeline = load(out)
-    assert [t.attribute for t in pipeline.taggers] == ["upos", "xpos"] and pipeline.parser is not None
+    assert [t.attribute for t in pipeline.taggers] == ["upos", "xpos"] and pipeline.writer("head") is not None
     return out, pipeline
 
 
@@ -839,11 +847,11 @@ def test_cli_evaluate_gold_tags(quickstart, runner, dev_set):
     assert not {"upos", "xpos", "upos_unseen", "unseen_words"} & set(gold)
     with_gold = attachment_scores((x, *pipeline.annotate(x, gold_tags=True)[1:]) for x in dev_set)
     assert with_gold["las"] <= with_gold["uas"]
-    with_predicted = attachment_scores((x, pipeline.parser.predict(pipeline.tag(x)), None) for x in dev_set)
+    with_predicted = attachment_scores((x, pipeline.writer("head").predict(pipeline.tag(x)), None) for x in dev_set)
     assert gold == pytest.approx(with_gold)
     assert predicted["uas"] == pytest.approx(with_predicted["uas"])
     # the two differ on this model, so the option's effect is visible
-    assert any(not np.array_equal(pipeline.parser.predict(x), pipeline.parser.predict(pipeline.tag(x)))
+    assert any(not np.array_equal(pipeline.writer("head").predict(x), pipeline.writer("head").predict(pipeline.tag(x)))
                for x in dev_set)
 
 
@@ -888,7 +896,7 @@ def test_cli_parse_gold_tags_keeps_the_tag_columns(quickstart, runner, tmp_path,
     assert result.exit_code == 0, output_of(result)
     parsed = read_corpus(tmp_path / "out" / DEV.name)
     for p, g in zip(parsed, dev_set, strict=True):
-        np.testing.assert_array_equal(p.heads, pipeline.parser.predict(g))
+        np.testing.assert_array_equal(p.heads, pipeline.writer("head").predict(g))
         assert p.deprels == pipeline.annotate(g, gold_tags=True)[2]
     for old, new in zip(columns_of(DEV), columns_of(tmp_path / "out" / DEV.name), strict=True):
         if len(old) == 10:

@@ -10,8 +10,8 @@ import pytest
 
 from arborist.weights import Weights
 from arborist.parser.eisner import eisner_argmax, eisner_marginals
-from arborist.parser.eisner2 import SecondOrderLayout, second_order_argmax, second_order_marginals
-from arborist.parser.features2 import PartFeatures
+from arborist.parser.second_order_eisner import SecondOrderLayout, second_order_argmax, second_order_marginals
+from arborist.parser.part_features import PartFeatures
 from arborist.parser.second_order import ArcPruner, SecondOrderTree, prune
 from arborist.parser.features import DEFAULT_TEMPLATES
 from arborist.registry import registry
@@ -156,21 +156,8 @@ def test_a_word_without_heads_and_an_infeasible_mask_are_errors():
         layout.indicator(np.array([-1, 0, 1]))
 
 
-class FixedPruner:
-    """Allows a fixed arc mask (a stand-in for a trained pruner)."""
-
-    def __init__(self, masks):
-        self.masks = masks
-
-    def allowed(self, x):
-        return self.masks[x.n].copy()
-
-
-def second_order_tree(parts, single_root, masks=None):
-    tree = SecondOrderTree(DEFAULT_TEMPLATES, HASH_BITS, single_root, parts=parts)
-    if masks is not None:
-        tree.use_pruner(FixedPruner(masks))
-    return tree
+def second_order_tree(parts, single_root):
+    return SecondOrderTree(DEFAULT_TEMPLATES, HASH_BITS, single_root, parts=parts)
 
 
 @pytest.mark.parametrize("parts", PART_CHOICES)
@@ -180,12 +167,12 @@ def second_order_tree(parts, single_root, masks=None):
 def test_protocol_against_brute_force(n, single_root, parts, pruned):
     rng = np.random.default_rng([n, single_root, len(parts), pruned, 11])
     masks = {n: random_mask(rng, n, 0.5)} if pruned else None
-    structure = second_order_tree(parts, single_root, masks)
-    x = sentence(n)
+    structure = second_order_tree(parts, single_root)
+    x = structure.example(sentence(n), masks[n] if pruned else None)  # the sentence with its pruned parts
     allowed = masks[n] if pruned else np.ones((n + 1, n + 1), dtype=bool)
     labels = [y for y in projective_trees(n, single_root) if all(allowed[y[m], m] for m in range(1, n + 1))]
     for _ in range(2):
-        scores = rng.normal(size=structure.layout(x).n_parts) * 2
+        scores = rng.normal(size=x.layout.n_parts) * 2
         gold = labels[int(rng.integers(len(labels)))]
         check_protocol(structure, x, scores, labels, gold, hamming, rng, HASH_BITS)
 
@@ -195,8 +182,8 @@ def test_protocol_against_brute_force(n, single_root, parts, pruned):
 def test_marginals_are_gradient_of_log_z(n, single_root):
     rng = np.random.default_rng(n)
     structure = second_order_tree(("sibling", "grandparent"), single_root)
-    x = sentence(n)
-    check_gradient(structure, x, rng.normal(size=structure.layout(x).n_parts))
+    x = structure.example(sentence(n))
+    check_gradient(structure, x, rng.normal(size=x.layout.n_parts))
 
 
 def test_perceptron_update_adds_the_features_of_the_parts_that_differ():
@@ -285,14 +272,16 @@ def test_every_trainer_trains_a_pruned_second_order_tree(trainer_name, sample_se
     pruner_trainer.begin(pruner_structure, train, 16)
     for _ in range(3):
         pruner_trainer.epoch(pruner_structure, train)
-    from arborist.model import Pruner
+    from arborist import Pruner
 
     pruner = Pruner(pruner_structure, pruner_trainer.prediction_weights().array)
     tree = SecondOrderTree(DEFAULT_TEMPLATES, 18)
-    tree.use_pruner(pruner)
     tree.initialize(train)
-    assert all(tree.layout(x).allowed[x.heads[1:], np.arange(1, x.n + 1)].all() for x in train)  # gold kept
-    assert 0 < tree.training_pruning["prune_recall"] <= 100 and tree.training_pruning["heads_per_word"] >= 1
+    train = [tree.example(x, pruner.allowed(x), keep_gold=True) for x in train]
+    assert all(x.layout.allowed[x.heads[1:], np.arange(1, x.n + 1)].all() for x in train)  # gold kept
+    words = sum(x.n for x in train)
+    assert 0 <= sum(x.pruned_gold for x in train) < words
+    assert sum(int(x.layout.allowed[:, 1:].sum()) for x in train) >= words
     trainer = registry.resolve(Config({"t": TRAINERS[trainer_name]}))["t"]
     trainer.begin(tree, train, 18)
     for _ in range(4):
@@ -329,12 +318,12 @@ def test_pruned_second_order_parser_trains_saves_loads_and_evaluates(trained_sec
     assert all(0 < h["dev_prune_recall"] <= 100 and h["dev_heads_per_word"] >= 1 for h in history)
     assert report["components"]["parser"]["best"] > 80
     loaded = load(out)
-    assert isinstance(loaded.parser.structure, SecondOrderTree)
-    assert loaded.parser.structure.pruner is loaded.pruner  # linked on load
-    assert loaded.parser.structure.config() == pipeline.parser.structure.config()
+    assert isinstance(loaded.writer("head").structure, SecondOrderTree)
+    assert loaded.writer("head").pruner is loaded.writer("arcs")  # linked on load
+    assert loaded.writer("head").structure.registry_call() == pipeline.writer("head").structure.registry_call()
     dev = read_corpus(SAMPLE / "sample-dev.conllu", require_heads=True)
     for x in dev:
-        np.testing.assert_array_equal(loaded.parser.predict(x), pipeline.parser.predict(x))
+        np.testing.assert_array_equal(loaded.writer("head").predict(x), pipeline.writer("head").predict(x))
     result = CliRunner().invoke(app, ["evaluate", str(out), str(SAMPLE / "sample-dev.conllu"), "--json"])
     assert result.exit_code == 0, result.output
     scores = __import__("json").loads(result.stdout)

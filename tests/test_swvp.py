@@ -14,7 +14,7 @@ import pytest
 from confection import Config
 
 import arborist.learn.perceptron
-from arborist import synthetic
+from arborist.experiments import synthetic
 from arborist.learn.perceptron import SWVP, Perceptron, set_gamma
 from arborist.weights import Weights
 from arborist.parser.tree import DependencyTree

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from arborist import synthetic
+from arborist.experiments import synthetic
 from arborist.weights import Weights
 from arborist.tagger.chain import LinearChain
 

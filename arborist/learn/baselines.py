@@ -17,6 +17,7 @@ from scipy.optimize import minimize
 
 from ..structure import Structure
 from ..weights import Weights
+from . import Trainer
 
 
 class CRFPrimal:
@@ -99,7 +100,7 @@ def penalized_lbfgs(loss_and_gradient: Callable[[np.ndarray], tuple[float, np.nd
     return result.x[:dimension] - result.x[dimension:]
 
 
-class SGD:
+class SGD(Trainer):
     """Stochastic gradient descent on the CRF primal (§7.1.3), as a trainer.
 
     Each step picks i uniformly at random and moves along the gradient of

@@ -41,13 +41,14 @@ import numpy as np
 
 from ..structure import Structure
 from ..weights import Weights
+from . import Trainer
 
 OBJECTIVES = ("crf", "m3n")
 SCHEDULES = ("random", "cyclic", "batch")
 ETA_CANDIDATES = tuple(2.0 ** k for k in range(2, -13, -1))  # 4 ... 1/4096
 
 
-class EG:
+class EG(Trainer):
     """Online (randomized or cyclic) and batch EG for the CRF ("crf") or M3N ("m3n") dual."""
 
     name = "eg"
@@ -108,6 +109,9 @@ class EG:
         if self.eta_ini is None:
             self.eta_ini = self._search_eta(structure, examples, hash_bits)
         self._init_state(structure, examples, hash_bits, self.eta_ini)
+
+    def tables(self) -> dict[str, list[dict]]:
+        return {"annealing": self.annealing_table}
 
     def setup_report(self) -> dict:
         if not getattr(self, "eta_search_result", None):

@@ -130,6 +130,9 @@ class MaxEnDNet(EG):
             if self.weights.array.any() else 1.0
         return metrics
 
+    def tables(self) -> dict[str, list[dict]]:
+        return {**super().tables(), "outer": self.outer_table}
+
     def finish_epoch(self, metrics: dict) -> bool:
         """At the end of an outer iteration, one row of the outer-iteration table (sparsity,
         objectives, dev scores); stop after T outer iterations."""

@@ -39,6 +39,7 @@ import numpy as np
 
 from ..structure import Structure, differing_positions
 from ..weights import Weights
+from . import Trainer
 
 SUBSTRUCTURES = ("full", "single")
 WEIGHTINGS = ("wm", "wmr")
@@ -68,7 +69,7 @@ def set_gamma(margins: np.ndarray, weighting: str, beta: float, aggressive: bool
     return gamma
 
 
-class SWVP:
+class SWVP(Trainer):
     """Averaged SWVP; `substructures="full"` is CSP (see the module docstring)."""
 
     name = "swvp"

@@ -1,7 +1,7 @@
 # The arc-length bins shared by the first- and second-order feature extractors.
 
 
-cdef inline int distance_bin(int d) noexcept nogil:
+cdef inline int arc_distance_bin(int d) noexcept nogil:
     """1..5 each their own bin, then 6-7, 8-10, 11-14, 15-20, 21-30, over 30 (11 bins)."""
     if d <= 5:
         return d - 1

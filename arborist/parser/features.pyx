@@ -20,7 +20,7 @@ import numpy
 
 from ..hashing cimport GOLDEN, combine, mix64
 from ..weights cimport Weights, prefetch
-from .distance cimport distance_bin
+from .distance cimport arc_distance_bin
 from .eisner cimport _fill, _backtrack
 from ..sentence import ATTR_NAMES
 from ..strings import hash_string
@@ -325,7 +325,7 @@ cdef int _arc_indices(int h, int m, int T, int B, const uint64_t[:, ::1] H, cons
     Every feature comes twice: on its own and conjoined with direction and distance."""
     cdef int t, b, j, k = 0
     cdef int d = m - h if m > h else h - m
-    cdef uint64_t key, dd = mix64(<uint64_t>((m > h) * 16 + distance_bin(d) + 1) * GOLDEN)
+    cdef uint64_t key, dd = mix64(<uint64_t>((m > h) * 16 + arc_distance_bin(d) + 1) * GOLDEN)
     for t in range(T):
         key = mix64(H[t, h] ^ (M[t, m] * GOLDEN))
         index[k] = key & mask

@@ -65,7 +65,7 @@ cdef uint64_t EOS = hash_string("</S>")
 cdef uint64_t NONE = hash_string("<NONE>")
 
 
-cdef inline int distance_bin(int d) noexcept nogil:
+cdef inline int label_distance_bin(int d) noexcept nogil:
     if d <= 3:
         return d
     if d <= 6:
@@ -378,7 +378,7 @@ cdef inline uint64_t _fixed_key(uint64_t seed, const int[:, ::1] atoms, int h, i
             value = 1 if m < h else 2
         elif kind == DIST:
             d = m - h if m > h else h - m
-            value = <uint64_t>(16 + distance_bin(d))
+            value = <uint64_t>(16 + label_distance_bin(d))
         elif kind == GRAND:
             value = NONE if h == 0 else attrs[atoms[a, 1], base + heads[h]]
         elif kind == HEAD or kind == MOD:

@@ -73,13 +73,10 @@ class ArcLabels:
     def n_labels(self) -> int:
         return len(self.labels)
 
-    def config(self) -> dict:
-        return {"structure": self.name, "labels": list(self.labels), "hash_bits": self.hash_bits,
+    def registry_call(self) -> dict:
+        """The registry call that rebuilds this structure, its learned label set included."""
+        return {"@structures": "arborist.ArcLabels.v1", "labels": list(self.labels), "hash_bits": self.hash_bits,
                 "templates": list(self.features.templates)}
-
-    @classmethod
-    def from_config(cls, config: dict) -> "ArcLabels":
-        return cls(config["labels"], config["hash_bits"], config["templates"])
 
     def label_names(self, label) -> list[str]:
         """DEPREL strings of a label array: '' for the root, then one per word."""

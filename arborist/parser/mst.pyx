@@ -21,6 +21,8 @@ Carreras and Collins 2007; single-root variant included), computed by a Gaussian
 elimination that never subtracts (below), and its reverse pass for the gradient.
 """
 import numpy
+
+from ..semiring cimport logaddexp
 from libc.math cimport INFINITY, isfinite, exp, fabs, log, log1p
 
 cdef extern from *:
@@ -344,14 +346,6 @@ cdef void _reverse_linear(int n, bint single_root, double[:, ::1] B, double[::1]
             grho[k] += gd
 
 
-cdef inline double _logaddexp(double a, double b) noexcept nogil:
-    if a < b:
-        a, b = b, a
-    if b == ARB_NEG_INF:
-        return a
-    return a + log1p(exp(b - a))
-
-
 cdef int _eliminate_log(int n, bint single_root, double[:, ::1] L, double[::1] lrho, double[::1] lpiv,
                         double[::1] saved) noexcept nogil:
     """The forward pass on log weights; `saved` receives every overwritten value (the
@@ -381,14 +375,14 @@ cdef int _eliminate_log(int n, bint single_root, double[:, ::1] L, double[::1] l
         for j in range(k + 1, n):
             saved[p] = lrho[j]
             p += 1
-            lrho[j] = _logaddexp(lrho[j], a + L[k, j])
+            lrho[j] = logaddexp(lrho[j], a + L[k, j])
         for i in range(k + 1, n):
             a = L[i, k]
             for j in range(k + 1, n):
                 if j != i:
                     saved[p] = L[i, j]
                     p += 1
-                    L[i, j] = _logaddexp(L[i, j], a + L[k, j])
+                    L[i, j] = logaddexp(L[i, j], a + L[k, j])
     if single_root:
         if lrho[n - 1] == ARB_NEG_INF:
             return -1

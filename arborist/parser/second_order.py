@@ -13,19 +13,18 @@ matrices. A label is a heads array, as for first-order trees.
 whose marginal is at least `threshold` times the word's best head's, at most
 `max_heads` of them, plus the arcs of its own best tree (so a projective
 single-root tree always remains). Training sentences also keep their gold arcs
-(`SecondOrderTree.initialize`), so the gold tree's parts exist for every update.
+(`SecondOrderTree.example`), so the gold tree's parts exist for every update.
 """
 from __future__ import annotations
 
-import weakref
 from typing import Sequence
 
 import numpy as np
 
 from ..sentence import Sentence
 from .eisner import eisner_argmax, eisner_marginals
-from .eisner2 import SecondOrderLayout, second_order_argmax, second_order_marginals
-from .features2 import DEFAULT_GRANDPARENT_TEMPLATES, DEFAULT_SIBLING_TEMPLATES, PartFeatures
+from .second_order_eisner import SecondOrderLayout, second_order_argmax, second_order_marginals
+from .part_features import DEFAULT_GRANDPARENT_TEMPLATES, DEFAULT_SIBLING_TEMPLATES, PartFeatures
 from .tree import DependencyTree
 
 PART_TYPES = ("sibling", "grandparent")
@@ -74,13 +73,10 @@ class ArcPruner(DependencyTree):
             raise ValueError(f"pruner max_heads must be >= 1, got {max_heads}")
         self.threshold, self.max_heads = float(threshold), int(max_heads)
 
-    def config(self) -> dict:
-        return {**super().config(), "threshold": self.threshold, "max_heads": self.max_heads}
-
-    @classmethod
-    def from_config(cls, config: dict) -> "ArcPruner":
-        return cls(config["templates"], config["hash_bits"], config["single_root"], config["threshold"],
-                   config["max_heads"])
+    def registry_call(self) -> dict:
+        return {"@structures": "arborist.Pruner.v1", "templates": list(self.features.templates),
+                "hash_bits": self.features.bits, "single_root": self.single_root, "threshold": self.threshold,
+                "max_heads": self.max_heads}
 
     def allowed(self, x: Sentence, w) -> np.ndarray:
         """The arcs a second-order parser may use in x (weights w)."""
@@ -88,6 +84,23 @@ class ArcPruner(DependencyTree):
         marginals, _ = eisner_marginals(scores, self.single_root)
         best_tree, _ = eisner_argmax(scores, self.single_root)
         return prune(marginals, best_tree, self.threshold, self.max_heads)
+
+
+class PrunedSentence:
+    """A sentence and the parts a second-order parser may use in it: what every trainer and
+    decoder is given instead of the bare sentence (`SecondOrderTree.example`). The
+    attributes the feature kernels read (attrs, heads, n) are the sentence's."""
+
+    __slots__ = ("sentence", "layout", "parts", "pruned_gold")
+
+    def __init__(self, sentence: Sentence, layout: SecondOrderLayout, parts: tuple, pruned_gold: int = 0):
+        self.sentence = sentence
+        self.layout = layout
+        self.parts = parts  # (arcs, siblings, grandparents): the layout's index tables, built once
+        self.pruned_gold = pruned_gold  # gold arcs the pruner dropped (added back for training)
+
+    def __getattr__(self, name):
+        return getattr(self.sentence, name)
 
 
 class SecondOrderTree(DependencyTree):
@@ -107,68 +120,33 @@ class SecondOrderTree(DependencyTree):
             raise ValueError(f"parts must be a non-empty list of {', '.join(PART_TYPES)}, got {list(parts)}")
         self.parts = tuple(p for p in PART_TYPES if p in parts)
         self.part_features = PartFeatures(sibling_templates, grandparent_templates, hash_bits)
-        self.pruner = None  # a Pruner component; without one every arc is allowed (exact, O(n^4))
-        self._layouts: dict[int, tuple] = {}
-        self.training_pruning: dict = {}
-        self._pruned_gold = self._kept_arcs = 0
 
-    def config(self) -> dict:
-        return {**super().config(), "order": 2, "parts": list(self.parts),
+    def registry_call(self) -> dict:
+        return {**super().registry_call(), "order": 2, "parts": list(self.parts),
                 "sibling_templates": list(self.part_features.sibling.templates),
                 "grandparent_templates": list(self.part_features.grandparent.templates)}
 
-    @classmethod
-    def from_config(cls, config: dict) -> "SecondOrderTree":
-        return cls(config["templates"], config["hash_bits"], config["single_root"], True, config["parts"],
-                   config["sibling_templates"], config["grandparent_templates"])
-
-    # -- pruning ------------------------------------------------------------------
-    def use_pruner(self, pruner) -> None:
-        """Prune with `pruner` (a component with `allowed(sentence)`); a new pruner forgets
-        the layouts the old one made."""
-        if pruner is self.pruner:
-            return
-        self.pruner = pruner
-        self._layouts.clear()
-
-    def allowed(self, x: Sentence) -> np.ndarray:
-        if self.pruner is None:
-            return np.ones((x.n + 1, x.n + 1), dtype=bool)
-        return self.pruner.allowed(x)
-
-    def layout(self, x: Sentence, keep_gold: bool = False) -> SecondOrderLayout:
-        """The parts of x, built once per sentence object (the pruner runs once)."""
-        entry = self._layouts.get(id(x))
-        if entry is not None and entry[0]() is x:
-            return entry[1]
-        allowed = self.allowed(x)
+    # -- examples -----------------------------------------------------------------
+    def example(self, x: Sentence, allowed: np.ndarray | None = None, keep_gold: bool = False) -> "PrunedSentence":
+        """x with the parts this structure may use: the arcs of `allowed` ((n+1, n+1) bool;
+        None: every arc, exact but O(n^4)), plus x's gold arcs with `keep_gold` (a training
+        sentence, so that the gold tree's parts exist for every update)."""
+        if isinstance(x, PrunedSentence):
+            x = x.sentence
+        allowed = np.ones((x.n + 1, x.n + 1), dtype=bool) if allowed is None else np.array(allowed, dtype=bool)
+        pruned_gold = 0
         if keep_gold:
-            self._pruned_gold += int((~allowed[x.heads[1:], np.arange(1, x.n + 1)]).sum())
-            self._kept_arcs += int(allowed[:, 1:].sum())
-            allowed[x.heads[1:], np.arange(1, x.n + 1)] = True
+            gold = (x.heads[1:], np.arange(1, x.n + 1))
+            pruned_gold = int((~allowed[gold]).sum())
+            allowed[gold] = True
         layout = SecondOrderLayout(allowed, "sibling" in self.parts, "grandparent" in self.parts)
-        key = id(x)
-        self._layouts[key] = (weakref.ref(x, lambda _, key=key, cache=self._layouts: cache.pop(key, None)), layout,
-                              layout.arcs, layout.siblings, layout.grandparents)
-        return layout
+        return PrunedSentence(x, layout, (layout.arcs, layout.siblings, layout.grandparents), pruned_gold)
 
     def _parts(self, x: Sentence) -> tuple:
-        self.layout(x)
-        return self._layouts[id(x)][1:]
-
-    def initialize(self, sentences) -> None:
-        """Fixes the parts of every training sentence: the pruner's arcs plus the gold ones.
-        `training_pruning` then holds the pruner's recall on them (before the gold arcs are
-        added back) and the heads it kept per word."""
-        sentences = list(sentences)
-        super().initialize(sentences)
-        self._pruned_gold = self._kept_arcs = 0
-        for x in sentences:
-            self._layouts.pop(id(x), None)
-            self.layout(x, keep_gold=True)
-        words = sum(x.n for x in sentences)
-        self.training_pruning = {"prune_recall": 100.0 * (words - self._pruned_gold) / words if words else 0.0,
-                                 "heads_per_word": self._kept_arcs / words if words else 0.0}
+        """(layout, arcs, siblings, grandparents) of an example; a plain sentence allows every arc."""
+        if not isinstance(x, PrunedSentence):
+            x = self.example(x)
+        return (x.layout,) + x.parts
 
     # -- the protocol ---------------------------------------------------------------
     def scores(self, x: Sentence, w) -> np.ndarray:
@@ -182,13 +160,13 @@ class SecondOrderTree(DependencyTree):
         return np.concatenate(out)
 
     def argmax(self, x: Sentence, scores: np.ndarray) -> np.ndarray:
-        return second_order_argmax(self.layout(x), scores, self.single_root)[0]
+        return second_order_argmax(self._parts(x)[0], scores, self.single_root)[0]
 
     def marginals(self, x: Sentence, scores: np.ndarray) -> tuple[np.ndarray, float]:
-        return second_order_marginals(self.layout(x), scores, self.single_root)
+        return second_order_marginals(self._parts(x)[0], scores, self.single_root)
 
     def indicator(self, x: Sentence, y: np.ndarray) -> np.ndarray:
-        return self.layout(x).indicator(y)
+        return self._parts(x)[0].indicator(y)
 
     def part_cost(self, x: Sentence, gold: np.ndarray) -> np.ndarray:
         layout, arcs = self._parts(x)[:2]

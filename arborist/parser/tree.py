@@ -61,23 +61,16 @@ class DependencyTree:
     def hash_bits(self) -> int:
         return self.features.bits
 
-    def config(self) -> dict:
+    def registry_call(self) -> dict:
+        """The registry call that rebuilds this structure (`arborist.registry.make_structure`),
+        with what training decided (projective, when it was "auto")."""
         return {
-            "structure": self.name,
+            "@structures": "arborist.DependencyTree.v1",
             "templates": list(self.features.templates),
             "hash_bits": self.features.bits,
             "single_root": self.single_root,
             "projective": self.projective,
         }
-
-    @classmethod
-    def from_config(cls, config: dict) -> "DependencyTree":
-        if isinstance(config, dict) and config.get("order", 1) == 2:
-            from .second_order import SecondOrderTree
-
-            return SecondOrderTree.from_config(config)
-        # Models written before non-projective decoding existed are projective.
-        return cls(config["templates"], config["hash_bits"], config["single_root"], config.get("projective", True))
 
     def _decoder(self):
         if self.projective == "auto":

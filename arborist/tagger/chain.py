@@ -96,20 +96,16 @@ class LinearChain:
     def n_tags(self) -> int:
         return len(self.tags)
 
-    def config(self) -> dict:
+    def registry_call(self) -> dict:
+        """The registry call that rebuilds this structure, its learned tag set included."""
         return {
-            "structure": self.name,
+            "@structures": "arborist.LinearChain.v1",
             "tags": list(self.tags),
             "attribute": self.attribute,
             "order": self.order,
             "hash_bits": self.hash_bits,
             "templates": list(self.templates),
         }
-
-    @classmethod
-    def from_config(cls, config: dict) -> "LinearChain":
-        # Models written before templates were configurable used the default set.
-        return cls(config["tags"], config["attribute"], config["order"], config["hash_bits"], config.get("templates"))
 
     def shape(self, n: int) -> tuple[int, ...]:
         return chain_shape(n, self.n_tags, self.order)

@@ -48,9 +48,6 @@ class DenseChain(LinearChain):
         d, K = self.n_inputs, self.n_tags
         return array[: d * K].reshape(d, K), array[d * K: d * K + K * K].reshape(K, K)
 
-    def config(self) -> dict:
-        return {"structure": self.name, "n_inputs": self.n_inputs, "n_tags": self.n_tags}
-
     def scores(self, x: DenseSequence, w) -> np.ndarray:
         state, transition = self.split(w.array)
         emission = x.inputs @ state  # (n, K)

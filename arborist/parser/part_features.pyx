@@ -17,7 +17,7 @@ import numpy
 
 from ..hashing cimport GOLDEN, combine, mix64
 from ..weights cimport Weights, prefetch
-from .distance cimport distance_bin
+from .distance cimport arc_distance_bin
 from ..sentence import ATTR_NAMES
 from ..strings import hash_string
 
@@ -175,7 +175,7 @@ cdef class PartFeatures:
                     code = 2 + 2 * (b > a) + (c > b)
                     d = c - b if c > b else b - c
                 dirs = mix64(<uint64_t>(code + 1) * GOLDEN)
-                dd = mix64(<uint64_t>(code * 16 + distance_bin(d) + 100) * GOLDEN)
+                dd = mix64(<uint64_t>(code * 16 + arc_distance_bin(d) + 100) * GOLDEN)
                 k = 0
                 for t in range(T):
                     key = mix64(mix64(Rv[t, 0, a] ^ (Rv[t, 1, b] * GOLDEN)) ^ Rv[t, 2, c])

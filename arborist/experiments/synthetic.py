@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .sentence import Sentence
-from .tagger.viterbi import chain_argmax, chain_marginals
+from ..sentence import Sentence
+from ..tagger.viterbi import chain_argmax, chain_marginals
 
 # (Cx, Cy, transition vector, emission vector) of setups 1, 2, 3 (footnote 6).
 SETUPS = {

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .tagger.dense import DenseChain, DenseSequence
+from ..tagger.dense import DenseChain, DenseSequence
 
 N_INPUTS = 100
 LENGTH = 8

@@ -38,42 +38,13 @@ width w.
 from libc.math cimport exp, log, INFINITY
 import numpy
 
+from ..semiring cimport Acc, acc_init, acc_add, acc_value
+
 cdef enum:
     ITEM_CR = 0
     ITEM_CL = 1
     ITEM_I = 2
     ITEM_S = 3
-
-
-cdef struct Acc:
-    double best
-    double total  # sum of exp(term - best), log-sum-exp only
-    int arg
-
-
-cdef inline void acc_init(Acc* acc) noexcept nogil:
-    acc.best = -INFINITY
-    acc.total = 0.0
-    acc.arg = -2
-
-
-cdef inline void acc_add(Acc* acc, double term, int index, bint use_max) noexcept nogil:
-    """One term of a max-plus or (online) log-sum-exp reduction."""
-    if term == -INFINITY:
-        return
-    if term > acc.best:
-        if not use_max:
-            acc.total = acc.total * exp(acc.best - term) + 1.0
-        acc.best = term
-        acc.arg = index
-    elif not use_max:
-        acc.total += exp(term - acc.best)
-
-
-cdef inline double acc_value(Acc* acc, bint use_max) noexcept nogil:
-    if use_max or acc.best == -INFINITY:
-        return acc.best
-    return acc.best + log(acc.total)
 
 
 cdef class SecondOrderLayout:

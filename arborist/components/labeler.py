@@ -1,0 +1,45 @@
+"""The labeler kind: the DEPREL of each arc of a tree (the parser's, or the input's own)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..component import Component
+from ..evaluate import attachment_scores
+from ..sentence import Sentence, SentenceBatch
+
+
+class Labeler(Component):
+    """Labels the arcs of a tree with DEPREL strings (the second stage of a labeled parser).
+    It trains on gold trees and is scored on the trees of the parser before it."""
+
+    kind = "labeler"
+    structures = ("arborist.ArcLabels.v1",)
+    reads = ("form", "lemma", "upos", "xpos", "feats", "head")
+    writes = ("deprel",)
+    score_key = "dev_las"
+
+    @property
+    def label_set(self) -> tuple[str, ...]:
+        return self.structure.labels
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        return tuple(self.structure.labels)
+
+    def labels(self, sentence: Sentence, heads) -> list[str]:
+        """The DEPREL of every arc of the tree `heads` (n+1; '' for the root)."""
+        tree = replace(sentence, heads=np.asarray(heads, dtype=np.int32))
+        return self.structure.label_names(self.predict(tree))
+
+    def value(self, batch: SentenceBatch, predicted, i: int) -> list[str]:
+        return self.structure.label_names(predicted[int(batch.starts[i]):int(batch.starts[i + 1])])
+
+    def apply(self, sentence: Sentence, value: list[str]) -> Sentence:
+        return replace(sentence, deprels=list(value))
+
+    def score(self, gold, parsed, unseen=None) -> dict:
+        # the heads it labeled: the parser's when the pipeline has one, else the input's
+        return attachment_scores((g, p.heads if p.heads is not None else p.sentence.heads, p.values[self.name])
+                                 for g, p in zip(gold, parsed))

@@ -1,0 +1,85 @@
+"""The parser kind: HEAD, by a first- or second-order tree structure."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..component import Component
+from ..evaluate import attachment_scores
+from ..parser.second_order import PrunedSentence
+from ..sentence import Sentence, SentenceBatch
+
+
+class Parser(Component):
+    """A dependency parser: predicts heads (int32, n+1; heads[0] = -1). A second-order
+    parser takes the arcs it may use from the pipeline's pruner (the component before it
+    that writes "arcs"), found once when it joins the pipeline; without one every arc is
+    allowed."""
+
+    kind = "parser"
+    structures = ("arborist.DependencyTree.v1",)
+    writes = ("head",)
+    score_key = "dev_uas"
+
+    def __init__(self, structure, weights=None, info=None):
+        super().__init__(structure, weights, info)
+        self.pruner = None
+
+    @property
+    def second_order(self) -> bool:
+        return self.structure.order == 2
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        return ("form", "lemma", "upos", "xpos", "feats") + (("arcs",) if self.second_order else ())
+
+    def link(self, upstream) -> None:
+        if self.second_order:
+            self.pruner = next((c for c in upstream if "arcs" in c.writes), None)
+
+    def examples(self, sentences, training: bool = False) -> list:
+        """Second order: each sentence with its pruned parts (training sentences keep their gold arcs)."""
+        if not self.second_order:
+            return list(sentences)
+        return [self.structure.example(x, self.pruner.allowed(x) if self.pruner is not None else None,
+                                       keep_gold=training) for x in sentences]
+
+    def training_report(self, examples: list) -> str | None:
+        lines = []
+        if self.second_order:
+            if self.pruner is None:
+                lines.append(f"{self.name}: second order without a pruner: every arc is allowed (slow on long "
+                             "sentences; add a [components.pruner] with arborist.Pruner.v1)")
+            else:
+                words = sum(x.n for x in examples)
+                pruned = sum(x.pruned_gold for x in examples)
+                kept = sum(int(x.layout.allowed[:, 1:].sum()) for x in examples) - pruned
+                recall = 100.0 * (words - pruned) / words if words else 0.0
+                lines.append(f"{self.name}: pruned training arcs keep {recall:.2f}% of the gold arcs (the rest are "
+                             f"added back), {kept / words if words else 0.0:.2f} heads per word")
+        s = self.structure
+        lines.append(f"{self.name}: {'projective' if s.projective else 'non-projective'} trees"
+                     + (f", second order ({', '.join(s.parts)})" if self.second_order else ""))
+        return "\n".join(lines)
+
+    def predict(self, x):
+        if self.second_order and not isinstance(x, PrunedSentence):
+            x = self.examples([x])[0]
+        return super().predict(x)
+
+    def parse(self, sentences):
+        for sentence in sentences:
+            yield sentence, self.predict(sentence)
+
+    def write_batch(self, batch: SentenceBatch, predicted) -> None:
+        batch.heads = predicted
+
+    def value(self, batch: SentenceBatch, predicted, i: int) -> np.ndarray:
+        return predicted[int(batch.starts[i]):int(batch.starts[i + 1])]
+
+    def apply(self, sentence: Sentence, value) -> Sentence:
+        return replace(sentence, heads=np.asarray(value, dtype=np.int32))
+
+    def score(self, gold, parsed, unseen=None) -> dict:
+        return attachment_scores((g, p.values[self.name], None) for g, p in zip(gold, parsed))

@@ -1,0 +1,76 @@
+"""The tagger kind: one tag column (UPOS or XPOS) predicted by a linear chain."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..component import Component
+from ..evaluate import tag_scores
+from ..sentence import ROOT, UPOS, XPOS, Sentence, SentenceBatch
+from ..strings import hash_strings
+
+TAG_ROWS = {"upos": UPOS, "xpos": XPOS}
+
+
+def with_tags(sentence: Sentence, attribute: str, tags: list[str]) -> Sentence:
+    """A copy of the sentence whose UPOS or XPOS column (strings and hashes) is `tags`."""
+    if len(tags) != sentence.n:
+        raise ValueError(f"{len(tags)} tags for a sentence of {sentence.n} words")
+    column = [ROOT] + list(tags)
+    attrs = sentence.attrs.copy()
+    attrs[TAG_ROWS[attribute]] = hash_strings(column)
+    return replace(sentence, attrs=attrs, **{attribute: column})
+
+
+class Tagger(Component):
+    """Predicts one tag column (UPOS or XPOS) with a linear chain. Components after it that
+    read its column train on its jackknifed tags, so they see tags of the quality it gives
+    them at parse time."""
+
+    kind = "tagger"
+    structures = ("arborist.LinearChain.v1",)
+    reads = ("form",)
+    jackknifed = True
+
+    @property
+    def attribute(self) -> str:
+        return self.structure.attribute
+
+    @property
+    def writes(self) -> tuple[str, ...]:
+        return (self.attribute,)
+
+    @property
+    def score_key(self) -> str:
+        return f"dev_{self.attribute}"
+
+    def tags(self, sentence: Sentence) -> list[str]:
+        """The predicted tag of every word (without the root)."""
+        return self.structure.tag_names(self.predict(sentence))
+
+    def tag(self, sentence: Sentence) -> Sentence:
+        """The sentence with this tagger's column replaced by its predictions."""
+        return with_tags(sentence, self.attribute, self.tags(sentence))
+
+    def write_batch(self, batch: SentenceBatch, predicted) -> None:
+        batch.attrs[TAG_ROWS[self.attribute], batch.words] = self.structure.tag_hashes[predicted]
+
+    def value(self, batch: SentenceBatch, predicted, i: int) -> list[str]:
+        words = batch.word_starts
+        tags = self.structure.tags
+        return [tags[k] for k in predicted[words[i]:words[i + 1]].tolist()]
+
+    def apply(self, sentence: Sentence, value: list[str]) -> Sentence:
+        return with_tags(sentence, self.attribute, value)
+
+    def column_values(self, value: list[str]) -> dict[str, list[str]]:
+        return {self.attribute: value}
+
+    def column_ids(self, batch: SentenceBatch, predicted):
+        return {self.attribute: (self.structure.tag_hashes[predicted], list(self.structure.tags))}
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        return tuple(self.structure.tags)
+
+    def score(self, gold, parsed, unseen=None) -> dict:
+        return tag_scores(((g, {self.attribute: p.values[self.name]}) for g, p in zip(gold, parsed)), unseen)
