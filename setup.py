@@ -19,7 +19,7 @@ MODULES = [
 extensions = [
     Extension(
         name,
-        [name.replace(".", "/") + ".pyx"],
+        ["src/" + name.replace(".", "/") + ".pyx"],
         include_dirs=[numpy.get_include()],
         extra_compile_args=["-O3"],
     )

@@ -106,3 +106,16 @@ def test_no_core_module_names_a_component_kind():
             n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
         assert not used & kinds, (name, used & kinds)
         assert not any(m.startswith("arborist.components") for m in imports(path, set(import_graph())))
+
+
+def test_python_from_the_repository_root_imports_the_installed_package():
+    """The src layout: from the repository root, `import arborist` finds the installed
+    (compiled) package, never an uncompiled source tree in the working directory."""
+    import subprocess
+    import sys
+
+    root = PACKAGE.parents[1] if PACKAGE.parent.name == "src" else PACKAGE.parent
+    done = subprocess.run([sys.executable, "-c", "import arborist, arborist.weights; print(arborist.__file__)"],
+                          cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert not (root / "arborist").exists()  # nothing for the working directory to shadow
