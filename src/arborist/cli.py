@@ -116,6 +116,12 @@ def parse(
     lang: Optional[str] = typer.Option(None, "--lang", help="language of the text's tokenizer "
                                        "(default: the model's [nlp] lang, else en)"),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="show a progress bar"),
+    engine: str = typer.Option("local", "--engine", help="local (this machine's processes) or ray (a Ray cluster: "
+                               "pip install \"arborist[ray]\")"),
+    address: Optional[str] = typer.Option(None, "--address", help="--engine ray: the cluster to join (ray://HOST:10001, "
+                                          "auto); default: start Ray on this machine"),
+    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="--engine ray: parsing actors (default: "
+                                          "the cluster's CPUs)"),
 ):
     """Tag and parse text and CoNLL-U files. Text is tokenized and split into sentences by
     spaCy; CoNLL-U keeps every byte except the predicted UPOS/XPOS (unless --gold-tags), HEAD
@@ -137,8 +143,19 @@ def parse(
     except ValueError as e:
         _fail(str(e))
     output_dir.mkdir(parents=True, exist_ok=True)
-    report = parse_files(pipeline, jobs, fmt, model_path=model, lang=lang, gold_tags=gold_tags,
-                         n_process=n_process, overwrite=overwrite, progress=progress)
+    if engine == "ray":
+        try:
+            from .distributed import parse as parse_on_ray
+
+            report = parse_on_ray(inputs, model, output_dir, fmt, workers=workers, address=address, lang=lang,
+                                  gold_tags=gold_tags, overwrite=overwrite)
+        except ImportError as e:
+            _fail(f"--engine ray needs Ray: pip install \"arborist[ray]\" ({e})")
+    elif engine == "local":
+        report = parse_files(pipeline, jobs, fmt, model_path=model, lang=lang, gold_tags=gold_tags,
+                             n_process=n_process, overwrite=overwrite, progress=progress)
+    else:
+        _fail(f"--engine must be local or ray, got {engine!r}")
     speed = f", {report.words / report.seconds:,.0f} words/s" if report.seconds > 0 else ""
     typer.echo(f"{len(report.written)} parsed, {len(report.skipped)} skipped (already parsed), "
                f"{len(report.failed)} failed; {report.words:,} words{speed}", err=True)

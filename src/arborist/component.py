@@ -158,11 +158,13 @@ class Component:
 
     @classmethod
     def load(cls, directory: Path, name: str, structure, info: dict | None = None,
-             weights_file: str | None = None) -> "Component":
-        """The component `save` wrote (its pipeline gives it its name)."""
+             weights_file: str | None = None, mmap: bool = False) -> "Component":
+        """The component `save` wrote (its pipeline gives it its name). `mmap`: map the
+        weights copy-on-write instead of reading them, so that the processes of one
+        machine that load the same model share its pages."""
         path = directory / (weights_file or f"{name}.npy")
         try:
-            weights = np.load(path, allow_pickle=False)
+            weights = np.load(path, allow_pickle=False, mmap_mode="c" if mmap else None)
         except (OSError, ValueError) as e:
             raise ModelError(f"{path}: cannot read weights ({e})") from None
         if weights.dtype != np.float64 or weights.shape != (1 << structure.hash_bits,):

@@ -321,11 +321,12 @@ def read_meta(path: Path) -> tuple[Path, dict, list[dict]]:
     return path, meta, entries
 
 
-def load(path: str | os.PathLike, tagging: bool | None = None) -> Pipeline:
+def load(path: str | os.PathLike, tagging: bool | None = None, mmap: bool = False) -> Pipeline:
     """Load a model directory (or a training output directory's model-best); the format
     and its version are checked before anything else. `tagging`: read only the components
     of the tagging stage (True) or of the tree stage (False) (the spaCy tagger does not
-    need the parser's weights)."""
+    need the parser's weights). `mmap`: map the weight arrays copy-on-write (processes of
+    one machine share their pages)."""
     from .registry import component_kind, make_structure
 
     path, meta, entries = read_meta(Path(path))
@@ -354,7 +355,7 @@ def load(path: str | os.PathLike, tagging: bool | None = None) -> Pipeline:
             raise ModelError(f"{meta_path}: invalid 'structure' entry of {name} ({type(e).__name__}: {e})") from None
         if tagging is not None and cls(structure).tagging != tagging:
             continue
-        component = cls.load(path, name, structure, entry.get("info"), entry.get("weights_file"))
+        component = cls.load(path, name, structure, entry.get("info"), entry.get("weights_file"), mmap)
         component.trainer_call = entry.get("trainer")
         try:
             pipeline.add(name, component)
