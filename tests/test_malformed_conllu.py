@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from arborist.corpus import _SUSPECT, CorpusError, read_conllu, read_corpus, write_conllu
+from arborist.corpus import _needs_check, CorpusError, read_conllu, read_corpus, write_conllu
 from arborist.sentence import ROOT
 
 BOM = b"\xef\xbb\xbf"
@@ -120,6 +120,7 @@ def bad_cases() -> dict[str, Bad]:
     cases["empty_form"] = Bad(text(GOOD, [row(1, "A", 0), row(2, "", 1, lemma="b")]), 7, "empty FORM")
     cases["empty_form_of_multiword_token"] = Bad(
         text([mwt("1-2", ""), row(1, "A", 0), row(2, "B", 1)]), 1, "empty FORM")
+    cases["empty_id"] = Bad(text([row(1, "A", 0), row("", "B", 1)]), 2, "empty ID")
     cases["empty_deprel"] = Bad(text([row(1, "A", 0, "")]), 1, "empty DEPREL")
     cases["empty_misc_trailing_tab"] = Bad(text([row(1, "A", 0, misc="")]), 1, "empty MISC")
     cases["form_leading_space"] = Bad(text([row(1, " A", 0, lemma="a")]), 1, "leading or trailing whitespace")
@@ -276,13 +277,18 @@ def test_bom_first_sentence_contents(tmp_path):
     assert sentence.first_line == 1
 
 
-def test_suspect_characters_are_whitespace_and_controls():
-    """corpus._SUSPECT spells out str.isspace's characters (for speed): it must match exactly
-    those (but TAB, the separator) and the C0 controls and DEL, or a misplaced space or a
-    control character would go unchecked."""
-    expected = {c for c in range(sys.maxunicode + 1) if c != 9 and (chr(c).isspace() or c < 0x20 or c == 0x7F)}
-    matched = {c for c in range(sys.maxunicode + 1) if _SUSPECT.match(chr(c))}
-    assert matched == expected
+def test_every_whitespace_and_control_character_is_checked():
+    """corpus._needs_check picks the lines _check_columns examines; a character it let
+    through would never be checked. Every whitespace character but TAB (the separator),
+    every C0 control character and DEL must make a line need the check."""
+    line = row(1, "A", 0)
+    assert not _needs_check(line)
+    for c in range(sys.maxunicode + 1):
+        char = chr(c)
+        if char != "\t" and (char.isspace() or c < 0x20 or c == 0x7F):
+            assert _needs_check(row(1, f"A{char}B", 0)), f"U+{c:04X}"
+    for empty_column in (row("", "A", 0), row(1, "", 0), row(1, "A", 0, misc="")):
+        assert _needs_check(empty_column)
 
 
 # ---------------------------------------------------------------------------
