@@ -79,6 +79,8 @@ def bad_cases() -> dict[str, Bad]:
     # -- multiword token ranges -----------------------------------------------------
     cases["mwt_overlap"] = Bad(
         text([mwt("1-2"), row(1, "A", 0), mwt("2-3"), row(2, "B", 1), row(3, "C", 1)]), 3, "overlaps 1-2 (line 1)")
+    cases["mwt_overlap_after_its_words"] = Bad(  # 2-3 placed before word 3, but word 2 is in 1-2
+        text([mwt("1-2"), row(1, "A", 0), row(2, "B", 1), mwt("2-3"), row(3, "C", 1)]), 4, "overlaps 1-2 (line 1)")
     cases["mwt_overlap_same_start"] = Bad(
         text(GOOD, [mwt("1-2"), mwt("1-3"), row(1, "A", 0), row(2, "B", 1), row(3, "C", 1)]), 7, "overlaps")
     cases["mwt_overlap_nested"] = Bad(
