@@ -108,7 +108,7 @@ def _parse_block(lines: list[str], path, first: int, require_heads: bool) -> Sen
             start, kind, end = token_id
             if kind == "-":
                 if end <= start:
-                    raise CorpusError(path, number, f"multiword token {columns[0]}: a range spans two or more words")
+                    raise CorpusError(path, number, f"multiword token {columns[0]} does not span two or more words")
                 if start <= covered:
                     previous = ranges[-1]
                     raise CorpusError(path, number, f"multiword token {columns[0]} overlaps "
