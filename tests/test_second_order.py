@@ -18,9 +18,10 @@ from arborist.registry import registry
 from confection import Config
 
 from arborist.corpus import read_corpus
+from arborist.sentence import Sentence
 
 from protocol import check_gradient, check_protocol
-from test_tree import HASH_BITS, hamming, projective_trees, sentence
+from test_tree import HASH_BITS, TAGS, WORDS, hamming, projective_trees, sentence
 
 SAMPLE = Path(__file__).resolve().parents[1] / "corpora" / "sample"
 PART_CHOICES = [("sibling",), ("grandparent",), ("sibling", "grandparent")]
@@ -221,8 +222,35 @@ def test_part_features_distinguish_first_child_direction_and_words():
     assert not right & left
     g1, g2 = set(pf.part_indices(x, (0, 2, 3), "grandparent")), set(pf.part_indices(x, (4, 2, 3), "grandparent"))
     assert not g1 & g2
-    # the same words in the same configuration give the same features
-    assert set(pf.part_indices(x, (1, 2, 3), "grandparent")) == set(pf.part_indices(x, (1, 2, 3), "grandparent"))
+
+
+def test_part_features_depend_only_on_the_words_and_configuration():
+    """The same words in the same configuration (directions, distance) give the same features
+    wherever they stand in the sentence; a different word in a role gives others. The
+    expectation comes from a second sentence, not from the same call again."""
+    x = sentence(6)  # words 1..3: the dog saw
+    filler = ("Zyx", "INTJ", "UH")  # unlike any of x's words and tags
+
+    def other(words_tags):
+        return Sentence.from_columns([w for w, _, _ in words_tags], [w for w, _, _ in words_tags],
+                                     [u for _, u, _ in words_tags], [t for _, _, t in words_tags])
+
+    same = [(WORDS[i], *TAGS[i]) for i in range(3)]
+    y = other([filler, filler] + same + [filler])  # x's words 1..3 at 3..5, other neighbours
+    pf = PartFeatures(bits=20)
+    for kind, part, moved in [("grandparent", (1, 2, 3), (3, 4, 5)), ("grandparent", (3, 2, 1), (5, 4, 3)),
+                              ("grandparent", (1, 3, 2), (3, 5, 4)), ("sibling", (1, 2, 3), (3, 4, 5)),
+                              ("sibling", (2, 2, 3), (4, 4, 5)), ("sibling", (3, 2, 1), (5, 4, 3))]:
+        expected = np.sort(pf.part_indices(x, part, kind))
+        assert len(expected) > 0
+        np.testing.assert_array_equal(np.sort(pf.part_indices(y, moved, kind)), expected, err_msg=f"{kind} {part}")
+    # A different word in any one role (form, lemma and tags) changes the features.
+    for role in range(3):
+        changed = list(same)
+        changed[role] = ("cat", "NOUN", "NNS")
+        z = other([filler, filler] + changed + [filler])
+        for kind in ("grandparent", "sibling"):
+            assert set(pf.part_indices(z, (3, 4, 5), kind)) != set(pf.part_indices(x, (1, 2, 3), kind)), (kind, role)
 
 
 def test_bad_part_templates_are_rejected():

@@ -25,9 +25,12 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import functools
 import json
 import multiprocessing
+import multiprocessing.pool
 import os
+import signal
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -321,6 +324,9 @@ _ANNOTATOR: Annotator | None = None  # the worker's (inherited from the parent w
 
 def _init_worker(pipeline_path, fmt, lang, gold_tags) -> None:
     global _ANNOTATOR
+    # Ctrl-C reaches the whole process group: the parent stops the pool (parse_files'
+    # `finally`), and a worker's own KeyboardInterrupt would only print a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if _ANNOTATOR is None:  # started by spawn: load the model here
         from .model import load
 
@@ -329,6 +335,31 @@ def _init_worker(pipeline_path, fmt, lang, gold_tags) -> None:
 
 def _work(payload, name):
     return _ANNOTATOR(payload, name)
+
+
+def _quiet_worker(target, *args, **kwargs):
+    """Run a pool worker's loop; when the parent is gone, exit without a traceback.
+
+    A killed parent (SIGKILL, OOM killer) closes its end of the result pipe: the next
+    result a worker sends raises BrokenPipeError (and the pool's attempt to send that
+    error back raises it again), which multiprocessing prints as two tracebacks per
+    worker. Only the parent reads that pipe, so a broken pipe means it is gone and
+    nobody is left to read a result or a traceback: the worker just ends. (A worker
+    waiting for a task gets EOFError instead, and the pool already ends quietly.)"""
+    try:
+        target(*args, **kwargs)
+    except (BrokenPipeError, ConnectionResetError, EOFError):
+        pass
+
+
+class _WorkerPool(multiprocessing.pool.Pool):
+    """A Pool whose workers run `_quiet_worker` around the pool's own worker loop."""
+
+    @staticmethod
+    def Process(ctx, *args, **kwds):
+        if "target" in kwds:
+            kwds["target"] = functools.partial(_quiet_worker, kwds["target"])
+        return ctx.Process(*args, **kwds)
 
 
 class _Done:
@@ -409,7 +440,7 @@ def parse_files(pipeline: Pipeline, jobs: list[Job], fmt: str = "conllu", *, mod
         # reading their own copy. The pool starts before the progress bar's thread.
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
         context = multiprocessing.get_context(method)
-        pool = context.Pool(n_process, _init_worker, (str(model_path), fmt, language, gold_tags))
+        pool = _WorkerPool(n_process, _init_worker, (str(model_path), fmt, language, gold_tags), context=context)
     window = WINDOW * n_process if pool is not None else 0  # in this process: write each chunk when done
     start = time.perf_counter()
     bar = _Progress(console, sum(j.size for j in todo), progress)

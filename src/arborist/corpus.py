@@ -4,10 +4,20 @@ Reading streams a file sentence by sentence. Fields are parsed by the `conllu`
 package; this module adds what it does not do: line numbers in every error,
 validation of the tree, and byte-exact writing (only HEAD and DEPREL of
 predicted sentences change; every other byte is written as it was read).
+
+What is invalid follows the UD validator's level-1 (format) rules and, where heads
+are given, its tree rules: ten columns, none empty; no control characters; no
+leading, trailing or doubled whitespace, and whitespace only in FORM, LEMMA and
+MISC; words numbered 1..n; a multiword token range (3-4) spans two or more words,
+stands just before its first word, ends within the sentence and overlaps no other;
+an empty node i.k follows word i (and i.k-1); one root, no cycle. A byte-order mark
+at the start of the file is accepted (and written back).
 """
 from __future__ import annotations
 
+import codecs
 import os
+import re
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -18,6 +28,11 @@ N_COLUMNS = 10
 HEAD_COL, DEPREL_COL = 6, 7
 TAG_COLS = {"lemma": 2, "upos": 3, "xpos": 4, "feats": 5}  # predicted token columns: CoNLL-U column index
 MISC_COL = 9
+COLUMN_NAMES = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
+SPACED_COLS = (1, 2, 9)  # FORM, LEMMA, MISC: UD allows single spaces inside these (e.g. "New York")
+BOM = "\ufeff"
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_DOUBLE_SPACE = re.compile(r"\s\s")
 
 
 class CorpusError(ValueError):
@@ -39,7 +54,10 @@ def read_conllu(path: str | os.PathLike, require_heads: bool = False) -> Iterato
     first, has_content, after_blank = 1, False, False
     with open(path, "rb") as f:
         for number, raw in enumerate(f, start=1):
-            blank = raw.strip() == b""
+            # A byte-order mark opening the file is not content (it stays in the line,
+            # so the file is written back as it was; _parse_block skips it).
+            content = raw[len(codecs.BOM_UTF8):] if number == 1 and raw.startswith(codecs.BOM_UTF8) else raw
+            blank = content.strip() == b""
             if not blank and after_blank:
                 # A sentence is its lines up to and including the blank lines after it.
                 yield _parse_block(block, path, first, require_heads)
@@ -62,25 +80,55 @@ def read_corpus(path, require_heads: bool = True) -> list[Sentence]:
 def _parse_block(lines: list[str], path, first: int, require_heads: bool) -> Sentence:
     forms, lemmas, upos, xpos, feats, heads, deprels, word_lines = [], [], [], [], [], [], [], []
     head_lines: list[int] = []
+    ranges: list[tuple[int, int, int]] = []  # (start, end, line) of each multiword token
+    covered = 0  # the last word of the latest multiword token
+    empty_nodes = 0  # empty nodes since the last word
     for offset, line in enumerate(lines):
         text = line.rstrip("\r\n")
         number = first + offset
+        if number == 1 and text.startswith(BOM):
+            text = text[1:]  # the file's byte-order mark (kept in `lines`)
         if not text.strip() or text.startswith("#"):
             continue
         columns = text.split("\t")
         if len(columns) != N_COLUMNS:
+            _check_bom(text, path, number)
             raise CorpusError(path, number, f"expected {N_COLUMNS} tab-separated columns, found {len(columns)}")
+        if _needs_check(text):
+            _check_columns(text, columns, path, number)
         try:
             token = conllu.parser.parse_line(text, conllu.parser.DEFAULT_FIELDS)
         except conllu.parser.ParseException as e:
+            _check_bom(text, path, number)
             raise CorpusError(path, number, str(e)) from None
         token_id = token["id"]
         if not isinstance(token_id, int):
+            # A multiword token (3-4) or an empty node (5.1): kept in `lines`, not a word.
             if token_id is None:
                 raise CorpusError(path, number, f"invalid ID {columns[0]!r}")
-            continue  # multiword token (3-4) or empty node (5.1): kept in `lines`, not a word
+            start, kind, end = token_id
+            if kind == "-":
+                if end <= start:
+                    raise CorpusError(path, number, f"multiword token {columns[0]} does not span two or more words")
+                if start <= covered:
+                    previous = ranges[-1]
+                    raise CorpusError(path, number, f"multiword token {columns[0]} overlaps "
+                                                    f"{previous[0]}-{previous[1]} (line {previous[2]})")
+                if start != len(forms) + 1:
+                    raise CorpusError(path, number, f"multiword token {columns[0]} is not just before its first "
+                                                    f"word (the next word is {len(forms) + 1})")
+                ranges.append((start, end, number))
+                covered = end
+            else:
+                expected = f"{len(forms)}.{empty_nodes + 1}"
+                if start != len(forms) or end != empty_nodes + 1:
+                    raise CorpusError(path, number, f"empty node {columns[0]} out of place (expected {expected} "
+                                                    f"here: empty node i.k follows word i)")
+                empty_nodes += 1
+            continue
         if token_id != len(forms) + 1:
             raise CorpusError(path, number, f"word ID {token_id} out of sequence (expected {len(forms) + 1})")
+        empty_nodes = 0
         head = columns[HEAD_COL]
         if head == "_":
             heads.append(-1)
@@ -102,6 +150,9 @@ def _parse_block(lines: list[str], path, first: int, require_heads: bool) -> Sen
     if not forms:
         raise CorpusError(path, first, "empty sentence: no word lines")
     n = len(forms)
+    for start, end, number in ranges:
+        if end > n:
+            raise CorpusError(path, number, f"multiword token {start}-{end} goes past the sentence's last word ({n})")
     known = [h >= 0 for h in heads]
     if any(known) and not all(known) or (require_heads and not all(known)):
         missing = known.index(False)
@@ -114,6 +165,46 @@ def _parse_block(lines: list[str], path, first: int, require_heads: bool) -> Sen
     )
 
 
+def _check_bom(text: str, path, number: int) -> None:
+    """A line that failed to parse because a byte-order mark opens it (not the file's
+    first line: files concatenated) gets an error that says so."""
+    if text.startswith(BOM):
+        raise CorpusError(path, number, "byte-order mark (U+FEFF) inside the file (were files concatenated?)")
+
+
+def _needs_check(text: str) -> bool:
+    """Whether a token line may break a rule of _check_columns: an empty column, or a
+    character that is whitespace but TAB, a control character or DEL. Almost no line
+    does, so this is the only check most lines get (0.7 us a line, against 1.0 for a
+    regex search of the same characters). str.isprintable is false for every control
+    and every whitespace character but the ASCII space (tests/test_malformed_conllu.py
+    checks it over all of Unicode); it is also false for characters that are fine
+    (a soft hyphen), which _check_columns then accepts."""
+    return (" " in text or "\t\t" in text or text[0] == "\t" or text[-1] == "\t"
+            or not text.replace("\t", "x").isprintable())
+
+
+def _check_columns(text: str, columns: list[str], path, number: int) -> None:
+    """UD's rules for the characters of a token line (the lines _needs_check picks)."""
+    if "" in columns:
+        name = COLUMN_NAMES[columns.index("")]
+        raise CorpusError(path, number, f"empty {name} column (UD writes '_' for no value)")
+    control = _CONTROL.search(text)
+    if control:
+        name = COLUMN_NAMES[text.count("\t", 0, control.start())]
+        raise CorpusError(path, number, f"control character U+{ord(control.group()):04X} in the {name} column")
+    for i, value in enumerate(columns):
+        if value[0].isspace() or value[-1].isspace():
+            raise CorpusError(path, number, f"leading or trailing whitespace in the {COLUMN_NAMES[i]} column {value!r}")
+        if i in SPACED_COLS:
+            if _DOUBLE_SPACE.search(value):
+                raise CorpusError(path, number, f"two whitespace characters in a row in the {COLUMN_NAMES[i]} column "
+                                                f"{value!r}")
+        elif any(c.isspace() for c in value):
+            raise CorpusError(path, number, f"whitespace in the {COLUMN_NAMES[i]} column {value!r} (UD allows it only "
+                                            f"in FORM, LEMMA and MISC)")
+
+
 def _check_tree(heads: Sequence[int], head_lines: Sequence[int], path, first: int) -> None:
     n = len(heads)
     for m, h in enumerate(heads, start=1):
@@ -123,6 +214,13 @@ def _check_tree(heads: Sequence[int], head_lines: Sequence[int], path, first: in
             raise CorpusError(path, head_lines[m - 1], f"word {m} is its own head")
     if 0 not in heads:
         raise CorpusError(path, first, "no root: no word has HEAD 0")
+    if heads.count(0) > 1:
+        # UD's tree rule: one word attaches to the root. Checked only where heads are
+        # given (input to parse may have HEAD '_' throughout).
+        root = heads.index(0) + 1
+        second = heads.index(0, root) + 1
+        raise CorpusError(path, head_lines[second - 1],
+                          f"second root: words {root} and {second} both have HEAD 0 (a tree has one root)")
     # Every word must reach the root; the first one that does not lies on a cycle.
     state = [0] * (n + 1)  # 0 unseen, 1 on current path, 2 reaches root
     state[0] = 2
