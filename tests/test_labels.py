@@ -282,7 +282,40 @@ def test_cli_evaluates_a_labeler_without_a_parser(tmp_path):
     assert result.exit_code == 0, result.output
     scores = json.loads(result.stdout)
     assert scores["uas"] == 100.0
-    # zero weights: every word gets label 0, the alphabetically first label
-    first = structure.labels[0]
-    right = sum(d == first for x in xs for d in x.deprels[1:])
+    # zero weights: every word gets the alphabetically first label, but the tree decides `root`:
+    # the words attached to the root get it, and no other word (issue 28, item 2)
+    first = next(label for label in structure.labels if label != "root")
+    right = sum(d == ("root" if h == 0 else first) for x in xs for h, d in zip(x.heads[1:], x.deprels[1:]))
     assert scores["las_full"] == pytest.approx(100 * right / sum(x.n for x in xs))
+
+
+@pytest.mark.parametrize("root_position", [0, 1, 3])
+def test_labels_follow_the_tree_root_iff_head_0(root_position):
+    """Whatever the weights prefer, a labeler gives `root` to exactly the words attached to the
+    root, in the batch kernel and one sentence at a time (issue 28, item 2)."""
+    from arborist import Labeler
+    from arborist.model import Pipeline
+    from arborist.weights import Weights
+
+    names = ["nsubj", "obj", "punct"]
+    names.insert(root_position, "root")
+    structure = ArcLabels(names, hash_bits=12)
+    rng = np.random.default_rng(root_position)
+    weights = rng.normal(size=1 << 12)
+    x = Sentence.from_columns(["a", "b", "c", "d", "e"], upos=["N", "V", "N", "P", "N"],
+                              heads=[2, 0, 2, 0, 4], deprels=["nsubj", "root", "obj", "root", "punct"])
+    # weights that make `root` the best label of every word but the two attached to the root
+    boost = np.zeros(1 << 12)
+    tree = Weights(12, False, boost)
+    coef = np.zeros((6, 4))
+    coef[1:, structure.root] = 50.0
+    coef[[2, 4], structure.root] = -100.0
+    structure.add_features(x, coef, tree, 1.0)
+    labeler = Labeler(structure, weights + boost)
+    labels = labeler.labels(x, x.heads)
+    assert [m for m in range(1, 6) if labels[m] == "root"] == [2, 4]
+    batch = Pipeline({"labeler": labeler}).annotate_many([x], gold_tags=True)[0].deprels
+    assert batch == labels
+    scores = structure.scores(x, Weights(12, False, weights + boost))
+    unconstrained = structure.argmax(x, scores)
+    assert [m for m in range(1, 6) if unconstrained[m] == structure.root] == [1, 3, 5]  # the trainers' argmax

@@ -33,6 +33,11 @@ class Labeler(Component):
         tree = replace(sentence, heads=np.asarray(heads, dtype=np.int32))
         return self.structure.label_names(self.predict(tree))
 
+    def predict(self, x):
+        """The labels of x's tree, constrained by it: `root` if and only if HEAD is 0."""
+        s = self.structure
+        return s.constrained_argmax(x, s.scores(x, self.weights))
+
     def value(self, batch: SentenceBatch, predicted, i: int) -> list[str]:
         return self.structure.label_names(predicted[int(batch.starts[i]):int(batch.starts[i + 1])])
 

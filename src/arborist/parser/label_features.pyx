@@ -195,12 +195,14 @@ cdef class LabelFeatures:
         return keys_arr, offsets_arr
 
     def label_many(self, const uint64_t[:, ::1] attrs, const int64_t[::1] starts, heads, const double[::1] w,
-                   int n_labels):
+                   int n_labels, int root_label=-1):
         """The best label of every arc of every tree of a batch, in one region without the GIL
         (threads sharing a model run in parallel): sentence i is columns starts[i]..starts[i+1]-1
         of `attrs` and of `heads` (sentence-local heads, the root's ignored). Returns int32 label
         ids in the same columns, -1 at each root: the same labels as `keys`, `score` and the
-        first highest class one sentence at a time."""
+        first highest class one sentence at a time. With `root_label` >= 0 the tree constrains
+        the labels as UD does: a word attached to the root gets `root_label`, and no other word
+        gets it."""
         cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
         if w.shape[0] != <Py_ssize_t>(mask + 1):
             raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{self.bits}")
@@ -254,9 +256,12 @@ cdef class LabelFeatures:
                         row[k] = 0.0
                     for j in range(count):
                         _add_block(&row[0], wp, word_keys[j] & mask, mask, n_labels)
-                    best_k = 0
-                    for k in range(1, n_labels):
-                        if row[k] > row[best_k]:
+                    if root_label >= 0 and hv[base + m] == 0:
+                        labels[base + m] = root_label
+                        continue
+                    best_k = 1 if root_label == 0 and n_labels > 1 else 0
+                    for k in range(best_k + 1, n_labels):
+                        if row[k] > row[best_k] and k != root_label:
                             best_k = k
                     labels[base + m] = best_k
         return labels_arr

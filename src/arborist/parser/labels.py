@@ -29,6 +29,7 @@ from ..structure import take_positions
 from .label_features import DEFAULT_LABEL_TEMPLATES, LabelFeatures
 
 MISSING = "_"
+ROOT_LABEL = "root"  # UD's label of the arc from the root
 
 
 class ArcLabels:
@@ -51,6 +52,9 @@ class ArcLabels:
             raise ValueError(f"duplicate labels: {', '.join(sorted({l for l in labels if labels.count(l) > 1}))}")
         self.labels = labels
         self.label_ids = {label: i for i, label in enumerate(labels)}
+        # UD's tree constraint on labels, applied when predicting: `root` if and only if HEAD is 0
+        # (-1: the label set has no `root`, nothing to constrain).
+        self.root = self.label_ids.get(ROOT_LABEL, -1) if len(labels) > 1 else -1
 
     def initialize(self, sentences: Iterable[Sentence]) -> None:
         """Take the label set (sorted; '_', a missing label, is not one) from the training
@@ -94,7 +98,18 @@ class ArcLabels:
         batch's columns (-1 at roots), computed without the GIL (`LabelFeatures.label_many`)."""
         if not self.labels:
             raise ValueError("the labeler has no labels yet: call initialize(training sentences) first")
-        return self.features.label_many(batch.attrs, batch.starts, batch.heads, w.array, self.n_labels)
+        return self.features.label_many(batch.attrs, batch.starts, batch.heads, w.array, self.n_labels, self.root)
+
+    def constrained_argmax(self, x, scores: np.ndarray) -> np.ndarray:
+        """`argmax` under the tree's constraint (see `root`): what a labeler predicts; trainers
+        see the unconstrained structure."""
+        out = self.argmax(x, scores)
+        if self.root >= 0:
+            heads = np.asarray(x.heads)
+            allowed = np.array(scores[1:], dtype=np.float64, copy=True)
+            allowed[:, self.root] = -np.inf
+            out[1:] = np.where(heads[1:] == 0, self.root, np.argmax(allowed, axis=1))
+        return out
 
     def argmax(self, x, scores: np.ndarray) -> np.ndarray:
         out = np.argmax(scores, axis=1).astype(np.int32)
