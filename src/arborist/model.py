@@ -260,10 +260,13 @@ class Pipeline:
 def write_directory(path: str | os.PathLike, write) -> Path:
     """Atomically replace directory `path` by what write(tmp_dir) puts in a fresh one.
 
-    On any failure the previous directory stays (or is put back) as it was."""
+    On any failure the previous directory stays (or is put back) as it was. A process
+    killed between moving the previous directory aside and renaming the new one into
+    place leaves `.NAME.old<pid>`: the next write, and `recover_directory`, put it back."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    recover_directory(path)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp{os.getpid()}-", dir=path.parent))
     try:
         # mkdtemp makes a private (0700) directory; a model is as readable as any directory.
         umask = os.umask(0)
@@ -286,6 +289,39 @@ def write_directory(path: str | os.PathLike, write) -> Path:
         if tmp.exists():
             shutil.rmtree(tmp)
     return path
+
+
+def recover_directory(path: str | os.PathLike) -> None:
+    """Undo what a process killed inside `write_directory` left beside `path`: put the
+    previous directory back when `path` is missing, and remove the temporary and old
+    directories of writers that are gone (never those of a live one)."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        return
+    leftovers = []
+    for kind in ("old", "tmp"):
+        for candidate in path.parent.glob(f".{path.name}.{kind}*"):
+            pid = candidate.name[len(f".{path.name}.{kind}"):].partition("-")[0]
+            if pid.isdigit() and candidate.is_dir() and not _alive(int(pid)):
+                leftovers.append((kind, candidate))
+    olds = sorted((c for kind, c in leftovers if kind == "old"), key=lambda c: c.stat().st_mtime)
+    if not path.exists() and olds:
+        os.replace(olds.pop(), path)  # complete by construction: it was the directory in place
+    for _, candidate in leftovers:
+        if candidate.exists():
+            shutil.rmtree(candidate, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # this process is not inside a write of its own while it recovers
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 BEST_MODEL = "model-best"  # inside a training output directory, as `spacy train` names it

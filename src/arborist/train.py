@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,7 @@ from confection import Config
 
 from .component import Component
 from .corpus import read_corpus
-from .model import BEST_MODEL, Pipeline, annotate, load, write_directory
+from .model import BEST_MODEL, Pipeline, annotate, load, recover_directory, write_directory
 from .registry import component_kind, kind_for_structure, registry
 from .sentence import FORM
 from .tracking import trackers_for, tracking_settings
@@ -211,11 +212,22 @@ class Training:
         self._train_inputs: dict[str, list] = {}
         if state is None and output is not None and (output / CHECKPOINT / JACKKNIFE).exists():
             (output / CHECKPOINT / JACKKNIFE).unlink()  # an earlier run's predictions: this run jackknifes its own
+        self.fingerprint = data_fingerprint(self.settings)
         if state is not None:
+            recorded = state.get("data")
+            if recorded is not None and recorded != self.fingerprint:
+                changed = [k for k in self.fingerprint if recorded.get(k) != self.fingerprint[k]]
+                raise ValueError(f"{output / CHECKPOINT}: the data changed since the checkpoint was written "
+                                 f"({', '.join(changed)}); resume with the same training and dev files")
             self.report = state["report"]
             if (output / BEST_MODEL).exists():
                 for name, component in load(output / BEST_MODEL).components.items():
                     self.pipeline.add(name, component)
+            missing = [n for n, e in self.report["components"].items() if e.get("best_epoch") and n not in
+                       self.pipeline.components]
+            if missing:
+                raise ValueError(f"{output / BEST_MODEL}: components {', '.join(missing)} trained before the "
+                                 "checkpoint are missing; train again without --resume")
             self.jackknifed = _load_jackknife(output / CHECKPOINT)
             tracker.message(f"resuming {state['component']} after epoch {state['epoch']} from {output / CHECKPOINT}")
 
@@ -333,8 +345,12 @@ def train(config: Config, output: str | Path | None = None, tracker=None,
     if resume and output is None:
         raise ValueError("--resume needs the --output directory of the run to continue")
     output = Path(output) if output is not None else None
+    if output is not None:
+        check_output(output)
     state = arrays = None
     if resume:
+        recover_directory(output / CHECKPOINT)
+        recover_directory(output / BEST_MODEL)
         state, arrays = load_checkpoint(output / CHECKPOINT)
         if _resumable(state["config"]) != _resumable(config.to_str()):
             raise ValueError(f"{output / CHECKPOINT}: the checkpoint was written with a different config; "
@@ -428,6 +444,36 @@ def _epoch(component: Component, trainer, train_x: list, dev_x: list, run: Train
     return metrics, candidate
 
 
+def data_fingerprint(settings: dict) -> dict:
+    """The sha256 of the training and dev files, recorded in the checkpoint so that `--resume`
+    refuses data that changed at the same path."""
+    import hashlib
+
+    out = {}
+    for key in ("train_path", "dev_path"):
+        if settings[key]:
+            digest = hashlib.sha256()
+            with open(settings[key], "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+            out[key] = digest.hexdigest()
+    return out
+
+
+def check_output(output: Path) -> None:
+    """Refuse an output location that the first save would fail on, before any training."""
+    for path, what in ((output, "the output directory"), (output / BEST_MODEL, "its model-best"),
+                       (output / CHECKPOINT, "its checkpoint")):
+        if path.exists() and not path.is_dir():
+            raise ValueError(f"{path}: {what} is a file, not a directory; choose another --output")
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=output, prefix=".write-test", delete=True)
+        probe.close()
+    except OSError as e:
+        raise ValueError(f"{output}: cannot write the output directory ({e.strerror or e})") from None
+
+
 def _with_weights(component: Component, trainer) -> Component:
     """A copy of the component that predicts with the trainer's current prediction weights."""
     out = type(component)(component.structure, trainer.prediction_weights().array)
@@ -451,7 +497,7 @@ def _save_progress(run: Training, trainer, name: str, epoch: int) -> None:
     (run.output / "training.json").write_text(json.dumps(run.report, indent=2) + "\n", encoding="utf-8")
     save_checkpoint(run.output / CHECKPOINT, trainer,
                     {"component": name, "epoch": epoch, "config": run.config_text, "report": run.report,
-                     "wandb_run_id": getattr(run.tracker, "run_id", None)})
+                     "data": run.fingerprint, "wandb_run_id": getattr(run.tracker, "run_id", None)})
 
 
 def _save_jackknife(directory: Path, jackknifed: dict) -> None:
