@@ -101,6 +101,7 @@ class SentenceBatch:
     starts: np.ndarray  # int64 (S+1,)
     text_of: object  # Callable[[int], str]
     heads: np.ndarray | None = None  # int32 (N,)
+    origins: list | None = None  # (file, first line) of each sentence, where known: for messages
 
     @classmethod
     def from_sentences(cls, sentences: list["Sentence"]) -> "SentenceBatch":
@@ -112,7 +113,27 @@ class SentenceBatch:
             forms.update(zip(s.attrs[FORM].tolist(), s.forms))
         return cls(np.ascontiguousarray(np.concatenate([s.attrs for s in sentences], axis=1), dtype=np.uint64),
                    np.concatenate([[0], np.cumsum([s.n + 1 for s in sentences])]).astype(np.int64),
-                   forms.__getitem__, np.concatenate([s.heads for s in sentences]).astype(np.int32))
+                   forms.__getitem__, np.concatenate([s.heads for s in sentences]).astype(np.int32),
+                   [(s.source, s.first_line) for s in sentences])
+
+    def pieces(self, length: int) -> tuple["SentenceBatch", list]:
+        """The batch with every sentence longer than `length` words cut into pieces of at
+        most `length` words, each with its sentence's root column; and, per piece, (sentence,
+        offset of its first word - 1). Pieces are parsed as sentences of their own."""
+        columns, starts, where = [], [0], []
+        for i in range(self.n_sentences):
+            a, b = int(self.starts[i]), int(self.starts[i + 1])
+            n = b - a - 1
+            for offset in range(0, max(n, 1), length) if n > length else [0]:
+                stop = min(offset + length, n) if n > length else n
+                columns.append(a)
+                columns.extend(range(a + 1 + offset, a + 1 + stop))
+                starts.append(len(columns))
+                where.append((i, offset))
+        index = np.asarray(columns, dtype=np.int64)
+        heads = self.heads[index] if self.heads is not None else None
+        return SentenceBatch(np.ascontiguousarray(self.attrs[:, index]), np.asarray(starts, dtype=np.int64),
+                             self.text_of, heads), where
 
     @property
     def n_sentences(self) -> int:

@@ -1,6 +1,7 @@
 """The parser kind: HEAD, by a first- or second-order tree structure."""
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -9,6 +10,13 @@ from ..component import Component
 from ..evaluate import attachment_scores
 from ..parser.second_order import PrunedSentence
 from ..sentence import Sentence, SentenceBatch
+
+
+MAX_SENTENCE_LENGTH = 256  # longer sentences are parsed in pieces (see Parser.predict_batch)
+
+
+class LongSentenceWarning(UserWarning):
+    """A sentence was parsed in pieces."""
 
 
 class Parser(Component):
@@ -62,6 +70,33 @@ class Parser(Component):
         lines.append(f"{self.name}: {'projective' if s.projective else 'non-projective'} trees"
                      + (f", second order ({', '.join(s.parts)})" if self.second_order else ""))
         return "\n".join(lines)
+
+    def predict_batch(self, batch: SentenceBatch) -> np.ndarray:
+        """The heads of every sentence; a sentence longer than MAX_SENTENCE_LENGTH words is
+        parsed in pieces of that length (parsing time grows with the cube of the length,
+        memory with its square), each piece's root attached to the first piece's, with a
+        warning that names its file and line."""
+        lengths = np.diff(batch.starts) - 1
+        if not len(lengths) or lengths.max() <= MAX_SENTENCE_LENGTH:
+            return super().predict_batch(batch)
+        for i in np.flatnonzero(lengths > MAX_SENTENCE_LENGTH).tolist():
+            source, line = batch.origins[i] if batch.origins else ("<input>", 0)
+            warnings.warn(f"{source}:{line}: a sentence of {lengths[i]} words is parsed in pieces of at most "
+                          f"{MAX_SENTENCE_LENGTH} words", LongSentenceWarning, stacklevel=2)
+        pieces, where = batch.pieces(MAX_SENTENCE_LENGTH)
+        predicted = super().predict_batch(pieces)
+        heads = np.full(batch.attrs.shape[1], -1, dtype=np.int32)
+        first_root = {}
+        for p, (i, offset) in enumerate(where):
+            local = predicted[pieces.starts[p] + 1:pieces.starts[p + 1]].astype(np.int64)
+            root = int(np.flatnonzero(local == 0)[0]) + 1 + offset if (local == 0).any() else 1 + offset
+            first_root.setdefault(i, root)
+            glued = np.where(local > 0, local + offset, 0)
+            if first_root[i] != root or offset:
+                glued = np.where(local == 0, first_root[i], glued)
+            a = int(batch.starts[i]) + 1 + offset
+            heads[a:a + len(local)] = glued
+        return heads
 
     def predict(self, x):
         if self.second_order and not isinstance(x, PrunedSentence):

@@ -1,0 +1,59 @@
+"""A sentence longer than the parser's limit is parsed in pieces, in every input path, into
+one valid tree, with a warning that names its file and line (issue 28, item 3)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from arborist.components.parser import MAX_SENTENCE_LENGTH, LongSentenceWarning
+from arborist.corpus import read_conllu
+from arborist.model import load
+
+
+def chain(path, n: int) -> None:
+    """One sentence of n words, each attached to the one before it."""
+    lines = [f"{m}\tw{m % 50}\tw{m % 50}\tNOUN\tNN\t_\t{m - 1}\t{'root' if m == 1 else 'dep'}\t_\t_"
+             for m in range(1, n + 1)]
+    path.write_text("# sent_id = long\n" + "\n".join(lines) + "\n\n", encoding="utf-8")
+
+
+def is_tree(heads) -> bool:
+    n = len(heads) - 1
+    for m in range(1, n + 1):
+        seen, h = set(), m
+        while h != 0:
+            if h in seen or not 0 <= heads[h] <= n:
+                return False
+            seen.add(h)
+            h = heads[h]
+    return True
+
+
+@pytest.mark.parametrize("n", [MAX_SENTENCE_LENGTH + 1, 3 * MAX_SENTENCE_LENGTH + 17])
+def test_a_long_sentence_is_one_tree_parsed_in_pieces(tiny_model, tmp_path, n):
+    chain(tmp_path / "long.conllu", n)
+    sentence = next(read_conllu(tmp_path / "long.conllu", require_heads=True))
+    pipeline = load(tiny_model)
+    with pytest.warns(LongSentenceWarning, match=f"long.conllu:1: a sentence of {n} words is parsed in pieces"):
+        parsed = pipeline.annotate(sentence)
+    heads = parsed.heads
+    assert len(heads) == n + 1 and heads[0] == -1 and is_tree(heads)
+    assert (heads[1:] == 0).sum() == 1  # single_root: one root, the first piece's
+    assert parsed.deprels.count("root") == 1 and parsed.deprels[int(np.flatnonzero(heads == 0)[0])] == "root"
+    # the first piece is parsed as that piece alone is (with the file's tags: the taggers see
+    # the whole sentence, so their tags near the cut may differ from the piece's alone)
+    short = tmp_path / "short.conllu"
+    chain(short, MAX_SENTENCE_LENGTH)
+    alone = pipeline.annotate(next(read_conllu(short, require_heads=True)), gold_tags=True).heads
+    with pytest.warns(LongSentenceWarning):
+        cut = pipeline.annotate(sentence, gold_tags=True).heads
+    assert np.array_equal(cut[:MAX_SENTENCE_LENGTH + 1], alone)
+
+
+def test_short_sentences_are_not_cut(tiny_model, tmp_path):
+    chain(tmp_path / "s.conllu", MAX_SENTENCE_LENGTH)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LongSentenceWarning)
+        load(tiny_model).annotate(next(read_conllu(tmp_path / "s.conllu", require_heads=True)))
