@@ -42,6 +42,7 @@ from .weights import Weights
 # sets and `--gold-tags` keeps from the input. The others ("head", "deprel", a pruner's
 # "arcs") form the tree stage.
 TOKEN_COLUMNS = ("upos", "xpos", "lemma", "feats", "misc")
+MAX_HASH_BITS = 40  # 8 TiB of weights: anything larger in a model file is forged
 
 
 class ModelError(ValueError):
@@ -163,12 +164,20 @@ class Component:
         weights copy-on-write instead of reading them, so that the processes of one
         machine that load the same model share its pages."""
         path = directory / (weights_file or f"{name}.npy")
+        bits = structure.hash_bits
+        if not isinstance(bits, int) or not 1 <= bits <= MAX_HASH_BITS:
+            raise ModelError(f"{directory / 'meta.json'}: hash_bits of {name} must be an integer from 1 to "
+                             f"{MAX_HASH_BITS}, got {bits!r}")
         try:
             weights = np.load(path, allow_pickle=False, mmap_mode="c" if mmap else None)
-        except (OSError, ValueError) as e:
-            raise ModelError(f"{path}: cannot read weights ({e})") from None
-        if weights.dtype != np.float64 or weights.shape != (1 << structure.hash_bits,):
+        except (OSError, ValueError, EOFError, MemoryError) as e:  # a truncated, empty or forged file
+            raise ModelError(f"{path}: cannot read weights ({type(e).__name__}: {e})") from None
+        if weights.dtype != np.float64 or weights.shape != (1 << bits,):
             raise ModelError(
-                f"{path}: {weights.dtype} {weights.shape} does not match hash_bits {structure.hash_bits} "
-                f"(expected float64 ({1 << structure.hash_bits},))")
+                f"{path}: {weights.dtype} {weights.shape} does not match hash_bits {bits} "
+                f"(expected float64 ({1 << bits},))")
+        if not np.isfinite(weights).all():
+            raise ModelError(f"{path}: the weights hold NaN or infinite values")
+        if info is not None and not isinstance(info, dict):
+            raise ModelError(f"{directory / 'meta.json'}: 'info' of {name} must be an object")
         return cls(structure, weights, info)

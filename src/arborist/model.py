@@ -339,10 +339,12 @@ def read_meta(path: Path) -> tuple[Path, dict, list[dict]]:
         raise ModelError(f"{path}: not an arborist model (no meta.json)")
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ModelError(f"{meta_path}: unreadable meta.json ({e})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise ModelError(f"{meta_path}: unreadable meta.json ({type(e).__name__}: {e})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ModelError(f"{meta_path}: not an arborist model (no 'format': '{FORMAT}' entry)")
+    if not isinstance(meta.get("info", {}), (dict, type(None))):
+        raise ModelError(f"{meta_path}: 'info' must be an object")
     version = meta.get("format_version")
     if version in (1, 2):
         entries = convert_meta(meta)

@@ -32,6 +32,16 @@ def make_structure(call: dict):
     return registry.resolve(Config({"structure": call}), validate=True)["structure"]
 
 
+def _templates(templates, default):
+    """A structure's feature templates: the default set when none are given; an empty list is
+    an error (a model whose features are all gone scores nothing)."""
+    if templates is None:
+        return default
+    if not templates:
+        raise ValueError("templates must not be an empty list (leave it out for the default set)")
+    return templates
+
+
 def component_kind(name: str) -> type:
     """The component class registered as `name` (its `kind` is that name)."""
     cls = registry.components.get(name)
@@ -66,14 +76,14 @@ def dependency_tree(hash_bits: int = 22, single_root: bool = True, templates: li
     if order == 1:
         if parts or sibling_templates or grandparent_templates:
             raise ValueError("parts, sibling_templates and grandparent_templates need order = 2")
-        return DependencyTree(templates or DEFAULT_TEMPLATES, hash_bits=hash_bits, single_root=single_root,
+        return DependencyTree(_templates(templates, DEFAULT_TEMPLATES), hash_bits=hash_bits, single_root=single_root,
                               projective=projective)
     if order != 2:
         raise ValueError(f"order must be 1 or 2, got {order!r}")
     from .parser.part_features import DEFAULT_GRANDPARENT_TEMPLATES, DEFAULT_SIBLING_TEMPLATES
     from .parser.second_order import PART_TYPES, SecondOrderTree
 
-    return SecondOrderTree(templates or DEFAULT_TEMPLATES, hash_bits=hash_bits, single_root=single_root,
+    return SecondOrderTree(_templates(templates, DEFAULT_TEMPLATES), hash_bits=hash_bits, single_root=single_root,
                            projective=projective, parts=parts or PART_TYPES,
                            sibling_templates=sibling_templates or DEFAULT_SIBLING_TEMPLATES,
                            grandparent_templates=grandparent_templates or DEFAULT_GRANDPARENT_TEMPLATES)
@@ -88,7 +98,7 @@ def pruner(hash_bits: int = 22, single_root: bool = True, templates: list[str] |
     `arborist.parser.second_order.PRUNER_TEMPLATES`."""
     from .parser.second_order import PRUNER_TEMPLATES, ArcPruner
 
-    return ArcPruner(templates or PRUNER_TEMPLATES, hash_bits=hash_bits, single_root=single_root,
+    return ArcPruner(_templates(templates, PRUNER_TEMPLATES), hash_bits=hash_bits, single_root=single_root,
                      threshold=threshold, max_heads=max_heads)
 
 
@@ -99,7 +109,8 @@ def linear_chain(attribute: str = "upos", order: int = 1, hash_bits: int = 22, t
     `templates`, the emission templates are `arborist.tagger.features.EMISSION_TEMPLATES`."""
     from .tagger.chain import LinearChain
 
-    return LinearChain(tags, attribute=attribute, order=order, hash_bits=hash_bits, templates=templates)
+    return LinearChain(tags, attribute=attribute, order=order, hash_bits=hash_bits,
+                       templates=None if templates is None else _templates(templates, None))
 
 
 @registry.structures("arborist.ArcLabels.v1")

@@ -105,12 +105,28 @@ def save_checkpoint(directory: Path, trainer, state: dict) -> None:
     write_directory(directory, write)
 
 
+CHECKPOINT_STATE = {"component": str, "epoch": int, "config": str, "report": dict, "trainer": dict}
+
+
 def load_checkpoint(directory: Path) -> tuple[dict, dict]:
-    if not (directory / "state.json").is_file():
+    """(state, arrays) of a checkpoint; a damaged one is a ValueError naming its file."""
+    import zipfile
+
+    path = directory / "state.json"
+    if not path.is_file():
         raise ValueError(f"{directory}: no checkpoint to resume from (state.json missing)")
-    state = json.loads((directory / "state.json").read_text(encoding="utf-8"))
-    with np.load(directory / "arrays.npz", allow_pickle=False) as data:
-        arrays = {k: data[k] for k in data.files}
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise ValueError(f"{path}: unreadable checkpoint state ({type(e).__name__}: {e})") from None
+    if not isinstance(state, dict) or any(not isinstance(state.get(k), t) for k, t in CHECKPOINT_STATE.items()):
+        raise ValueError(f"{path}: not a checkpoint state (an object with {', '.join(CHECKPOINT_STATE)})")
+    try:
+        with np.load(directory / "arrays.npz", allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as e:
+        raise ValueError(f"{directory / 'arrays.npz'}: cannot read the checkpoint's arrays "
+                         f"({type(e).__name__}: {e})") from None
     return state, arrays
 
 
@@ -414,7 +430,11 @@ def _train_component(name: str, component: Component, trainer, train_x: list, de
 def _begin(component: Component, trainer, train_x: list, tracker, arrays: dict | None, state: dict | None) -> int:
     """Start (or restore) the trainer; the first epoch to run."""
     if arrays is not None:
-        trainer.restore(component.structure, train_x, arrays, state["trainer"])
+        try:
+            trainer.restore(component.structure, train_x, arrays, state["trainer"])
+        except (KeyError, ValueError, TypeError, IndexError) as e:
+            raise ValueError(f"{CHECKPOINT}: the checkpoint's trainer state does not fit {component.name}'s trainer "
+                             f"({type(e).__name__}: {e}); train again without --resume") from None
         return state["epoch"] + 1
     start = time.perf_counter()
     trainer.begin(component.structure, train_x, component.structure.hash_bits)
