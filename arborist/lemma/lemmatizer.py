@@ -1,0 +1,237 @@
+"""Lemmatizer: one edit script per word (`scripts`), chosen among the scripts that apply to its form.
+
+Classes are the edit scripts of the training pairs (plus "keep the form", always a
+class). A script's atoms are the script itself (kind "script"), its suffix rule
+(suffix_del -> suffix_add, kind "suffix"), its prefix rule (kind "prefix") and its
+casing (kind "case"), so the suffix rule "s -> ''" learns from every casing it comes
+with and the casing from every rule.
+
+A word's candidates are the scripts seen at least `min_count` times whose deletions
+match its form (`scripts.applies`), plus "keep the form" (the fallback: a form no
+script applies to is its own lemma). A lexicon gives the most frequent script of
+every (form, UPOS) pair seen at least `lexicon_min_count` times in training
+(`lexicon_min_count=0`: no lexicon); the classifier decides the other words.
+"""
+from __future__ import annotations
+
+import threading
+from collections import Counter, defaultdict
+from dataclasses import replace
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ..morph.atoms import pair_keys
+from ..morph.choice import CandidateModel, conll_column, csr, lookup
+from ..morph.morphologizer import load_state, save_state
+from ..sentence import FORM, LEMMA, ROOT, UPOS, Sentence
+from ..strings import hash_string, hash_strings
+from . import scripts as edit
+
+LEMMA_COLUMN = 2
+KEEP = edit.Script("keep", "", "", "", "")
+SCRIPT_TEMPLATES = ("bias", "lower", "upos", "suffix1", "suffix2", "suffix3", "suffix4",
+                    "upos|suffix1", "upos|suffix2", "upos|suffix3", "prefix1", "prefix2", "shape")
+SUFFIX_TEMPLATES = ("bias", "lower", "upos", "suffix1", "suffix2", "suffix3", "suffix4", "suffix5", "suffix6",
+                    "suffix7", "upos|suffix1", "upos|suffix2", "upos|suffix3", "upos|suffix4", "upos|suffix5",
+                    "upos|lower", "upos-1|upos", "upos|upos+1")
+PREFIX_TEMPLATES = ("bias", "upos", "prefix1", "prefix2", "prefix3", "prefix4", "upos|prefix2", "upos|prefix3")
+CASE_TEMPLATES = ("bias", "upos", "shape", "upper_initial", "all_upper", "has_digit", "lower", "form",
+                  "upos|upper_initial", "lower-1|upper_initial", "upos|all_upper", "upos-1|upos|upper_initial")
+
+
+class Lemmatizer(CandidateModel):
+    name = "lemmatizer"
+    namespace = "lemma"
+
+    def __init__(self, hash_bits: int = 22, script_templates: Sequence[str] | None = None,
+                 suffix_templates: Sequence[str] | None = None, prefix_templates: Sequence[str] | None = None,
+                 case_templates: Sequence[str] | None = None, min_count: int = 1, lexicon_min_count: int = 1):
+        super().__init__(hash_bits, {
+            "script": SCRIPT_TEMPLATES if script_templates is None else script_templates,
+            "suffix": SUFFIX_TEMPLATES if suffix_templates is None else suffix_templates,
+            "prefix": PREFIX_TEMPLATES if prefix_templates is None else prefix_templates,
+            "case": CASE_TEMPLATES if case_templates is None else case_templates,
+        })
+        if min_count < 1 or lexicon_min_count < 0:
+            raise ValueError(f"min_count must be >= 1 and lexicon_min_count >= 0, got {min_count}, {lexicon_min_count}")
+        self.min_count = int(min_count)
+        self.lexicon_min_count = int(lexicon_min_count)
+        self.scripts: tuple[edit.Script, ...] = ()
+        self.counts: np.ndarray = np.zeros(0, dtype=np.int64)
+        self._arrays: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    # -- learning the classes -----------------------------------------------
+    def initialize(self, sentences: Iterable[Sentence], lemmas: Sequence[Sequence[str]] | None = None) -> None:
+        """Learn the scripts and the lexicon from the training sentences (UPOS rows as they are)
+        and their lemmas (read from the CoNLL-U lines unless `lemmas` gives one list per sentence)."""
+        counts: Counter = Counter()
+        by_pair: dict[int, Counter] = defaultdict(Counter)
+        cache: dict[tuple[str, str], edit.Script] = {}
+        for k, s in enumerate(sentences):
+            column = list(lemmas[k]) if lemmas is not None else conll_column(s, LEMMA_COLUMN)
+            keys = pair_keys(np.ascontiguousarray(s.attrs[FORM, 1:]), np.ascontiguousarray(s.attrs[UPOS, 1:]))
+            for form, lemma, key in zip(s.forms[1:], column, keys.tolist()):
+                script = cache.get((form, lemma))
+                if script is None:
+                    script = cache[form, lemma] = edit.extract(form, lemma)
+                counts[script] += 1
+                by_pair[key][script] += 1
+        if not counts:
+            raise ValueError("no words in the training sentences")
+        scripts = sorted(counts, key=lambda sc: (-counts[sc], sc))
+        if KEEP not in counts:
+            scripts.append(KEEP)
+        index = {sc: i for i, sc in enumerate(scripts)}
+        lexicon = sorted((key, index[c.most_common(1)[0][0]]) for key, c in by_pair.items()
+                         if self.lexicon_min_count and sum(c.values()) >= self.lexicon_min_count)
+        self._arrays = {
+            "counts": np.array([counts.get(sc, 0) for sc in scripts], dtype=np.int64),
+            "lexicon_keys": np.array([k for k, _ in lexicon], dtype=np.uint64),
+            "lexicon_scripts": np.array([v for _, v in lexicon], dtype=np.int32),
+        }
+        self._set_scripts(scripts)
+
+    def _set_scripts(self, scripts: Sequence[edit.Script]) -> None:
+        self.scripts = tuple(scripts)
+        self.counts = self._arrays["counts"]
+        self.script_index = {sc: i for i, sc in enumerate(self.scripts)}
+        self.keep_id = self.script_index[KEEP]
+        K = len(self.scripts)
+        atoms: dict[tuple, int] = {}
+        atom_kinds: list[str] = ["script"] * K
+
+        def atom(kind: str, value) -> int:
+            key = (kind, value)
+            if key not in atoms:
+                atoms[key] = K + len(atoms)
+                atom_kinds.append(kind)
+            return atoms[key]
+
+        class_atoms = [[k, atom("suffix", (sc.suffix_del, sc.suffix_add)), atom("prefix", (sc.prefix_del, sc.prefix_add)),
+                        atom("case", sc.case)] for k, sc in enumerate(self.scripts)]
+        self._set_tables(class_atoms, atom_kinds)
+        # Applicability index: (lowercase base?, suffix_del) -> [(script id, prefix_del)], for the
+        # candidate scripts (seen min_count times) and for all (training adds the gold script).
+        self._index = {}
+        for candidates_only in (True, False):
+            index = defaultdict(list)
+            for k, sc in enumerate(self.scripts):
+                if candidates_only and self.counts[k] < self.min_count and k != self.keep_id:
+                    continue
+                index[sc.case != "keep", sc.suffix_del].append((k, sc.prefix_del, len(sc.prefix_del) + len(sc.suffix_del)))
+            self._index[candidates_only] = dict(index)
+        self._form_sets: dict[int, np.ndarray] = {}
+        self._lemma_cache: dict[tuple[int, int], tuple[str, int]] = {}
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.scripts)
+
+    def applicable(self, form: str) -> list[int]:
+        """The candidate scripts of a form (ids, by decreasing training frequency); "keep the
+        form" is always one."""
+        index = self._index[True]
+        out = []
+        for lowered, base in ((True, form.lower()), (False, form)):
+            for cut in range(len(base) + 1):
+                for k, prefix, length in index.get((lowered, base[cut:]), ()):
+                    if length <= len(base) and base.startswith(prefix):
+                        out.append(k)
+        return sorted(set(out))
+
+    def _form_set(self, form_id: int, text_of) -> np.ndarray:
+        found = self._form_sets.get(form_id)
+        if found is None:
+            found = np.array(self.applicable(text_of(form_id)), dtype=np.int32)
+            with self._lock:
+                if len(self._form_sets) > (1 << 20):
+                    self._form_sets = {}
+                self._form_sets[form_id] = found
+        return found
+
+    # -- candidates and gold --------------------------------------------------
+    def _candidates(self, attrs, text_of, training):
+        forms, cand_set = np.unique(attrs[FORM], return_inverse=True)
+        sets = [self._form_set(f, text_of) for f in forms.tolist()]
+        set_start = np.zeros(len(sets) + 1, dtype=np.int64)
+        np.cumsum([len(s) for s in sets], out=set_start[1:])
+        set_classes = np.concatenate(sets).astype(np.int32) if sets else np.zeros(0, dtype=np.int32)
+        forced = np.full(attrs.shape[1], -1, dtype=np.int32)
+        a = self._arrays
+        if not training and len(a["lexicon_keys"]):
+            forced = lookup(a["lexicon_keys"], a["lexicon_scripts"],
+                            pair_keys(np.ascontiguousarray(attrs[FORM]), np.ascontiguousarray(attrs[UPOS])))
+        return cand_set.astype(np.int32).reshape(-1), set_start, set_classes, forced
+
+    def _gold(self, sentence, gold):
+        column = list(gold) if gold is not None else conll_column(sentence, LEMMA_COLUMN)
+        out = np.empty(sentence.n, dtype=np.int32)
+        for i, (form, lemma) in enumerate(zip(sentence.forms[1:], column)):
+            out[i] = self.script_index.get(edit.extract(form, lemma), -1)
+        return out
+
+    # -- output -----------------------------------------------------------------
+    def lemma(self, form: str, script_id: int) -> str:
+        """The lemma script `script_id` makes of `form`; the form itself when it does not apply."""
+        script = self.scripts[script_id]
+        return edit.apply(script, form) if edit.applies(script, form) else form
+
+    def lemma_strings(self, forms: Sequence[str], ids) -> list[str]:
+        return [self.lemma(f, i) for f, i in zip(forms, np.asarray(ids).tolist())]
+
+    def lemma_hashes(self, form_ids, ids, text_of) -> np.ndarray:
+        """uint64 string ids of the lemmas (as a LEMMA row holds them) of the words with FORM ids
+        `form_ids` and scripts `ids`; cached per (form, script)."""
+        cache = self._lemma_cache
+        out = np.empty(len(ids), dtype=np.uint64)
+        for i, pair in enumerate(zip(np.asarray(form_ids, dtype=np.uint64).tolist(), np.asarray(ids).tolist())):
+            hit = cache.get(pair)
+            if hit is None:
+                text = self.lemma(text_of(pair[0]), pair[1])
+                hit = cache[pair] = (text, hash_string(text))
+            out[i] = hit[1]
+        return out
+
+    def with_lemmas(self, sentence: Sentence, ids) -> tuple[Sentence, list[str]]:
+        """(a copy of the sentence whose LEMMA row holds the predicted lemmas, the lemma strings)."""
+        ids = np.asarray(ids)
+        if ids.shape != (sentence.n,):
+            raise ValueError(f"{len(ids)} scripts for a sentence of {sentence.n} words")
+        lemmas = self.lemma_strings(sentence.forms[1:], ids)
+        attrs = sentence.attrs.copy()
+        attrs[LEMMA] = hash_strings([ROOT] + lemmas)
+        return replace(sentence, attrs=attrs), lemmas
+
+    # -- state ----------------------------------------------------------------
+    def config(self) -> dict:
+        return {
+            "structure": self.name,
+            "hash_bits": self.hash_bits,
+            "script_templates": list(self.kinds["script"]),
+            "suffix_templates": list(self.kinds["suffix"]),
+            "prefix_templates": list(self.kinds["prefix"]),
+            "case_templates": list(self.kinds["case"]),
+            "min_count": self.min_count,
+            "lexicon_min_count": self.lexicon_min_count,
+            "scripts": [edit.encode(sc) for sc in self.scripts],
+        }
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return dict(self._arrays)
+
+    @classmethod
+    def from_state(cls, config: dict, arrays: dict[str, np.ndarray]) -> "Lemmatizer":
+        m = cls(config["hash_bits"], config["script_templates"], config["suffix_templates"],
+                config["prefix_templates"], config["case_templates"], config["min_count"], config["lexicon_min_count"])
+        m._arrays = {k: np.asarray(arrays[k]) for k in ("counts", "lexicon_keys", "lexicon_scripts")}
+        m._set_scripts([edit.decode(t) for t in config["scripts"]])
+        return m
+
+    def save(self, directory) -> None:
+        save_state(directory, self.config(), self.arrays())
+
+    @classmethod
+    def load(cls, directory) -> "Lemmatizer":
+        return cls.from_state(*load_state(directory))
