@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,7 @@ from arborist.morph.atoms import AtomTables, segment_argmax
 from arborist.morph.choice import AtomChoice, ChoiceExample, conll_column
 from arborist.morph.morphologizer import Morphologizer
 from arborist.morph.values import VALUES, template_table
-from arborist.sentence import FEATS, SentenceBatch
+from arborist.sentence import FEATS, UPOS, SentenceBatch
 from arborist.strings import hash_string
 from arborist.weights import Weights
 
@@ -156,7 +157,7 @@ def test_toy_morphologizer_sets_and_protocol(toy):
 
 
 def test_known_pairs_restrict_candidates_at_prediction_only(toy):
-    m = Morphologizer(hash_bits=BITS)
+    m = Morphologizer(hash_bits=BITS, known_min_count=1)
     m.initialize(toy)
     # "dog"/NOUN was seen with one bundle: forced at prediction, a free choice in training.
     batch = SentenceBatch.from_sentences([toy[1]])
@@ -191,8 +192,9 @@ def test_every_trainer_fits_the_toy_corpus(toy, make_trainer, epochs):
     assert right == sum(x.n for x in examples)
 
 
-def test_batch_equals_sentences_and_state_round_trip(toy, tmp_path):
-    m = Morphologizer(hash_bits=BITS)
+@pytest.mark.parametrize("joint", [False, True], ids=["feats", "joint"])
+def test_batch_equals_sentences_and_state_round_trip(toy, tmp_path, joint):
+    m = Morphologizer(hash_bits=BITS, known_min_count=1, joint=joint, joint_min_count=1)
     m.initialize(toy)
     w = Weights(BITS, False, np.random.default_rng(1).normal(size=1 << BITS))
     got = m.predict_batch(SentenceBatch.from_sentences(toy), w)
@@ -204,7 +206,33 @@ def test_batch_equals_sentences_and_state_round_trip(toy, tmp_path):
     np.testing.assert_array_equal(again.predict_batch(SentenceBatch.from_sentences(toy), w), got)
     tagged = m.with_feats(toy[0], got[:3])
     assert tagged.attrs[FEATS, 1:].tolist() == [hash_string(b) for b in m.feats_strings(got[:3])]
-    assert (tagged.attrs[:FEATS] == toy[0].attrs[:FEATS]).all()
+    if not joint:
+        assert (tagged.attrs[:FEATS] == toy[0].attrs[:FEATS]).all()
+    else:
+        assert tagged.upos[1:] == m.upos_strings(got[:3])
+        assert tagged.attrs[UPOS, 1:].tolist() == [hash_string(u) for u in tagged.upos[1:]]
+
+
+def test_joint_classes_and_candidates(toy):
+    # Retag "barked" (VERB) as NOUN in the input rows of the first sentence it occurs in:
+    # the joint candidates of input NOUN then include that VERB class once seen once.
+    noisy = [replace(s, attrs=s.attrs.copy()) for s in toy]
+    noisy[2].attrs[UPOS, 2] = hash_string("NOUN")
+    m = Morphologizer(hash_bits=BITS, joint=True, joint_min_count=1)
+    m.initialize(noisy)
+    verb = "VERB\tMood=Ind|Tense=Past|VerbForm=Fin"
+    assert verb in m.classes and m.upos_strings([m.class_index[verb]]) == ["VERB"]
+    x = m.example(noisy[2], training=True)
+    names = [m.classes[c] for c in x.cand[x.cand_start[1]:x.cand_start[2]]]
+    assert verb in names and "NOUN\tNumber=Plur" in names
+    strict = Morphologizer(hash_bits=BITS, joint=True, joint_min_count=2)
+    strict.initialize(noisy)
+    x = strict.example(noisy[2], training=True)
+    names = [strict.classes[c] for c in x.cand[x.cand_start[1]:x.cand_start[2]]]
+    assert names[-1] == verb and verb not in names[:-1]  # only as the added gold class
+    rng = np.random.default_rng(1)
+    x = m.example(noisy[0], training=True)
+    check_protocol(m, x, rng.normal(size=len(x.cand)), all_labels(x), m.gold(x), hamming, rng, BITS)
 
 
 @pytest.mark.skipif(not (UD / "en_ewt" / "en_ewt-ud-dev.conllu").exists(), reason="en_ewt not available")

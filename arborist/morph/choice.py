@@ -23,7 +23,8 @@ import numpy as np
 from ..sentence import FORM as FORM_ROW
 from ..structure import take_positions
 from .atoms import AtomTables, segment_argmax
-from .values import FormValues, reads_attrs, template_table
+from . import values as _values
+from .values import reads_attrs, template_table
 
 
 @dataclass
@@ -164,7 +165,7 @@ class CandidateModel(AtomChoice):
         self._hash_bits = int(hash_bits)
         self._table = template_table(self.templates, self.namespace)  # checks the names
         self.reads = reads_attrs(self.templates)
-        self.form_values = FormValues()
+        self.form_values = _values.SHARED
         self.tables = None
 
     @property

@@ -29,6 +29,8 @@ from .choice import CandidateModel, conll_column, csr, lookup
 
 MISSING = "_"
 FEATS_COLUMN = 5
+UPOS_COLUMN = 3
+SEP = "\t"  # between the UPOS and the FEATS of a joint class
 FEATURE_TEMPLATES = (
     "bias", "form", "lower", "prefix1", "prefix2", "prefix3",
     "suffix1", "suffix2", "suffix3", "suffix4", "suffix5", "suffix6", "shape",
@@ -39,6 +41,15 @@ FEATURE_TEMPLATES = (
     "upos-1|suffix2-1", "upos+1|suffix2+1",
 )
 BUNDLE_TEMPLATES = ("bias", "upos", "lower", "upos|suffix2", "upos|suffix3", "upos-1|upos", "upos|upos+1")
+# The UPOS atoms of joint classes: the tagger's own evidence, and its tag.
+UPOS_TEMPLATES = ("bias", "upos", "lower", "form", "suffix1", "suffix2", "suffix3", "suffix4", "prefix1", "prefix2",
+                  "shape", "upper_initial", "has_digit", "lower-1", "lower+1", "upos-1", "upos+1", "upos-1|upos",
+                  "upos|upos+1", "lower-1|lower", "lower|lower+1", "suffix2-1", "suffix2+1")
+
+
+def upos_rank(u: int, by_upos: dict) -> tuple:
+    """Order of UPOS ids: most frequent first."""
+    return (-sum(by_upos[u].values()), u)
 
 
 def bundle_pairs(bundle: str) -> list[str]:
@@ -51,43 +62,67 @@ class Morphologizer(CandidateModel):
     namespace = "morph"
 
     def __init__(self, hash_bits: int = 22, feature_templates: Sequence[str] | None = None,
-                 bundle_templates: Sequence[str] | None = None, known_min_count: int = 1,
-                 bundles: Sequence[str] | None = None):
-        super().__init__(hash_bits, {
+                 bundle_templates: Sequence[str] | None = None, known_min_count: int = 10,
+                 joint: bool = False, upos_templates: Sequence[str] | None = None, joint_min_count: int = 3):
+        """`joint`: a class is a (UPOS, FEATS) pair, so the morphologizer also re-tags UPOS (the
+        input UPOS row, the tagger's, is a feature and picks the candidates: the pairs whose
+        UPOS the tagger's tag was seen with at least `joint_min_count` times in the jackknifed
+        training set)."""
+        kinds = {
             "feature": FEATURE_TEMPLATES if feature_templates is None else feature_templates,
             "bundle": BUNDLE_TEMPLATES if bundle_templates is None else bundle_templates,
-        })
+        }
+        if joint:
+            kinds["upos"] = UPOS_TEMPLATES if upos_templates is None else upos_templates
+        super().__init__(hash_bits, kinds)
         self.known_min_count = int(known_min_count)
+        self.joint = bool(joint)
+        self.joint_min_count = int(joint_min_count)
+        self.classes: tuple[str, ...] = ()
         self.bundles: tuple[str, ...] = ()
         self.pairs: tuple[str, ...] = ()
         self._arrays: dict[str, np.ndarray] = {}
-        if bundles is not None:
-            raise ValueError("give a Morphologizer its bundles with from_state(config, arrays)")
 
     # -- learning the classes -----------------------------------------------
-    def initialize(self, sentences: Iterable[Sentence], feats: Sequence[Sequence[str]] | None = None) -> None:
-        """Learn the bundles, the UPOS candidate sets and the (form, UPOS) dictionary from the
-        training sentences (their UPOS rows as they are: gold or jackknifed) and their FEATS
-        (read from the CoNLL-U lines unless `feats` gives one list per sentence)."""
+    def initialize(self, sentences: Iterable[Sentence], feats: Sequence[Sequence[str]] | None = None,
+                   upos: Sequence[Sequence[str]] | None = None) -> None:
+        """Learn the classes, the candidate sets of each input UPOS and the (form, UPOS)
+        dictionary from the training sentences (their UPOS rows as they are: gold or
+        jackknifed) and their FEATS (and gold UPOS when joint; both read from the CoNLL-U lines
+        unless given, one list per sentence)."""
         sentences = list(sentences)
         counts: Counter = Counter()
         by_upos: dict[int, Counter] = defaultdict(Counter)
         by_pair: dict[int, Counter] = defaultdict(Counter)
+        confusion: Counter = Counter()
         pair_count: Counter = Counter()
         for k, s in enumerate(sentences):
-            column = list(feats[k]) if feats is not None else conll_column(s, FEATS_COLUMN)
+            labels = self._labels(s, feats[k] if feats is not None else None, upos[k] if upos is not None else None)
             keys = pair_keys(np.ascontiguousarray(s.attrs[FORM, 1:]), np.ascontiguousarray(s.attrs[UPOS, 1:]))
-            for bundle, u, key in zip(column, s.attrs[UPOS, 1:].tolist(), keys.tolist()):
-                counts[bundle] += 1
-                by_upos[u][bundle] += 1
-                by_pair[key][bundle] += 1
+            for label, u, key in zip(labels, s.attrs[UPOS, 1:].tolist(), keys.tolist()):
+                counts[label] += 1
+                by_upos[u][label] += 1
+                by_pair[key][label] += 1
                 pair_count[key] += 1
+                if self.joint:
+                    confusion[u, label.split(SEP, 1)[0]] += 1
         if not counts:
             raise ValueError("no words in the training sentences")
-        bundles = sorted(counts)
-        index = {b: i for i, b in enumerate(bundles)}
+        if self.joint:
+            # Candidates of input UPOS u: the pairs whose gold UPOS was seen with u often enough.
+            for u, c in by_upos.items():
+                for label in list(c):
+                    g = label.split(SEP, 1)[0]
+                    if hash_string(g) != u and confusion[u, g] < self.joint_min_count:
+                        del c[label]
+        # Class ids group the classes of one UPOS (by the UPOS each is seen with most), so a
+        # word's candidates are nearly adjacent atoms: their weights of one feature share
+        # cache lines (atom a of key k lives at k + a).
+        major = {b: max(by_upos, key=lambda u: (by_upos[u][b], -u)) for b in counts}
+        classes = sorted(counts, key=lambda b: (upos_rank(major[b], by_upos), -counts[b], b))
+        index = {b: i for i, b in enumerate(classes)}
         upos_ids = sorted(by_upos)
-        # Sets: one per UPOS (bundles by frequency), then "every bundle" for an unseen UPOS,
+        # Sets: one per UPOS (classes by frequency), then "every class" for an unseen UPOS,
         # then one per (form, UPOS) pair of the dictionary.
         sets = [[index[b] for b, _ in by_upos[u].most_common()] for u in upos_ids]
         sets.append([index[b] for b, _ in counts.most_common()])
@@ -100,23 +135,46 @@ class Morphologizer(CandidateModel):
             "set_start": set_start,
             "set_classes": set_classes,
         }
-        self._set_bundles(bundles)
+        self._set_classes(classes)
 
-    def _set_bundles(self, bundles: Sequence[str]) -> None:
-        self.bundles = tuple(bundles)
-        pairs = sorted({p for b in self.bundles for p in bundle_pairs(b)})
+    def _labels(self, sentence, feats=None, upos=None) -> list[str]:
+        feats = list(feats) if feats is not None else conll_column(sentence, FEATS_COLUMN)
+        if not self.joint:
+            return feats
+        upos = list(upos) if upos is not None else conll_column(sentence, UPOS_COLUMN)
+        return [f"{u}{SEP}{f}" for u, f in zip(upos, feats)]
+
+    def _set_classes(self, classes: Sequence[str]) -> None:
+        self.classes = tuple(classes)
+        if self.joint:
+            split = [c.split(SEP, 1) for c in self.classes]
+            self.class_upos = tuple(u for u, _ in split)
+            self.bundles = tuple(f for _, f in split)
+        else:
+            self.class_upos = None
+            self.bundles = self.classes
+        # Pairs in the order the classes (grouped by UPOS) first use them: adjacent too.
+        pairs = list(dict.fromkeys(p for b in self.bundles for p in bundle_pairs(b)))
         self.pairs = tuple(pairs)
-        K = len(self.bundles)
+        K = len(self.classes)
         pair_index = {p: K + j for j, p in enumerate(pairs)}
-        # Atom ids: bundle k is atom k, pair j is atom K + j.
+        kinds = ["bundle"] * K + ["feature"] * len(pairs)
+        # Atom ids: class k is atom k, pair j is atom K + j, (joint) UPOS tag t is K + pairs + t.
         class_atoms = [[k] + [pair_index[p] for p in bundle_pairs(b)] for k, b in enumerate(self.bundles)]
-        self._set_tables(class_atoms, ["bundle"] * K + ["feature"] * len(pairs))
-        self.bundle_index = {b: k for k, b in enumerate(self.bundles)}
+        if self.joint:
+            tags = list(dict.fromkeys(self.class_upos))
+            tag_index = {t: K + len(pairs) + j for j, t in enumerate(tags)}
+            kinds += ["upos"] * len(tags)
+            for k, u in enumerate(self.class_upos):
+                class_atoms[k].append(tag_index[u])
+            self.upos_hashes_table = hash_strings(self.class_upos)
+        self._set_tables(class_atoms, kinds)
+        self.class_index = {b: k for k, b in enumerate(self.classes)}
         self.bundle_hashes = hash_strings(self.bundles)
 
     @property
     def n_classes(self) -> int:
-        return len(self.bundles)
+        return len(self.classes)
 
     # -- candidates and gold --------------------------------------------------
     def _candidates(self, attrs, text_of, training):
@@ -135,25 +193,37 @@ class Morphologizer(CandidateModel):
         return cand_set, a["set_start"], a["set_classes"], forced
 
     def _gold(self, sentence, gold):
-        column = list(gold) if gold is not None else conll_column(sentence, FEATS_COLUMN)
-        return np.array([self.bundle_index.get(b, -1) for b in column], dtype=np.int32)
+        """Gold class ids; `gold`: the FEATS strings (joint: the class strings, UPOS + SEP + FEATS)."""
+        labels = list(gold) if gold is not None else self._labels(sentence)
+        return np.array([self.class_index.get(b, -1) for b in labels], dtype=np.int32)
 
     # -- output -----------------------------------------------------------------
     def feats_strings(self, ids) -> list[str]:
         return [self.bundles[i] for i in np.asarray(ids).tolist()]
+
+    def upos_strings(self, ids) -> list[str] | None:
+        """The UPOS tags of joint classes (None when not joint)."""
+        return None if not self.joint else [self.class_upos[i] for i in np.asarray(ids).tolist()]
+
+    def upos_hashes(self, ids) -> np.ndarray | None:
+        return None if not self.joint else self.upos_hashes_table[np.asarray(ids, dtype=np.intp)]
 
     def feats_hashes(self, ids) -> np.ndarray:
         """uint64 string ids of the predicted bundles, as a Sentence's FEATS row holds them."""
         return self.bundle_hashes[np.asarray(ids, dtype=np.intp)]
 
     def with_feats(self, sentence: Sentence, ids) -> Sentence:
-        """A copy of the sentence whose FEATS row holds the predicted bundles."""
+        """A copy of the sentence whose FEATS row holds the predicted bundles (joint: and whose
+        UPOS row and strings hold the predicted UPOS)."""
         ids = np.asarray(ids)
         if ids.shape != (sentence.n,):
             raise ValueError(f"{len(ids)} bundles for a sentence of {sentence.n} words")
         attrs = sentence.attrs.copy()
         attrs[FEATS, 1:] = self.feats_hashes(ids)
-        return replace(sentence, attrs=attrs)
+        if not self.joint:
+            return replace(sentence, attrs=attrs)
+        attrs[UPOS, 1:] = self.upos_hashes(ids)
+        return replace(sentence, attrs=attrs, upos=[sentence.upos[0]] + self.upos_strings(ids))
 
     # -- state ----------------------------------------------------------------
     def config(self) -> dict:
@@ -163,7 +233,10 @@ class Morphologizer(CandidateModel):
             "feature_templates": list(self.kinds["feature"]),
             "bundle_templates": list(self.kinds["bundle"]),
             "known_min_count": self.known_min_count,
-            "bundles": list(self.bundles),
+            "joint": self.joint,
+            "upos_templates": list(self.kinds.get("upos", UPOS_TEMPLATES)),
+            "joint_min_count": self.joint_min_count,
+            "classes": list(self.classes),
         }
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -171,9 +244,10 @@ class Morphologizer(CandidateModel):
 
     @classmethod
     def from_state(cls, config: dict, arrays: dict[str, np.ndarray]) -> "Morphologizer":
-        m = cls(config["hash_bits"], config["feature_templates"], config["bundle_templates"], config["known_min_count"])
+        m = cls(config["hash_bits"], config["feature_templates"], config["bundle_templates"], config["known_min_count"],
+                config["joint"], config["upos_templates"], config["joint_min_count"])
         m._arrays = {k: np.asarray(arrays[k]) for k in ("upos_keys", "known_keys", "set_start", "set_classes")}
-        m._set_bundles(config["bundles"])
+        m._set_classes(config["classes"])
         return m
 
     def save(self, directory) -> None:

@@ -88,7 +88,9 @@ def reads_attrs(templates) -> set[str]:
 
 
 class FormValues:
-    """Cache of the form values (VALUE_STRINGS and VALUE_FLAGS) per FORM id."""
+    """Cache of the form values (VALUE_STRINGS and VALUE_FLAGS) per FORM id. The values of a
+    form do not depend on the model, so the lemmatizer and the morphologizer share one
+    cache (`SHARED`) and a word's strings are hashed once for both."""
 
     def __init__(self):
         self.vocab: dict[int, int] = {}
@@ -133,3 +135,6 @@ class FormValues:
     def sentence_values(self, sentence) -> np.ndarray:
         text = dict(zip(sentence.attrs[FORM, 1:].tolist(), sentence.forms[1:]))
         return self.values(sentence.attrs[:, 1:], text.__getitem__)
+
+
+SHARED = FormValues()
