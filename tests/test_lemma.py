@@ -114,6 +114,32 @@ def test_candidates_are_exactly_the_applicable_scripts(toy):
     assert lem2.script_index[edit.extract("went", "go")] not in lem2.applicable("went")
 
 
+def test_upos_restricts_candidates_to_scripts_seen_with_it(toy):
+    lem = Lemmatizer(hash_bits=BITS, lexicon_min_count=0)
+    lem.initialize(toy)
+    batch = SentenceBatch.from_sentences(toy)
+    attrs = batch.attrs[:, batch.words]
+    cand_set, set_start, set_classes, _ = lem._candidates(attrs, batch.text_of, False)
+    forms = [f for s in toy for f in s.forms[1:]]
+    upos = [u for s in toy for u in s.upos[1:]]
+    seen = {}
+    for s in toy:
+        for f, l, u in zip(s.forms[1:], conll_column(s, 2), s.upos[1:]):
+            seen.setdefault(u, set()).add(lem.script_index[edit.extract(f, l)])
+    for i, (form, u) in enumerate(zip(forms, upos)):
+        got = set_classes[set_start[cand_set[i]]:set_start[cand_set[i] + 1]].tolist()
+        brute = [k for k in lem.applicable(form) if k in seen[u] or k == lem.keep_id]
+        assert got == brute, (form, u)
+    # "went" -> "go" was seen with VERB only: no candidate of a NOUN "went".
+    assert lem.script_index[edit.extract("went", "go")] not in [
+        k for k in lem.applicable("went") if k in seen["NOUN"]]
+    free = Lemmatizer(hash_bits=BITS, lexicon_min_count=0, upos_candidates=False)
+    free.initialize(toy)
+    cand_set, set_start, set_classes, _ = free._candidates(attrs, batch.text_of, False)
+    for i, form in enumerate(forms):
+        assert set_classes[set_start[cand_set[i]]:set_start[cand_set[i] + 1]].tolist() == free.applicable(form)
+
+
 def test_lexicon_and_fallback(toy):
     lem = Lemmatizer(hash_bits=BITS)
     lem.initialize(toy)

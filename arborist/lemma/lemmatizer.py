@@ -46,7 +46,8 @@ class Lemmatizer(CandidateModel):
 
     def __init__(self, hash_bits: int = 22, script_templates: Sequence[str] | None = None,
                  suffix_templates: Sequence[str] | None = None, prefix_templates: Sequence[str] | None = None,
-                 case_templates: Sequence[str] | None = None, min_count: int = 1, lexicon_min_count: int = 1):
+                 case_templates: Sequence[str] | None = None, min_count: int = 1, lexicon_min_count: int = 1,
+                 upos_candidates: bool = True):
         super().__init__(hash_bits, {
             "script": SCRIPT_TEMPLATES if script_templates is None else script_templates,
             "suffix": SUFFIX_TEMPLATES if suffix_templates is None else suffix_templates,
@@ -57,6 +58,7 @@ class Lemmatizer(CandidateModel):
             raise ValueError(f"min_count must be >= 1 and lexicon_min_count >= 0, got {min_count}, {lexicon_min_count}")
         self.min_count = int(min_count)
         self.lexicon_min_count = int(lexicon_min_count)
+        self.upos_candidates = bool(upos_candidates)
         self.scripts: tuple[edit.Script, ...] = ()
         self.counts: np.ndarray = np.zeros(0, dtype=np.int64)
         self._arrays: dict[str, np.ndarray] = {}
@@ -68,16 +70,18 @@ class Lemmatizer(CandidateModel):
         and their lemmas (read from the CoNLL-U lines unless `lemmas` gives one list per sentence)."""
         counts: Counter = Counter()
         by_pair: dict[int, Counter] = defaultdict(Counter)
+        by_upos: dict[int, Counter] = defaultdict(Counter)
         cache: dict[tuple[str, str], edit.Script] = {}
         for k, s in enumerate(sentences):
             column = list(lemmas[k]) if lemmas is not None else conll_column(s, LEMMA_COLUMN)
             keys = pair_keys(np.ascontiguousarray(s.attrs[FORM, 1:]), np.ascontiguousarray(s.attrs[UPOS, 1:]))
-            for form, lemma, key in zip(s.forms[1:], column, keys.tolist()):
+            for form, lemma, key, upos_id in zip(s.forms[1:], column, keys.tolist(), s.attrs[UPOS, 1:].tolist()):
                 script = cache.get((form, lemma))
                 if script is None:
                     script = cache[form, lemma] = edit.extract(form, lemma)
                 counts[script] += 1
                 by_pair[key][script] += 1
+                by_upos[upos_id][script] += 1
         if not counts:
             raise ValueError("no words in the training sentences")
         scripts = sorted(counts, key=lambda sc: (-counts[sc], sc))
@@ -91,6 +95,10 @@ class Lemmatizer(CandidateModel):
             "lexicon_keys": np.array([k for k, _ in lexicon], dtype=np.uint64),
             "lexicon_scripts": np.array([v for _, v in lexicon], dtype=np.int32),
         }
+        # Scripts seen with each UPOS (input rows as given: jackknifed tags in training).
+        upos_ids = sorted(by_upos)
+        self._arrays["upos_keys"], self._arrays["upos_start"], self._arrays["upos_scripts"] = (
+            np.array(upos_ids, dtype=np.uint64), *csr([sorted(index[sc] for sc in by_upos[u]) for u in upos_ids]))
         self._set_scripts(scripts)
 
     def _set_scripts(self, scripts: Sequence[edit.Script]) -> None:
@@ -122,6 +130,9 @@ class Lemmatizer(CandidateModel):
                     continue
                 index[sc.case != "keep", sc.suffix_del].append((k, sc.prefix_del, len(sc.prefix_del) + len(sc.suffix_del)))
             self._index[candidates_only] = dict(index)
+        a = self._arrays
+        self._upos_scripts = {int(u): set(a["upos_scripts"][a["upos_start"][i]:a["upos_start"][i + 1]].tolist())
+                              for i, u in enumerate(a["upos_keys"].tolist())}
         self._form_sets: dict[int, np.ndarray] = {}
         self._lemma_cache: dict[tuple[int, int], tuple[str, int]] = {}
 
@@ -141,28 +152,38 @@ class Lemmatizer(CandidateModel):
                         out.append(k)
         return sorted(set(out))
 
-    def _form_set(self, form_id: int, text_of) -> np.ndarray:
-        found = self._form_sets.get(form_id)
+    def _pair_set(self, key: int, form_id: int, upos_id: int, text_of) -> np.ndarray:
+        """Candidates of a (form, UPOS) pair (cached): the applicable scripts, and with
+        `upos_candidates` only those seen with that UPOS in training ("keep the form" always)."""
+        found = self._form_sets.get(key)
         if found is None:
-            found = np.array(self.applicable(text_of(form_id)), dtype=np.int32)
+            cands = self.applicable(text_of(form_id))
+            if self.upos_candidates:
+                seen = self._upos_scripts.get(upos_id)
+                if seen is not None:
+                    cands = [k for k in cands if k in seen or k == self.keep_id]
+            found = np.array(cands, dtype=np.int32)
             with self._lock:
                 if len(self._form_sets) > (1 << 20):
                     self._form_sets = {}
-                self._form_sets[form_id] = found
+                self._form_sets[key] = found
         return found
 
     # -- candidates and gold --------------------------------------------------
     def _candidates(self, attrs, text_of, training):
-        forms, cand_set = np.unique(attrs[FORM], return_inverse=True)
-        sets = [self._form_set(f, text_of) for f in forms.tolist()]
+        forms = np.ascontiguousarray(attrs[FORM])
+        upos = np.ascontiguousarray(attrs[UPOS])
+        keys = pair_keys(forms, upos)
+        unique, first, cand_set = np.unique(keys, return_index=True, return_inverse=True)
+        sets = [self._pair_set(k, f, u, text_of)
+                for k, f, u in zip(unique.tolist(), forms[first].tolist(), upos[first].tolist())]
         set_start = np.zeros(len(sets) + 1, dtype=np.int64)
         np.cumsum([len(s) for s in sets], out=set_start[1:])
         set_classes = np.concatenate(sets).astype(np.int32) if sets else np.zeros(0, dtype=np.int32)
         forced = np.full(attrs.shape[1], -1, dtype=np.int32)
         a = self._arrays
         if not training and len(a["lexicon_keys"]):
-            forced = lookup(a["lexicon_keys"], a["lexicon_scripts"],
-                            pair_keys(np.ascontiguousarray(attrs[FORM]), np.ascontiguousarray(attrs[UPOS])))
+            forced = lookup(a["lexicon_keys"], a["lexicon_scripts"], keys)
         return cand_set.astype(np.int32).reshape(-1), set_start, set_classes, forced
 
     def _gold(self, sentence, gold):
@@ -215,6 +236,7 @@ class Lemmatizer(CandidateModel):
             "case_templates": list(self.kinds["case"]),
             "min_count": self.min_count,
             "lexicon_min_count": self.lexicon_min_count,
+            "upos_candidates": self.upos_candidates,
             "scripts": [edit.encode(sc) for sc in self.scripts],
         }
 
@@ -224,8 +246,10 @@ class Lemmatizer(CandidateModel):
     @classmethod
     def from_state(cls, config: dict, arrays: dict[str, np.ndarray]) -> "Lemmatizer":
         m = cls(config["hash_bits"], config["script_templates"], config["suffix_templates"],
-                config["prefix_templates"], config["case_templates"], config["min_count"], config["lexicon_min_count"])
-        m._arrays = {k: np.asarray(arrays[k]) for k in ("counts", "lexicon_keys", "lexicon_scripts")}
+                config["prefix_templates"], config["case_templates"], config["min_count"], config["lexicon_min_count"],
+                config["upos_candidates"])
+        m._arrays = {k: np.asarray(arrays[k]) for k in ("counts", "lexicon_keys", "lexicon_scripts", "upos_keys",
+                                                         "upos_start", "upos_scripts")}
         m._set_scripts([edit.decode(t) for t in config["scripts"]])
         return m
 
