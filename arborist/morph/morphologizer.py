@@ -26,6 +26,7 @@ from ..sentence import FEATS, FORM, UPOS, Sentence
 from ..strings import hash_string, hash_strings
 from .atoms import pair_keys
 from .choice import CandidateModel, conll_column, csr, lookup
+from .values import SUFFIX_LENGTHS, VALUE_STRINGS
 
 MISSING = "_"
 FEATS_COLUMN = 5
@@ -63,11 +64,17 @@ class Morphologizer(CandidateModel):
 
     def __init__(self, hash_bits: int = 22, feature_templates: Sequence[str] | None = None,
                  bundle_templates: Sequence[str] | None = None, known_min_count: int = 10,
-                 joint: bool = False, upos_templates: Sequence[str] | None = None, joint_min_count: int = 3):
+                 joint: bool = False, upos_templates: Sequence[str] | None = None, joint_min_count: int = 3,
+                 suffix_length: int = 0, suffix_min_count: int = 5):
         """`joint`: a class is a (UPOS, FEATS) pair, so the morphologizer also re-tags UPOS (the
         input UPOS row, the tagger's, is a feature and picks the candidates: the pairs whose
         UPOS the tagger's tag was seen with at least `joint_min_count` times in the jackknifed
-        training set)."""
+        training set).
+
+        `suffix_length` > 0: at prediction, a word the dictionary does not cover gets the
+        classes seen in training with its input UPOS and its longest suffix (of at most
+        `suffix_length` characters, lowercase) seen at least `suffix_min_count` times with it
+        (UDPipe's guesser); the UPOS candidates when no suffix qualifies."""
         kinds = {
             "feature": FEATURE_TEMPLATES if feature_templates is None else feature_templates,
             "bundle": BUNDLE_TEMPLATES if bundle_templates is None else bundle_templates,
@@ -78,6 +85,10 @@ class Morphologizer(CandidateModel):
         self.known_min_count = int(known_min_count)
         self.joint = bool(joint)
         self.joint_min_count = int(joint_min_count)
+        self.suffix_length = int(suffix_length)
+        self.suffix_min_count = int(suffix_min_count)
+        if not 0 <= self.suffix_length <= max(SUFFIX_LENGTHS):
+            raise ValueError(f"suffix_length must be in 0..{max(SUFFIX_LENGTHS)}, got {suffix_length}")
         self.classes: tuple[str, ...] = ()
         self.bundles: tuple[str, ...] = ()
         self.pairs: tuple[str, ...] = ()
@@ -96,9 +107,15 @@ class Morphologizer(CandidateModel):
         by_pair: dict[int, Counter] = defaultdict(Counter)
         confusion: Counter = Counter()
         pair_count: Counter = Counter()
+        by_suffix: dict[int, Counter] = defaultdict(Counter)
         for k, s in enumerate(sentences):
             labels = self._labels(s, feats[k] if feats is not None else None, upos[k] if upos is not None else None)
             keys = pair_keys(np.ascontiguousarray(s.attrs[FORM, 1:]), np.ascontiguousarray(s.attrs[UPOS, 1:]))
+            if self.suffix_length:
+                text = dict(zip(s.attrs[FORM, 1:].tolist(), s.forms[1:]))
+                for suffix_keys in self._suffix_keys(s.attrs[:, 1:], text.__getitem__):
+                    for sk, label in zip(suffix_keys.tolist(), labels):
+                        by_suffix[sk][label] += 1
             for label, u, key in zip(labels, s.attrs[UPOS, 1:].tolist(), keys.tolist()):
                 counts[label] += 1
                 by_upos[u][label] += 1
@@ -128,14 +145,26 @@ class Morphologizer(CandidateModel):
         sets.append([index[b] for b, _ in counts.most_common()])
         known = sorted(k for k in by_pair if pair_count[k] >= self.known_min_count)
         sets += [[index[b] for b, _ in by_pair[k].most_common()] for k in known]
+        suffixes = sorted(k for k, c in by_suffix.items() if sum(c.values()) >= self.suffix_min_count)
+        sets += [[index[b] for b, _ in by_suffix[k].most_common() if b in index] for k in suffixes]
         set_start, set_classes = csr(sets)
         self._arrays = {
             "upos_keys": np.array(upos_ids, dtype=np.uint64),
             "known_keys": np.array(known, dtype=np.uint64),
+            "suffix_keys": np.array(suffixes, dtype=np.uint64),
             "set_start": set_start,
             "set_classes": set_classes,
         }
         self._set_classes(classes)
+
+    def _suffix_keys(self, attrs, text_of) -> list[np.ndarray]:
+        """Keys of (input UPOS, lowercase suffix of length L) for L = suffix_length..1."""
+        if not self.suffix_length:
+            return []
+        rows = self.form_values.rows(attrs[FORM], text_of)
+        upos = np.ascontiguousarray(attrs[UPOS])
+        return [pair_keys(np.ascontiguousarray(rows[:, VALUE_STRINGS.index(f"suffix{L}")]), upos)
+                for L in range(self.suffix_length, 0, -1)]
 
     def _labels(self, sentence, feats=None, upos=None) -> list[str]:
         feats = list(feats) if feats is not None else conll_column(sentence, FEATS_COLUMN)
@@ -182,11 +211,19 @@ class Morphologizer(CandidateModel):
         n_upos = len(a["upos_keys"])
         cand_set = lookup(a["upos_keys"], np.arange(n_upos, dtype=np.int32), attrs[UPOS], missing=n_upos)
         forced = np.full(attrs.shape[1], -1, dtype=np.int32)
-        if not training and len(a["known_keys"]):
+        if not training:
             known = lookup(a["known_keys"], np.arange(len(a["known_keys"]), dtype=np.int32),
                            pair_keys(np.ascontiguousarray(attrs[FORM]), np.ascontiguousarray(attrs[UPOS])))
             hit = known >= 0
             cand_set[hit] = n_upos + 1 + known[hit]
+            if self.suffix_length and len(a["suffix_keys"]):
+                first = n_upos + 1 + len(a["known_keys"])
+                ids = np.arange(len(a["suffix_keys"]), dtype=np.int32)
+                for keys in self._suffix_keys(attrs, text_of):  # longest suffix first
+                    found = lookup(a["suffix_keys"], ids, keys)
+                    take = (found >= 0) & ~hit
+                    cand_set[take] = first + found[take]
+                    hit |= take
             # A pair seen with one bundle only needs no scoring.
             single = np.diff(a["set_start"])[cand_set] == 1
             forced[hit & single] = a["set_classes"][a["set_start"][cand_set[hit & single]]]
@@ -236,6 +273,8 @@ class Morphologizer(CandidateModel):
             "joint": self.joint,
             "upos_templates": list(self.kinds.get("upos", UPOS_TEMPLATES)),
             "joint_min_count": self.joint_min_count,
+            "suffix_length": self.suffix_length,
+            "suffix_min_count": self.suffix_min_count,
             "classes": list(self.classes),
         }
 
@@ -245,8 +284,10 @@ class Morphologizer(CandidateModel):
     @classmethod
     def from_state(cls, config: dict, arrays: dict[str, np.ndarray]) -> "Morphologizer":
         m = cls(config["hash_bits"], config["feature_templates"], config["bundle_templates"], config["known_min_count"],
-                config["joint"], config["upos_templates"], config["joint_min_count"])
-        m._arrays = {k: np.asarray(arrays[k]) for k in ("upos_keys", "known_keys", "set_start", "set_classes")}
+                config["joint"], config["upos_templates"], config["joint_min_count"], config["suffix_length"],
+                config["suffix_min_count"])
+        m._arrays = {k: np.asarray(arrays[k]) for k in ("upos_keys", "known_keys", "suffix_keys", "set_start",
+                                                         "set_classes")}
         m._set_classes(config["classes"])
         return m
 
