@@ -157,7 +157,7 @@ def test_toy_morphologizer_sets_and_protocol(toy):
 
 
 def test_known_pairs_restrict_candidates_at_prediction_only(toy):
-    m = Morphologizer(hash_bits=BITS, known_min_count=1)
+    m = Morphologizer(hash_bits=BITS, known_min_count=1, suffix_length=0)
     m.initialize(toy)
     # "dog"/NOUN was seen with one bundle: forced at prediction, a free choice in training.
     batch = SentenceBatch.from_sentences([toy[1]])
@@ -166,10 +166,19 @@ def test_known_pairs_restrict_candidates_at_prediction_only(toy):
     _, _, _, forced_train = m._candidates(batch.attrs[:, batch.words], batch.text_of, training=True)
     assert (forced_train == -1).all()
     # "barked"/VERB was seen once with one bundle too; with known_min_count=3 nothing is known.
-    m3 = Morphologizer(hash_bits=BITS, known_min_count=3)
+    m3 = Morphologizer(hash_bits=BITS, known_min_count=3, suffix_length=0)
     m3.initialize(toy)
     _, _, _, forced3 = m3._candidates(batch.attrs[:, batch.words], batch.text_of, training=False)
     assert (forced3 == -1).all()
+    # The suffix guesser: "barked" is not in the dictionary (seen twice), but VERB words ending
+    # in "ed" were seen 2 times, both with one bundle.
+    g = Morphologizer(hash_bits=BITS, known_min_count=3, suffix_length=2, suffix_min_count=2)
+    g.initialize(toy)
+    cand_set, set_start, set_classes, forced_g = g._candidates(batch.attrs[:, batch.words], batch.text_of, training=False)
+    other = SentenceBatch.from_sentences([toy[2]])
+    cand_set, set_start, set_classes, forced_g = g._candidates(other.attrs[:, other.words], other.text_of, training=False)
+    assert g.feats_strings(forced_g[[1]]) == ["Mood=Ind|Tense=Past|VerbForm=Fin"]
+    assert forced_g[0] == -1 or g.feats_strings(forced_g[[0]]) == ["Number=Plur"]
 
 
 @pytest.mark.parametrize("make_trainer,epochs", [

@@ -65,7 +65,7 @@ class Morphologizer(CandidateModel):
     def __init__(self, hash_bits: int = 22, feature_templates: Sequence[str] | None = None,
                  bundle_templates: Sequence[str] | None = None, known_min_count: int = 10,
                  joint: bool = False, upos_templates: Sequence[str] | None = None, joint_min_count: int = 3,
-                 suffix_length: int = 0, suffix_min_count: int = 5):
+                 suffix_length: int = 5, suffix_min_count: int = 3):
         """`joint`: a class is a (UPOS, FEATS) pair, so the morphologizer also re-tags UPOS (the
         input UPOS row, the tagger's, is a feature and picks the candidates: the pairs whose
         UPOS the tagger's tag was seen with at least `joint_min_count` times in the jackknifed
