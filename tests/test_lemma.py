@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from arborist.learn.perceptron import Perceptron
 from arborist.lemma import scripts as edit
 from arborist.lemma.lemmatizer import KEEP, Lemmatizer
 from arborist.morph.choice import conll_column
-from arborist.sentence import LEMMA, SentenceBatch
+from arborist.sentence import LEMMA, UPOS, SentenceBatch
 from arborist.strings import hash_string
 from arborist.weights import Weights
 
@@ -161,6 +162,22 @@ def test_lexicon_and_fallback(toy):
         edit.apply(bare.scripts[k], "Zzz") for k in bare.applicable("Zzz"))
     assert bare.lemma("Zzz", bare.keep_id) == "Zzz"
     assert bare.lemma("dog", bare.script_index[edit.extract("cats", "cat")]) == "dog"  # does not apply: the form
+
+
+def test_form_lexicon_covers_pairs_with_an_unseen_upos(toy):
+    lem = Lemmatizer(hash_bits=BITS)
+    lem.initialize(toy)
+    retagged = [replace(s, attrs=s.attrs.copy()) for s in toy]
+    retagged[0].attrs[UPOS, 3] = hash_string("NOUN")  # "went" as a NOUN: not in the lexicon
+    retagged[3].attrs[UPOS, 2] = hash_string("ADJ")  # "saw": seen with two scripts, no form entry
+    batch = SentenceBatch.from_sentences(retagged)
+    _, _, _, forced = lem._candidates(batch.attrs[:, batch.words], batch.text_of, False)
+    assert lem.lemma("went", forced[2]) == "go"
+    assert forced[11] == -1
+    off = Lemmatizer(hash_bits=BITS, form_lexicon=False)
+    off.initialize(toy)
+    _, _, _, forced = off._candidates(batch.attrs[:, batch.words], batch.text_of, False)
+    assert forced[2] == -1 and forced[11] == -1 and forced[0] >= 0
 
 
 def test_protocol_on_a_lemmatizer_example(toy):

@@ -47,7 +47,7 @@ class Lemmatizer(CandidateModel):
     def __init__(self, hash_bits: int = 22, script_templates: Sequence[str] | None = None,
                  suffix_templates: Sequence[str] | None = None, prefix_templates: Sequence[str] | None = None,
                  case_templates: Sequence[str] | None = None, min_count: int = 1, lexicon_min_count: int = 1,
-                 upos_candidates: bool = True):
+                 upos_candidates: bool = True, form_lexicon: bool = True):
         super().__init__(hash_bits, {
             "script": SCRIPT_TEMPLATES if script_templates is None else script_templates,
             "suffix": SUFFIX_TEMPLATES if suffix_templates is None else suffix_templates,
@@ -59,6 +59,7 @@ class Lemmatizer(CandidateModel):
         self.min_count = int(min_count)
         self.lexicon_min_count = int(lexicon_min_count)
         self.upos_candidates = bool(upos_candidates)
+        self.form_lexicon = bool(form_lexicon)
         self.scripts: tuple[edit.Script, ...] = ()
         self.counts: np.ndarray = np.zeros(0, dtype=np.int64)
         self._arrays: dict[str, np.ndarray] = {}
@@ -71,17 +72,20 @@ class Lemmatizer(CandidateModel):
         counts: Counter = Counter()
         by_pair: dict[int, Counter] = defaultdict(Counter)
         by_upos: dict[int, Counter] = defaultdict(Counter)
+        by_form: dict[int, Counter] = defaultdict(Counter)
         cache: dict[tuple[str, str], edit.Script] = {}
         for k, s in enumerate(sentences):
             column = list(lemmas[k]) if lemmas is not None else conll_column(s, LEMMA_COLUMN)
             keys = pair_keys(np.ascontiguousarray(s.attrs[FORM, 1:]), np.ascontiguousarray(s.attrs[UPOS, 1:]))
-            for form, lemma, key, upos_id in zip(s.forms[1:], column, keys.tolist(), s.attrs[UPOS, 1:].tolist()):
+            for form, lemma, key, upos_id, form_id in zip(s.forms[1:], column, keys.tolist(), s.attrs[UPOS, 1:].tolist(),
+                                                          s.attrs[FORM, 1:].tolist()):
                 script = cache.get((form, lemma))
                 if script is None:
                     script = cache[form, lemma] = edit.extract(form, lemma)
                 counts[script] += 1
                 by_pair[key][script] += 1
                 by_upos[upos_id][script] += 1
+                by_form[form_id][script] += 1
         if not counts:
             raise ValueError("no words in the training sentences")
         scripts = sorted(counts, key=lambda sc: (-counts[sc], sc))
@@ -95,6 +99,13 @@ class Lemmatizer(CandidateModel):
             "lexicon_keys": np.array([k for k, _ in lexicon], dtype=np.uint64),
             "lexicon_scripts": np.array([v for _, v in lexicon], dtype=np.int32),
         }
+        # The form lexicon, for a (form, UPOS) pair not in the lexicon (the UPOS is often a tagging
+        # error then): forms seen lexicon_min_count times, always with one script.
+        forms = sorted((key, index[next(iter(c))]) for key, c in by_form.items()
+                       if self.form_lexicon and self.lexicon_min_count and len(c) == 1
+                       and sum(c.values()) >= self.lexicon_min_count)
+        self._arrays["form_keys"] = np.array([k for k, _ in forms], dtype=np.uint64)
+        self._arrays["form_scripts"] = np.array([v for _, v in forms], dtype=np.int32)
         # Scripts seen with each UPOS (input rows as given: jackknifed tags in training).
         upos_ids = sorted(by_upos)
         self._arrays["upos_keys"], self._arrays["upos_start"], self._arrays["upos_scripts"] = (
@@ -184,6 +195,9 @@ class Lemmatizer(CandidateModel):
         a = self._arrays
         if not training and len(a["lexicon_keys"]):
             forced = lookup(a["lexicon_keys"], a["lexicon_scripts"], keys)
+            if len(a["form_keys"]):
+                by_form = lookup(a["form_keys"], a["form_scripts"], forms)
+                forced = np.where(forced >= 0, forced, by_form).astype(np.int32)
         return cand_set.astype(np.int32).reshape(-1), set_start, set_classes, forced
 
     def _gold(self, sentence, gold):
@@ -237,6 +251,7 @@ class Lemmatizer(CandidateModel):
             "min_count": self.min_count,
             "lexicon_min_count": self.lexicon_min_count,
             "upos_candidates": self.upos_candidates,
+            "form_lexicon": self.form_lexicon,
             "scripts": [edit.encode(sc) for sc in self.scripts],
         }
 
@@ -247,9 +262,9 @@ class Lemmatizer(CandidateModel):
     def from_state(cls, config: dict, arrays: dict[str, np.ndarray]) -> "Lemmatizer":
         m = cls(config["hash_bits"], config["script_templates"], config["suffix_templates"],
                 config["prefix_templates"], config["case_templates"], config["min_count"], config["lexicon_min_count"],
-                config["upos_candidates"])
+                config["upos_candidates"], config["form_lexicon"])
         m._arrays = {k: np.asarray(arrays[k]) for k in ("counts", "lexicon_keys", "lexicon_scripts", "upos_keys",
-                                                         "upos_start", "upos_scripts")}
+                                                         "upos_start", "upos_scripts", "form_keys", "form_scripts")}
         m._set_scripts([edit.decode(t) for t in config["scripts"]])
         return m
 
