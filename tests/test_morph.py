@@ -15,7 +15,7 @@ from arborist.corpus import read_corpus
 from arborist.learn.eg import EG
 from arborist.learn.medn import MaxEnDNet
 from arborist.learn.perceptron import SWVP, Perceptron
-from arborist.morph.atoms import AtomTables, segment_argmax
+from arborist.morph.atoms import AtomTables, U64Map, segment_argmax
 from arborist.morph.choice import AtomChoice, ChoiceExample, conll_column
 from arborist.morph.morphologizer import Morphologizer
 from arborist.morph.values import VALUES, template_table
@@ -109,6 +109,21 @@ def test_choice_scores_are_sums_of_atom_features():
                            for a in tables.class_atoms[tables.class_start[c]:tables.class_start[c + 1]]
                            for j in kinds[tables.atom_kind[a]])
             assert np.isclose(got[p], expected)
+
+
+def test_u64map_against_a_dict():
+    rng = np.random.default_rng(11)
+    m = U64Map(4)
+    reference = {}
+    for _ in range(20):  # grows from 16 slots, overwrites, key 0
+        keys = np.concatenate([rng.integers(0, 2**64 - 1, size=50, dtype=np.uint64), [0, 1]]).astype(np.uint64)  # 0 is stored as 1 << 63 (not a real key)
+        values = rng.integers(0, 2**63, size=len(keys), dtype=np.uint64)
+        m.put_many(keys, values)
+        reference.update(zip(keys.tolist(), values.tolist()))
+    probe = np.concatenate([np.array(list(reference), dtype=np.uint64), rng.integers(0, 2**64 - 1, size=100, dtype=np.uint64)])
+    got = m.get_many(probe, missing=7)
+    assert got.tolist() == [reference.get(k, 7) for k in probe.tolist()]
+    assert len(m) == len(reference)
 
 
 def test_segment_argmax_takes_the_first_best():

@@ -21,8 +21,9 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..morph.atoms import pair_keys
-from ..morph.choice import CandidateModel, conll_column, csr, lookup
+from ..morph.atoms import U64Map, pair_keys
+from ..morph.values import NOT_FOUND
+from ..morph.choice import CandidateModel, KeyIndex, conll_column, csr
 from ..morph.morphologizer import load_state, save_state
 from ..sentence import FORM, LEMMA, ROOT, UPOS, Sentence
 from ..strings import hash_string, hash_strings
@@ -144,8 +145,10 @@ class Lemmatizer(CandidateModel):
         a = self._arrays
         self._upos_scripts = {int(u): set(a["upos_scripts"][a["upos_start"][i]:a["upos_start"][i + 1]].tolist())
                               for i, u in enumerate(a["upos_keys"].tolist())}
-        self._form_sets: dict[int, np.ndarray] = {}
-        self._lemma_cache: dict[tuple[int, int], tuple[str, int]] = {}
+        self._pool = self._new_pool()
+        self._lexicon = KeyIndex(a["lexicon_keys"], a["lexicon_scripts"])
+        self._form_lexicon = KeyIndex(a["form_keys"], a["form_scripts"])
+        self._lemma_ids = U64Map()
 
     @property
     def n_classes(self) -> int:
@@ -163,42 +166,70 @@ class Lemmatizer(CandidateModel):
                         out.append(k)
         return sorted(set(out))
 
-    def _pair_set(self, key: int, form_id: int, upos_id: int, text_of) -> np.ndarray:
-        """Candidates of a (form, UPOS) pair (cached): the applicable scripts, and with
-        `upos_candidates` only those seen with that UPOS in training ("keep the form" always)."""
-        found = self._form_sets.get(key)
-        if found is None:
-            cands = self.applicable(text_of(form_id))
-            if self.upos_candidates:
-                seen = self._upos_scripts.get(upos_id)
-                if seen is not None:
-                    cands = [k for k in cands if k in seen or k == self.keep_id]
-            found = np.array(cands, dtype=np.int32)
-            with self._lock:
-                if len(self._form_sets) > (1 << 20):
-                    self._form_sets = {}
-                self._form_sets[key] = found
-        return found
+    def _pair_set(self, form: str, upos_id: int) -> list[int]:
+        """Candidates of a (form, UPOS) pair: the applicable scripts, and with `upos_candidates`
+        only those seen with that UPOS in training ("keep the form" always)."""
+        cands = self.applicable(form)
+        if self.upos_candidates:
+            seen = self._upos_scripts.get(upos_id)
+            if seen is not None:
+                cands = [k for k in cands if k in seen or k == self.keep_id]
+        return cands
+
+    def _new_pool(self):
+        # (pair key -> set id map, set_start buffer, set_classes buffer, sets used, classes used)
+        return (U64Map(), np.zeros(1024, dtype=np.int64), np.zeros(4096, dtype=np.int32), 0, 0)
+
+    def _grow_pool(self, keys, forms, upos, text_of):
+        """Add the candidate sets of the pairs of `keys` not in the pool (lock held)."""
+        index, starts, classes, n, used = self._pool
+        missing, first = np.unique(keys[index.get_many(keys) == NOT_FOUND], return_index=True)
+        if n + len(missing) > (1 << 20):
+            index, starts, classes, n, used = self._new_pool()
+            missing, first = np.unique(keys, return_index=True)
+        else:
+            first = np.flatnonzero(index.get_many(keys) == NOT_FOUND)[first]
+        if len(missing):
+            sets = [self._pair_set(text_of(f), u) for f, u in zip(forms[first].tolist(), upos[first].tolist())]
+            sizes = np.array([len(x) for x in sets], dtype=np.int64)
+            total = int(sizes.sum())
+            if n + len(missing) + 1 > len(starts):
+                grown = np.zeros(2 * (n + len(missing) + 1), dtype=np.int64)
+                grown[:n + 1] = starts[:n + 1]
+                starts = grown
+            if used + total > len(classes):
+                grown = np.zeros(2 * (used + total), dtype=np.int32)
+                grown[:used] = classes[:used]
+                classes = grown
+            classes[used:used + total] = [k for x in sets for k in x]
+            starts[n + 1:n + 1 + len(missing)] = used + np.cumsum(sizes)
+            # Publish the sets before the map names them (readers check the set count).
+            self._pool = (index, starts, classes, n + len(missing), used + total)
+            index.put_many(missing, np.arange(n, n + len(missing), dtype=np.uint64))
+        self._pool = (index, starts, classes, n + len(missing), used + total if len(missing) else used)
+        return self._pool
 
     # -- candidates and gold --------------------------------------------------
     def _candidates(self, attrs, text_of, training):
         forms = np.ascontiguousarray(attrs[FORM])
         upos = np.ascontiguousarray(attrs[UPOS])
         keys = pair_keys(forms, upos)
-        unique, first, cand_set = np.unique(keys, return_index=True, return_inverse=True)
-        sets = [self._pair_set(k, f, u, text_of)
-                for k, f, u in zip(unique.tolist(), forms[first].tolist(), upos[first].tolist())]
-        set_start = np.zeros(len(sets) + 1, dtype=np.int64)
-        np.cumsum([len(s) for s in sets], out=set_start[1:])
-        set_classes = np.concatenate(sets).astype(np.int32) if sets else np.zeros(0, dtype=np.int32)
+        index, starts, classes, n, _ = self._pool
+        found = index.get_many(keys)
+        if len(keys) and ((found == NOT_FOUND).any() or found.max() >= n):
+            with self._lock:
+                index, starts, classes, n, _ = self._grow_pool(keys, forms, upos, text_of)
+                found = index.get_many(keys)
+        cand_set = found.astype(np.int32)
+        set_start, set_classes = starts[:n + 1], classes
         forced = np.full(attrs.shape[1], -1, dtype=np.int32)
         a = self._arrays
         if not training and len(a["lexicon_keys"]):
-            forced = lookup(a["lexicon_keys"], a["lexicon_scripts"], keys)
+            forced = self._lexicon.find(keys)
             if len(a["form_keys"]):
-                by_form = lookup(a["form_keys"], a["form_scripts"], forms)
+                by_form = self._form_lexicon.find(forms)
                 forced = np.where(forced >= 0, forced, by_form).astype(np.int32)
-        return cand_set.astype(np.int32).reshape(-1), set_start, set_classes, forced
+        return cand_set, set_start, set_classes, forced
 
     def _gold(self, sentence, gold):
         column = list(gold) if gold is not None else conll_column(sentence, LEMMA_COLUMN)
@@ -218,15 +249,21 @@ class Lemmatizer(CandidateModel):
 
     def lemma_hashes(self, form_ids, ids, text_of) -> np.ndarray:
         """uint64 string ids of the lemmas (as a LEMMA row holds them) of the words with FORM ids
-        `form_ids` and scripts `ids`; cached per (form, script)."""
-        cache = self._lemma_cache
-        out = np.empty(len(ids), dtype=np.uint64)
-        for i, pair in enumerate(zip(np.asarray(form_ids, dtype=np.uint64).tolist(), np.asarray(ids).tolist())):
-            hit = cache.get(pair)
-            if hit is None:
-                text = self.lemma(text_of(pair[0]), pair[1])
-                hit = cache[pair] = (text, hash_string(text))
-            out[i] = hit[1]
+        `form_ids` and scripts `ids`; cached per (form, script) in a nogil map."""
+        form_ids = np.ascontiguousarray(form_ids, dtype=np.uint64)
+        keys = pair_keys(form_ids, np.ascontiguousarray(ids, dtype=np.uint64))
+        cache = self._lemma_ids
+        out = cache.get_many(keys)
+        missing = out == NOT_FOUND
+        if missing.any():
+            new, first = np.unique(keys[missing], return_index=True)
+            rows = np.flatnonzero(missing)[first]
+            texts = [self.lemma(text_of(f), k) for f, k in zip(form_ids[rows].tolist(), np.asarray(ids)[rows].tolist())]
+            with self._lock:
+                if len(cache) > (1 << 21):
+                    cache.clear()
+                cache.put_many(new, hash_strings(texts))
+            out = cache.get_many(keys)
         return out
 
     def with_lemmas(self, sentence: Sentence, ids) -> tuple[Sentence, list[str]]:

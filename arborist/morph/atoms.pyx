@@ -26,7 +26,7 @@ from libc.math cimport INFINITY
 
 import numpy
 
-from ..hashing cimport combine
+from ..hashing cimport combine, mix64
 from ..weights cimport Weights
 from ..strings import hash_string, hash_strings
 
@@ -217,12 +217,10 @@ cdef class AtomTables:
         sets = numpy.asarray(cand_set)
         if N and (sets.min() < 0 or sets.max() >= set_start.shape[0] - 1):
             raise ValueError("a candidate set id is out of range")
-        sizes = numpy.diff(numpy.asarray(set_start))
         free = numpy.asarray(forced) < 0
-        if N and free.any() and (sizes[sets[free]] <= 0).any():
+        starts_arr = numpy.asarray(set_start)
+        if N and free.any() and (starts_arr[sets[free] + 1] <= starts_arr[sets[free]]).any():
             raise ValueError("a word to score has an empty candidate set")
-        if len(set_classes) and (numpy.asarray(set_classes).min() < 0 or numpy.asarray(set_classes).max() >= self.n_classes):
-            raise ValueError("a candidate class id is out of range")
         if N and (numpy.asarray(forced).max() >= self.n_classes):
             raise ValueError("a forced class id is out of range")
         lengths = numpy.diff(numpy.asarray(word_starts))
@@ -243,7 +241,7 @@ cdef class AtomTables:
         cdef int64_t[::1] stamp = numpy.full(self.n_atoms, -1, dtype=numpy.int64)
         cdef uint64_t mask = self.mask
         cdef Py_ssize_t base, n, t
-        cdef int best_class, c
+        cdef int best_class, c, K = self.n_classes, bad_class = 0
         cdef double best, s
         with nogil:
             for i in range(S):
@@ -261,11 +259,18 @@ cdef class AtomTables:
                     best_class = set_classes[set_start[cand_set[k]]]
                     for j in range(set_start[cand_set[k]], set_start[cand_set[k] + 1]):
                         c = set_classes[j]
+                        if c < 0 or c >= K:  # checked here: only the sets in use, not the whole pool
+                            bad_class = 1
+                            break
                         s = _class_score(kv, t, c, &w[0], mask, class_start, class_atoms, atom_kind,
                                          kind_start, kind_templates, memo, stamp, k)
                         if s > best:
                             best, best_class = s, c
                     out[k] = best_class
+                if bad_class:
+                    break
+        if bad_class:
+            raise ValueError("a candidate class id is out of range")
         return out_arr
 
 
@@ -302,3 +307,105 @@ def pair_keys(const uint64_t[::1] a, const uint64_t[::1] b):
         for i in range(a.shape[0]):
             out[i] = combine(a[i], b[i])
     return out_arr
+
+
+cdef class U64Map:
+    """A growing open-addressing hash map from uint64 keys to uint64 values, looked up for a
+    whole array at once without the GIL: the per-word caches of the prediction path (form ->
+    values row, (form, UPOS) -> candidate set, (form, script) -> lemma id) cost a Python dict
+    operation per word otherwise. Key 0 is reserved (empty slot); `put_many` maps it to
+    1 << 63 (string ids of spaCy symbols are small, so no real key collides). Writers hold
+    `lock`; readers see a consistent table because a grown table is a new array."""
+
+    cdef public object lock
+    cdef object keys_arr, values_arr
+    cdef readonly Py_ssize_t size
+
+    def __init__(self, Py_ssize_t capacity=1024):
+        import threading
+        cap = 16
+        while cap < 2 * capacity:
+            cap *= 2
+        self.keys_arr = numpy.zeros(cap, dtype=numpy.uint64)
+        self.values_arr = numpy.zeros(cap, dtype=numpy.uint64)
+        self.size = 0
+        self.lock = threading.Lock()
+
+    def __len__(self):
+        return self.size
+
+    def get_many(self, keys, uint64_t missing=0xFFFFFFFFFFFFFFFF):
+        """values of `keys` (uint64 array), `missing` where a key is absent."""
+        cdef const uint64_t[::1] k = numpy.ascontiguousarray(keys, dtype=numpy.uint64)
+        out_arr = numpy.empty(k.shape[0], dtype=numpy.uint64)
+        cdef uint64_t[::1] out = out_arr
+        table_keys, table_values = self.keys_arr, self.values_arr  # one snapshot
+        cdef const uint64_t[::1] tk = table_keys
+        cdef const uint64_t[::1] tv = table_values
+        cdef uint64_t mask = tk.shape[0] - 1, key, h
+        cdef Py_ssize_t i
+        with nogil:
+            for i in range(k.shape[0]):
+                key = k[i] if k[i] != 0 else (<uint64_t>1 << 63)
+                h = mix64(key) & mask
+                while True:
+                    if tk[h] == key:
+                        out[i] = tv[h]
+                        break
+                    if tk[h] == 0:
+                        out[i] = missing
+                        break
+                    h = (h + 1) & mask
+        return out_arr
+
+    def put_many(self, keys, values):
+        """Insert or overwrite (call with `lock` held when threads share the map)."""
+        keys = numpy.ascontiguousarray(keys, dtype=numpy.uint64)
+        values = numpy.ascontiguousarray(values, dtype=numpy.uint64)
+        if keys.shape != values.shape:
+            raise ValueError("put_many needs one value per key")
+        if 2 * (self.size + keys.shape[0]) > self.keys_arr.shape[0]:
+            self._grow(2 * (self.size + keys.shape[0]))
+        cdef const uint64_t[::1] k = keys, v = values
+        cdef uint64_t[::1] tk = self.keys_arr, tv = self.values_arr
+        cdef uint64_t mask = tk.shape[0] - 1, key, h
+        cdef Py_ssize_t i, added = 0
+        with nogil:
+            for i in range(k.shape[0]):
+                key = k[i] if k[i] != 0 else (<uint64_t>1 << 63)
+                h = mix64(key) & mask
+                while tk[h] != 0 and tk[h] != key:
+                    h = (h + 1) & mask
+                if tk[h] == 0:
+                    added += 1
+                # The value before the key: a reader that finds the key finds its value.
+                tv[h] = v[i]
+                tk[h] = key
+        self.size += added
+
+    def _grow(self, Py_ssize_t needed):
+        cap = self.keys_arr.shape[0]
+        while cap < 2 * needed:
+            cap *= 2
+        old_keys, old_values = self.keys_arr, self.values_arr
+        used = old_keys != 0
+        new_keys = numpy.zeros(cap, dtype=numpy.uint64)
+        new_values = numpy.zeros(cap, dtype=numpy.uint64)
+        cdef const uint64_t[::1] ok = numpy.ascontiguousarray(old_keys[used]), ov = numpy.ascontiguousarray(old_values[used])
+        cdef uint64_t[::1] tk = new_keys, tv = new_values
+        cdef uint64_t mask = cap - 1, h
+        cdef Py_ssize_t i
+        with nogil:
+            for i in range(ok.shape[0]):
+                h = mix64(ok[i]) & mask
+                while tk[h] != 0:
+                    h = (h + 1) & mask
+                tk[h] = ok[i]
+                tv[h] = ov[i]
+        # Readers holding the old arrays keep a consistent (smaller) table.
+        self.keys_arr, self.values_arr = new_keys, new_values
+
+    def clear(self):
+        self.keys_arr = numpy.zeros(self.keys_arr.shape[0], dtype=numpy.uint64)
+        self.values_arr = numpy.zeros(self.keys_arr.shape[0], dtype=numpy.uint64)
+        self.size = 0

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..sentence import FORM as FORM_ROW
 from ..structure import take_positions
-from .atoms import AtomTables, segment_argmax
+from .atoms import AtomTables, U64Map, segment_argmax
 from . import values as _values
 from .values import reads_attrs, template_table
 
@@ -115,17 +115,20 @@ def csr(lists) -> tuple[np.ndarray, np.ndarray]:
     return starts, flat
 
 
-def lookup(sorted_keys: np.ndarray, values: np.ndarray, keys: np.ndarray, missing: int = -1) -> np.ndarray:
-    """values[i] where sorted_keys[i] == key, `missing` for keys not in sorted_keys (vectorized)."""
-    keys = np.asarray(keys, dtype=np.uint64)
-    out = np.full(len(keys), missing, dtype=np.int32)
-    if len(sorted_keys) == 0 or len(keys) == 0:
-        return out
-    pos = np.searchsorted(sorted_keys, keys)
-    pos[pos == len(sorted_keys)] = 0
-    found = sorted_keys[pos] == keys
-    out[found] = values[pos[found]]
-    return out
+class KeyIndex:
+    """Position of each key in a fixed key array, found by a nogil hash map (one call per
+    batch, instead of a binary search per key); -1 for a key not in the array."""
+
+    def __init__(self, keys: np.ndarray, values: np.ndarray | None = None):
+        keys = np.ascontiguousarray(keys, dtype=np.uint64)
+        self.map = U64Map(max(len(keys), 16))
+        if len(keys):
+            self.map.put_many(keys, np.arange(len(keys), dtype=np.uint64) if values is None
+                              else np.asarray(values).astype(np.uint64))
+
+    def find(self, keys) -> np.ndarray:
+        found = self.map.get_many(keys)
+        return np.where(found == np.uint64(0xFFFFFFFFFFFFFFFF), -1, found.astype(np.int64)).astype(np.int32)
 
 
 def kind_table(kinds: Sequence[Sequence[str]], templates: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

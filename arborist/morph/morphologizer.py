@@ -25,7 +25,7 @@ import numpy as np
 from ..sentence import FEATS, FORM, UPOS, Sentence
 from ..strings import hash_string, hash_strings
 from .atoms import pair_keys
-from .choice import CandidateModel, conll_column, csr, lookup
+from .choice import CandidateModel, KeyIndex, conll_column, csr
 from .values import SUFFIX_LENGTHS, VALUE_STRINGS
 
 MISSING = "_"
@@ -198,6 +198,7 @@ class Morphologizer(CandidateModel):
                 class_atoms[k].append(tag_index[u])
             self.upos_hashes_table = hash_strings(self.class_upos)
         self._set_tables(class_atoms, kinds)
+        self._indexes()
         self.class_index = {b: k for k, b in enumerate(self.classes)}
         self.bundle_hashes = hash_strings(self.bundles)
 
@@ -206,21 +207,26 @@ class Morphologizer(CandidateModel):
         return len(self.classes)
 
     # -- candidates and gold --------------------------------------------------
+    def _indexes(self):
+        a = self._arrays
+        self._upos_index = KeyIndex(a["upos_keys"])
+        self._known_index = KeyIndex(a["known_keys"])
+        self._suffix_index = KeyIndex(a["suffix_keys"])
+
     def _candidates(self, attrs, text_of, training):
         a = self._arrays
         n_upos = len(a["upos_keys"])
-        cand_set = lookup(a["upos_keys"], np.arange(n_upos, dtype=np.int32), attrs[UPOS], missing=n_upos)
+        cand_set = self._upos_index.find(attrs[UPOS])
+        cand_set[cand_set < 0] = n_upos  # an unseen UPOS: every class
         forced = np.full(attrs.shape[1], -1, dtype=np.int32)
         if not training:
-            known = lookup(a["known_keys"], np.arange(len(a["known_keys"]), dtype=np.int32),
-                           pair_keys(np.ascontiguousarray(attrs[FORM]), np.ascontiguousarray(attrs[UPOS])))
+            known = self._known_index.find(pair_keys(np.ascontiguousarray(attrs[FORM]), np.ascontiguousarray(attrs[UPOS])))
             hit = known >= 0
             cand_set[hit] = n_upos + 1 + known[hit]
             if self.suffix_length and len(a["suffix_keys"]):
                 first = n_upos + 1 + len(a["known_keys"])
-                ids = np.arange(len(a["suffix_keys"]), dtype=np.int32)
                 for keys in self._suffix_keys(attrs, text_of):  # longest suffix first
-                    found = lookup(a["suffix_keys"], ids, keys)
+                    found = self._suffix_index.find(keys)
                     take = (found >= 0) & ~hit
                     cand_set[take] = first + found[take]
                     hit |= take

@@ -20,6 +20,9 @@ import numpy as np
 from ..sentence import FEATS, FORM, UPOS
 from ..strings import hash_strings
 from ..tagger.features import word_shape
+from .atoms import U64Map
+
+NOT_FOUND = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 PREFIX_LENGTHS = (1, 2, 3, 4)
 SUFFIX_LENGTHS = (1, 2, 3, 4, 5, 6, 7)
@@ -90,39 +93,46 @@ def reads_attrs(templates) -> set[str]:
 class FormValues:
     """Cache of the form values (VALUE_STRINGS and VALUE_FLAGS) per FORM id. The values of a
     form do not depend on the model, so the lemmatizer and the morphologizer share one
-    cache (`SHARED`) and a word's strings are hashed once for both."""
+    cache (`SHARED`) and a word's strings are hashed once for both. Rows are found by a
+    nogil hash map (`atoms.U64Map`), one call per batch."""
 
     def __init__(self):
-        self.vocab: dict[int, int] = {}
-        self.table = np.zeros((64, N_FORM_VALUES), dtype=np.uint64)
         self.lock = threading.Lock()
+        self._state = (U64Map(), np.zeros((64, N_FORM_VALUES), dtype=np.uint64), 0)  # map, table, rows used
 
     def rows(self, form_ids, text_of) -> np.ndarray:
-        ids = np.asarray(form_ids, dtype=np.uint64).tolist()
-        with self.lock:
-            vocab = self.vocab
-            missing = [f for f in dict.fromkeys(ids) if f not in vocab]
-            if missing:
-                if len(vocab) + len(missing) > VOCAB_LIMIT:
-                    vocab = self.vocab = {}
-                    missing = list(dict.fromkeys(ids))
-                start = len(vocab)
-                texts = [text_of(f) for f in missing]
-                rows = np.empty((len(missing), N_FORM_VALUES), dtype=np.uint64)
-                rows[:, :len(VALUE_STRINGS)] = hash_strings([s for t in texts for s in form_strings(t)]).reshape(
-                    len(missing), len(VALUE_STRINGS))
-                rows[:, len(VALUE_STRINGS):] = np.array([form_flags(t) for t in texts], dtype=np.uint64)
-                if start + len(missing) > self.table.shape[0]:
-                    grown = np.zeros((max(2 * self.table.shape[0], start + len(missing)), N_FORM_VALUES),
-                                     dtype=np.uint64)
-                    grown[:start] = self.table[:start]
-                    self.table = grown
-                self.table[start:start + len(missing)] = rows
-                for i, f in enumerate(missing):
-                    vocab[f] = start + i
-            if not ids:
-                return np.zeros((0, N_FORM_VALUES), dtype=np.uint64)
-            return self.table[[vocab[f] for f in ids]]
+        ids = np.ascontiguousarray(form_ids, dtype=np.uint64)
+        index, table, used = self._state  # one snapshot: a table always holds the rows its map names
+        found = index.get_many(ids)
+        if len(ids) and (found == NOT_FOUND).any() or (len(ids) and found.max() >= used):
+            with self.lock:
+                index, table, used = self._add(ids, text_of)
+                found = index.get_many(ids)
+        return table[found.astype(np.intp)]
+
+    def _add(self, ids: np.ndarray, text_of):
+        """Add the forms of `ids` not in the cache (lock held); returns the new state."""
+        index, table, used = self._state
+        missing = np.unique(ids[index.get_many(ids) == NOT_FOUND])
+        if used + len(missing) > VOCAB_LIMIT:
+            index, table, used = U64Map(), np.zeros((64, N_FORM_VALUES), dtype=np.uint64), 0
+            missing = np.unique(ids)
+        if len(missing):
+            texts = [text_of(f) for f in missing.tolist()]
+            rows = np.empty((len(missing), N_FORM_VALUES), dtype=np.uint64)
+            rows[:, :len(VALUE_STRINGS)] = hash_strings([s for t in texts for s in form_strings(t)]).reshape(
+                len(missing), len(VALUE_STRINGS))
+            rows[:, len(VALUE_STRINGS):] = np.array([form_flags(t) for t in texts], dtype=np.uint64)
+            if used + len(missing) > table.shape[0]:
+                grown = np.zeros((max(2 * table.shape[0], used + len(missing)), N_FORM_VALUES), dtype=np.uint64)
+                grown[:used] = table[:used]
+                table = grown
+            table[used:used + len(missing)] = rows
+            # Publish the table before the map names its new rows (readers check `used`).
+            self._state = (index, table, used + len(missing))
+            index.put_many(missing, np.arange(used, used + len(missing), dtype=np.uint64))
+        self._state = (index, table, used + len(missing))
+        return self._state
 
     def values(self, attrs: np.ndarray, text_of) -> np.ndarray:
         """(words, len(VALUES)) uint64 of the words whose attribute columns are `attrs` (7, words)."""
