@@ -33,7 +33,7 @@ import numpy as np
 from arborist.corpus import read_corpus
 from arborist.learn.perceptron import Perceptron
 from arborist.lemma.lemmatizer import Lemmatizer
-from arborist.morph.choice import conll_column
+from arborist.morph.choice import conll_column, format_columns
 from arborist.morph.morphologizer import Morphologizer
 from arborist.sentence import FEATS, FORM, LEMMA, ROOT, UPOS, SentenceBatch
 from arborist.strings import hash_strings
@@ -197,17 +197,10 @@ def run(name, args):
     lemma_ids = lem.predict_batch(batch, w_lem)
     pred_feats = morph.feats_strings(feats_ids)
     pred_lemmas = lem.lemma_strings(forms, lemma_ids)
-    system = []
-    k = 0
+    system, k = [], 0
     for s, t in zip(dev, dev_upos):
-        lines = list(s.lines)
-        for m, offset in enumerate(s.word_lines):
-            body = lines[offset].rstrip("\r\n")
-            cols = body.split("\t")
-            cols[2], cols[3], cols[5] = pred_lemmas[k], t[m], pred_feats[k]
-            lines[offset] = "\t".join(cols) + lines[offset][len(body):]
-            k += 1
-        system.append("".join(lines))
+        system.append(format_columns(s, lemma=pred_lemmas[k:k + s.n], upos=list(t), feats=pred_feats[k:k + s.n]))
+        k += s.n
     with tempfile.NamedTemporaryFile("w", suffix=".conllu", delete=False, encoding="utf-8") as f:
         f.write("".join(system))
         system_path = f.name
@@ -217,6 +210,10 @@ def run(name, args):
     lemma_right = np.array(lemma_ok(pred_lemmas))
     feats_right = np.array([universal(b) == g for b, g in zip(pred_feats, gold_ufeats)])
 
+    # Diagnostic: the same models on dev with gold UPOS rows (how much the tagger's errors cost).
+    gold_batch = SentenceBatch.from_sentences([with_upos(s, s.upos[1:], blank=True) for s in dev])
+    oracle = {"ufeats_all": 100 * feats_score(morph.predict_batch(gold_batch, w_morph)),
+              "lemmas_all": 100 * lemma_score(lem.predict_batch(gold_batch, w_lem))}
     speed = measure_speed(dev_p, morph, w_morph, lem, w_lem)
     result = {
         "treebank": name,
@@ -224,6 +221,7 @@ def run(name, args):
         "official": {"Lemmas": 100 * ev["Lemmas"].f1, "UFeats": 100 * ev["UFeats"].f1, "UPOS": 100 * ev["UPOS"].f1},
         "lemmas_all": 100 * float(lemma_right.mean()), "lemmas_unseen": 100 * float(lemma_right[unseen].mean()),
         "ufeats_all": 100 * float(feats_right.mean()), "ufeats_unseen": 100 * float(feats_right[unseen].mean()),
+        "with_gold_upos": oracle,
         "targets": {"Lemmas": TARGETS[name][0], "UFeats": TARGETS[name][1]},
         "upos_tagger": {k: tags[k] for k in ("tagger_best_epoch", "tagger_dev_upos", "tagger_train_seconds",
                                              "jackknife_seconds", "jackknife_train_upos")},

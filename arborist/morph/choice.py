@@ -137,6 +137,30 @@ def kind_table(kinds: Sequence[Sequence[str]], templates: Sequence[str]) -> tupl
     return csr([[index[t] for t in kind] for kind in kinds])
 
 
+CONLL_COLUMNS = {"lemma": 2, "upos": 3, "xpos": 4, "feats": 5}
+
+
+def format_columns(sentence, **columns) -> str:
+    """The sentence's CoNLL-U lines as read, with the columns given (lemma=, upos=, xpos=,
+    feats=: one string per word) replaced; every other byte as read. (`corpus.format_sentence`
+    writes HEAD, DEPREL, UPOS and XPOS; this adds LEMMA and FEATS for the new components.)"""
+    replace_at = []
+    for name, values in columns.items():
+        if name not in CONLL_COLUMNS:
+            raise ValueError(f"unknown column {name!r}: one of {sorted(CONLL_COLUMNS)}")
+        if len(values) != sentence.n:
+            raise ValueError(f"{len(values)} {name} values for a sentence of {sentence.n} words")
+        replace_at.append((CONLL_COLUMNS[name], values))
+    lines = list(sentence.lines)
+    for m, offset in enumerate(sentence.word_lines):
+        body = lines[offset].rstrip("\r\n")
+        cols = body.split("\t")
+        for col, values in replace_at:
+            cols[col] = values[m]
+        lines[offset] = "\t".join(cols) + lines[offset][len(body):]
+    return "".join(lines)
+
+
 def conll_column(sentence, column: int) -> list[str]:
     """The words' strings of CoNLL-U column `column` (2 LEMMA, 5 FEATS), read from the lines the
     Sentence keeps (the Sentence itself holds only their string ids)."""
