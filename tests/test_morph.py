@@ -200,7 +200,7 @@ def test_known_pairs_restrict_candidates_at_prediction_only(toy):
     (lambda: Perceptron(seed=0), 5),
     (lambda: SWVP(seed=0), 5),
     (lambda: EG("crf", C=10.0, seed=0), 15),
-    (lambda: EG("m3n", C=10.0, seed=0), 15),
+    (lambda: EG("m3n", C=10.0, seed=0), 30),
     (lambda: MaxEnDNet(lam=3.0, C=10.0, inner_epochs=2, eta=0.5, seed=1), 8),
 ], ids=["csp", "swvp", "eg-crf", "eg-m3n", "medn"])
 def test_every_trainer_fits_the_toy_corpus(toy, make_trainer, epochs):
