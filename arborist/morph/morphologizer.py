@@ -131,10 +131,11 @@ class Morphologizer(CandidateModel):
         if self.joint:
             # Candidates of input UPOS u: the pairs whose gold UPOS was seen with u often enough.
             for u, c in by_upos.items():
-                for label in list(c):
-                    g = label.split(SEP, 1)[0]
-                    if hash_string(g) != u and confusion[u, g] < self.joint_min_count:
-                        del c[label]
+                keep = Counter({label: n for label, n in c.items()
+                                if hash_string(label.split(SEP, 1)[0]) == u
+                                or confusion[u, label.split(SEP, 1)[0]] >= self.joint_min_count})
+                if keep:  # an input UPOS never right and never often wrong the same way keeps all
+                    by_upos[u] = keep
         # Class ids group the classes of one UPOS (by the UPOS each is seen with most), so a
         # word's candidates are nearly adjacent atoms: their weights of one feature share
         # cache lines (atom a of key k lives at k + a).
