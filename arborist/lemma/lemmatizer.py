@@ -1,0 +1,313 @@
+"""Lemmatizer: one edit script per word (`scripts`), chosen among the scripts that apply to its form.
+
+Classes are the edit scripts of the training pairs (plus "keep the form", always a
+class). A script's atoms are the script itself (kind "script"), its suffix rule
+(suffix_del -> suffix_add, kind "suffix"), its prefix rule (kind "prefix") and its
+casing (kind "case"), so the suffix rule "s -> ''" learns from every casing it comes
+with and the casing from every rule.
+
+A word's candidates are the scripts seen at least `min_count` times whose deletions
+match its form (`scripts.applies`), plus "keep the form" (the fallback: a form no
+script applies to is its own lemma). A lexicon gives the most frequent script of
+every (form, UPOS) pair seen at least `lexicon_min_count` times in training
+(`lexicon_min_count=0`: no lexicon); the classifier decides the other words.
+"""
+from __future__ import annotations
+
+import threading
+from collections import Counter, defaultdict
+from dataclasses import replace
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ..morph.atoms import U64Map, pair_keys
+from ..morph.values import NOT_FOUND
+from ..morph.choice import CandidateModel, KeyIndex, conll_column, csr
+from ..morph.morphologizer import load_state, save_state
+from ..sentence import FORM, LEMMA, ROOT, UPOS, Sentence
+from ..strings import hash_string, hash_strings
+from . import scripts as edit
+
+LEMMA_COLUMN = 2
+KEEP = edit.Script("keep", "", "", "", "")
+SCRIPT_TEMPLATES = ("bias", "lower", "upos", "suffix1", "suffix2", "suffix3", "suffix4",
+                    "upos|suffix1", "upos|suffix2", "upos|suffix3", "prefix1", "prefix2", "shape")
+SUFFIX_TEMPLATES = ("bias", "lower", "upos", "suffix1", "suffix2", "suffix3", "suffix4", "suffix5", "suffix6",
+                    "suffix7", "upos|suffix1", "upos|suffix2", "upos|suffix3", "upos|suffix4", "upos|suffix5",
+                    "upos|lower", "upos-1|upos", "upos|upos+1")
+PREFIX_TEMPLATES = ("bias", "upos", "prefix1", "prefix2", "prefix3", "prefix4", "upos|prefix2", "upos|prefix3")
+CASE_TEMPLATES = ("bias", "upos", "shape", "upper_initial", "all_upper", "has_digit", "lower", "form",
+                  "upos|upper_initial", "lower-1|upper_initial", "upos|all_upper", "upos-1|upos|upper_initial")
+
+
+class Lemmatizer(CandidateModel):
+    name = "lemmatizer"
+    namespace = "lemma"
+
+    def __init__(self, hash_bits: int = 22, script_templates: Sequence[str] | None = None,
+                 suffix_templates: Sequence[str] | None = None, prefix_templates: Sequence[str] | None = None,
+                 case_templates: Sequence[str] | None = None, min_count: int = 1, lexicon_min_count: int = 1,
+                 upos_candidates: bool = True, form_lexicon: bool = True):
+        super().__init__(hash_bits, {
+            "script": SCRIPT_TEMPLATES if script_templates is None else script_templates,
+            "suffix": SUFFIX_TEMPLATES if suffix_templates is None else suffix_templates,
+            "prefix": PREFIX_TEMPLATES if prefix_templates is None else prefix_templates,
+            "case": CASE_TEMPLATES if case_templates is None else case_templates,
+        })
+        if min_count < 1 or lexicon_min_count < 0:
+            raise ValueError(f"min_count must be >= 1 and lexicon_min_count >= 0, got {min_count}, {lexicon_min_count}")
+        self.min_count = int(min_count)
+        self.lexicon_min_count = int(lexicon_min_count)
+        self.upos_candidates = bool(upos_candidates)
+        self.form_lexicon = bool(form_lexicon)
+        self.scripts: tuple[edit.Script, ...] = ()
+        self.counts: np.ndarray = np.zeros(0, dtype=np.int64)
+        self._arrays: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    # -- learning the classes -----------------------------------------------
+    def initialize(self, sentences: Iterable[Sentence], lemmas: Sequence[Sequence[str]] | None = None) -> None:
+        """Learn the scripts and the lexicon from the training sentences (UPOS rows as they are)
+        and their lemmas (read from the CoNLL-U lines unless `lemmas` gives one list per sentence)."""
+        counts: Counter = Counter()
+        by_pair: dict[int, Counter] = defaultdict(Counter)
+        by_upos: dict[int, Counter] = defaultdict(Counter)
+        by_form: dict[int, Counter] = defaultdict(Counter)
+        cache: dict[tuple[str, str], edit.Script] = {}
+        for k, s in enumerate(sentences):
+            column = list(lemmas[k]) if lemmas is not None else conll_column(s, LEMMA_COLUMN)
+            keys = pair_keys(np.ascontiguousarray(s.attrs[FORM, 1:]), np.ascontiguousarray(s.attrs[UPOS, 1:]))
+            for form, lemma, key, upos_id, form_id in zip(s.forms[1:], column, keys.tolist(), s.attrs[UPOS, 1:].tolist(),
+                                                          s.attrs[FORM, 1:].tolist()):
+                script = cache.get((form, lemma))
+                if script is None:
+                    script = cache[form, lemma] = edit.extract(form, lemma)
+                counts[script] += 1
+                by_pair[key][script] += 1
+                by_upos[upos_id][script] += 1
+                by_form[form_id][script] += 1
+        if not counts:
+            raise ValueError("no words in the training sentences")
+        scripts = sorted(counts, key=lambda sc: (-counts[sc], sc))
+        if KEEP not in counts:
+            scripts.append(KEEP)
+        index = {sc: i for i, sc in enumerate(scripts)}
+        lexicon = sorted((key, index[c.most_common(1)[0][0]]) for key, c in by_pair.items()
+                         if self.lexicon_min_count and sum(c.values()) >= self.lexicon_min_count)
+        self._arrays = {
+            "counts": np.array([counts.get(sc, 0) for sc in scripts], dtype=np.int64),
+            "lexicon_keys": np.array([k for k, _ in lexicon], dtype=np.uint64),
+            "lexicon_scripts": np.array([v for _, v in lexicon], dtype=np.int32),
+        }
+        # The form lexicon, for a (form, UPOS) pair not in the lexicon (the UPOS is often a tagging
+        # error then): forms seen lexicon_min_count times, always with one script.
+        forms = sorted((key, index[next(iter(c))]) for key, c in by_form.items()
+                       if self.form_lexicon and self.lexicon_min_count and len(c) == 1
+                       and sum(c.values()) >= self.lexicon_min_count)
+        self._arrays["form_keys"] = np.array([k for k, _ in forms], dtype=np.uint64)
+        self._arrays["form_scripts"] = np.array([v for _, v in forms], dtype=np.int32)
+        # Scripts seen with each UPOS (input rows as given: jackknifed tags in training).
+        upos_ids = sorted(by_upos)
+        self._arrays["upos_keys"], self._arrays["upos_start"], self._arrays["upos_scripts"] = (
+            np.array(upos_ids, dtype=np.uint64), *csr([sorted(index[sc] for sc in by_upos[u]) for u in upos_ids]))
+        self._set_scripts(scripts)
+
+    def _set_scripts(self, scripts: Sequence[edit.Script]) -> None:
+        self.scripts = tuple(scripts)
+        self.counts = self._arrays["counts"]
+        self.script_index = {sc: i for i, sc in enumerate(self.scripts)}
+        self.keep_id = self.script_index[KEEP]
+        K = len(self.scripts)
+        atoms: dict[tuple, int] = {}
+        atom_kinds: list[str] = ["script"] * K
+
+        def atom(kind: str, value) -> int:
+            key = (kind, value)
+            if key not in atoms:
+                atoms[key] = K + len(atoms)
+                atom_kinds.append(kind)
+            return atoms[key]
+
+        class_atoms = [[k, atom("suffix", (sc.suffix_del, sc.suffix_add)), atom("prefix", (sc.prefix_del, sc.prefix_add)),
+                        atom("case", sc.case)] for k, sc in enumerate(self.scripts)]
+        self._set_tables(class_atoms, atom_kinds)
+        # Applicability index: (lowercase base?, suffix_del) -> [(script id, prefix_del)], for the
+        # candidate scripts (seen min_count times) and for all (training adds the gold script).
+        self._index = {}
+        for candidates_only in (True, False):
+            index = defaultdict(list)
+            for k, sc in enumerate(self.scripts):
+                if candidates_only and self.counts[k] < self.min_count and k != self.keep_id:
+                    continue
+                index[sc.case != "keep", sc.suffix_del].append((k, sc.prefix_del, len(sc.prefix_del) + len(sc.suffix_del)))
+            self._index[candidates_only] = dict(index)
+        a = self._arrays
+        self._upos_scripts = {int(u): set(a["upos_scripts"][a["upos_start"][i]:a["upos_start"][i + 1]].tolist())
+                              for i, u in enumerate(a["upos_keys"].tolist())}
+        self._pool = self._new_pool()
+        self._lexicon = KeyIndex(a["lexicon_keys"], a["lexicon_scripts"])
+        self._form_lexicon = KeyIndex(a["form_keys"], a["form_scripts"])
+        self._lemma_ids = U64Map()
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.scripts)
+
+    def applicable(self, form: str) -> list[int]:
+        """The candidate scripts of a form (ids, by decreasing training frequency); "keep the
+        form" is always one."""
+        index = self._index[True]
+        out = []
+        for lowered, base in ((True, form.lower()), (False, form)):
+            for cut in range(len(base) + 1):
+                for k, prefix, length in index.get((lowered, base[cut:]), ()):
+                    if length <= len(base) and base.startswith(prefix):
+                        out.append(k)
+        return sorted(set(out))
+
+    def _pair_set(self, form: str, upos_id: int) -> list[int]:
+        """Candidates of a (form, UPOS) pair: the applicable scripts, and with `upos_candidates`
+        only those seen with that UPOS in training ("keep the form" always)."""
+        cands = self.applicable(form)
+        if self.upos_candidates:
+            seen = self._upos_scripts.get(upos_id)
+            if seen is not None:
+                cands = [k for k in cands if k in seen or k == self.keep_id]
+        return cands
+
+    def _new_pool(self):
+        # (pair key -> set id map, set_start buffer, set_classes buffer, sets used, classes used)
+        return (U64Map(), np.zeros(1024, dtype=np.int64), np.zeros(4096, dtype=np.int32), 0, 0)
+
+    def _grow_pool(self, keys, forms, upos, text_of):
+        """Add the candidate sets of the pairs of `keys` not in the pool (lock held)."""
+        index, starts, classes, n, used = self._pool
+        missing, first = np.unique(keys[index.get_many(keys) == NOT_FOUND], return_index=True)
+        if n + len(missing) > (1 << 20):
+            index, starts, classes, n, used = self._new_pool()
+            missing, first = np.unique(keys, return_index=True)
+        else:
+            first = np.flatnonzero(index.get_many(keys) == NOT_FOUND)[first]
+        if len(missing):
+            sets = [self._pair_set(text_of(f), u) for f, u in zip(forms[first].tolist(), upos[first].tolist())]
+            sizes = np.array([len(x) for x in sets], dtype=np.int64)
+            total = int(sizes.sum())
+            if n + len(missing) + 1 > len(starts):
+                grown = np.zeros(2 * (n + len(missing) + 1), dtype=np.int64)
+                grown[:n + 1] = starts[:n + 1]
+                starts = grown
+            if used + total > len(classes):
+                grown = np.zeros(2 * (used + total), dtype=np.int32)
+                grown[:used] = classes[:used]
+                classes = grown
+            classes[used:used + total] = [k for x in sets for k in x]
+            starts[n + 1:n + 1 + len(missing)] = used + np.cumsum(sizes)
+            # Publish the sets before the map names them (readers check the set count).
+            self._pool = (index, starts, classes, n + len(missing), used + total)
+            index.put_many(missing, np.arange(n, n + len(missing), dtype=np.uint64))
+        self._pool = (index, starts, classes, n + len(missing), used + total if len(missing) else used)
+        return self._pool
+
+    # -- candidates and gold --------------------------------------------------
+    def _candidates(self, attrs, text_of, training):
+        forms = np.ascontiguousarray(attrs[FORM])
+        upos = np.ascontiguousarray(attrs[UPOS])
+        keys = pair_keys(forms, upos)
+        index, starts, classes, n, _ = self._pool
+        found = index.get_many(keys)
+        if len(keys) and ((found == NOT_FOUND).any() or found.max() >= n):
+            with self._lock:
+                index, starts, classes, n, _ = self._grow_pool(keys, forms, upos, text_of)
+                found = index.get_many(keys)
+        cand_set = found.astype(np.int32)
+        set_start, set_classes = starts[:n + 1], classes
+        forced = np.full(attrs.shape[1], -1, dtype=np.int32)
+        a = self._arrays
+        if not training and len(a["lexicon_keys"]):
+            forced = self._lexicon.find(keys)
+            if len(a["form_keys"]):
+                by_form = self._form_lexicon.find(forms)
+                forced = np.where(forced >= 0, forced, by_form).astype(np.int32)
+        return cand_set, set_start, set_classes, forced
+
+    def _gold(self, sentence, gold):
+        column = list(gold) if gold is not None else conll_column(sentence, LEMMA_COLUMN)
+        out = np.empty(sentence.n, dtype=np.int32)
+        for i, (form, lemma) in enumerate(zip(sentence.forms[1:], column)):
+            out[i] = self.script_index.get(edit.extract(form, lemma), -1)
+        return out
+
+    # -- output -----------------------------------------------------------------
+    def lemma(self, form: str, script_id: int) -> str:
+        """The lemma script `script_id` makes of `form`; the form itself when it does not apply."""
+        script = self.scripts[script_id]
+        return edit.apply(script, form) if edit.applies(script, form) else form
+
+    def lemma_strings(self, forms: Sequence[str], ids) -> list[str]:
+        return [self.lemma(f, i) for f, i in zip(forms, np.asarray(ids).tolist())]
+
+    def lemma_hashes(self, form_ids, ids, text_of) -> np.ndarray:
+        """uint64 string ids of the lemmas (as a LEMMA row holds them) of the words with FORM ids
+        `form_ids` and scripts `ids`; cached per (form, script) in a nogil map."""
+        form_ids = np.ascontiguousarray(form_ids, dtype=np.uint64)
+        keys = pair_keys(form_ids, np.ascontiguousarray(ids, dtype=np.uint64))
+        cache = self._lemma_ids
+        out = cache.get_many(keys)
+        missing = out == NOT_FOUND
+        if missing.any():
+            new, first = np.unique(keys[missing], return_index=True)
+            rows = np.flatnonzero(missing)[first]
+            texts = [self.lemma(text_of(f), k) for f, k in zip(form_ids[rows].tolist(), np.asarray(ids)[rows].tolist())]
+            with self._lock:
+                if len(cache) > (1 << 21):
+                    cache.clear()
+                cache.put_many(new, hash_strings(texts))
+            out = cache.get_many(keys)
+        return out
+
+    def with_lemmas(self, sentence: Sentence, ids) -> tuple[Sentence, list[str]]:
+        """(a copy of the sentence whose LEMMA row holds the predicted lemmas, the lemma strings)."""
+        ids = np.asarray(ids)
+        if ids.shape != (sentence.n,):
+            raise ValueError(f"{len(ids)} scripts for a sentence of {sentence.n} words")
+        lemmas = self.lemma_strings(sentence.forms[1:], ids)
+        attrs = sentence.attrs.copy()
+        attrs[LEMMA] = hash_strings([ROOT] + lemmas)
+        return replace(sentence, attrs=attrs), lemmas
+
+    # -- state ----------------------------------------------------------------
+    def config(self) -> dict:
+        return {
+            "structure": self.name,
+            "hash_bits": self.hash_bits,
+            "script_templates": list(self.kinds["script"]),
+            "suffix_templates": list(self.kinds["suffix"]),
+            "prefix_templates": list(self.kinds["prefix"]),
+            "case_templates": list(self.kinds["case"]),
+            "min_count": self.min_count,
+            "lexicon_min_count": self.lexicon_min_count,
+            "upos_candidates": self.upos_candidates,
+            "form_lexicon": self.form_lexicon,
+            "scripts": [edit.encode(sc) for sc in self.scripts],
+        }
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return dict(self._arrays)
+
+    @classmethod
+    def from_state(cls, config: dict, arrays: dict[str, np.ndarray]) -> "Lemmatizer":
+        m = cls(config["hash_bits"], config["script_templates"], config["suffix_templates"],
+                config["prefix_templates"], config["case_templates"], config["min_count"], config["lexicon_min_count"],
+                config["upos_candidates"], config["form_lexicon"])
+        m._arrays = {k: np.asarray(arrays[k]) for k in ("counts", "lexicon_keys", "lexicon_scripts", "upos_keys",
+                                                         "upos_start", "upos_scripts", "form_keys", "form_scripts")}
+        m._set_scripts([edit.decode(t) for t in config["scripts"]])
+        return m
+
+    def save(self, directory) -> None:
+        save_state(directory, self.config(), self.arrays())
+
+    @classmethod
+    def load(cls, directory) -> "Lemmatizer":
+        return cls.from_state(*load_state(directory))

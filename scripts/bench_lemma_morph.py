@@ -1,0 +1,304 @@
+"""Lemmatizer and morphologizer (FEATS) on UD treebanks with gold tokens.
+
+For each treebank: train a UPOS tagger as configs/en_ewt_tagger.cfg does (first-order
+chain, averaged perceptron, best epoch on dev), tag dev with it and the training set by
+k-fold jackknifing (the morphologizer and the lemmatizer read UPOS); train the
+morphologizer and the lemmatizer (averaged perceptron, best epoch on dev UFeats /
+Lemmas); score dev with the official CoNLL 2018 scorer (Lemmas, UFeats; UPOS for
+reference) and, on words whose form was not in training, with the same conventions
+(universal features only; a gold lemma '_' counts as right). Speed: both components
+together in one process, batches of 64 sentences, predicted ids written into the
+batch's FEATS and LEMMA rows as string ids (as a pipeline would), after one warm-up pass.
+
+    python scripts/bench_lemma_morph.py [--treebanks en_ewt el_gdt ...]
+
+Writes scripts/results/lemma_morph_<treebank>.json. Jackknifed tags are cached in
+--cache (reused only with the same tagger settings).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from arborist.corpus import read_corpus
+from arborist.learn.perceptron import Perceptron
+from arborist.lemma.lemmatizer import Lemmatizer
+from arborist.morph.choice import conll_column, format_columns
+from arborist.morph.morphologizer import Morphologizer
+from arborist.sentence import FEATS, FORM, LEMMA, ROOT, UPOS, SentenceBatch
+from arborist.strings import hash_strings
+from arborist.tagger.chain import LinearChain
+
+ROOT_DIR = Path(__file__).resolve().parent.parent
+UD = Path(os.environ.get("ARBORIST_UD", "/work/shared/corpora/ud"))
+SCORER = Path("/work/shared/tools/conll18_ud_eval.py")
+TREEBANKS = ("en_ewt", "el_gdt", "hu_szeged", "tr_imst", "it_partut")
+TARGETS = {"en_ewt": (97.0, 96.0), "el_gdt": (94.6, 90.3), "hu_szeged": (88.5, 88.1),
+           "tr_imst": (90.0, 88.5), "it_partut": (96.5, 96.3)}
+BATCH = 64
+
+
+def scorer():
+    spec = importlib.util.spec_from_file_location("conll18_ud_eval", SCORER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def with_upos(sentence, tags, blank=False):
+    """The sentence with these UPOS tags; `blank`: and no LEMMA or FEATS (the gold values of
+    dev must not reach a model's input rows)."""
+    attrs = sentence.attrs.copy()
+    attrs[UPOS] = hash_strings([ROOT] + list(tags))
+    if blank:
+        attrs[LEMMA, 1:] = attrs[FEATS, 1:] = hash_strings(["_"])[0]
+    return replace(sentence, attrs=attrs, upos=[ROOT] + list(tags))
+
+
+def tag_sentences(chain, w, sentences):
+    out = []
+    for k in range(0, len(sentences), 256):
+        part = sentences[k:k + 256]
+        ids = chain.predict_batch(SentenceBatch.from_sentences(part), w)
+        pos = 0
+        for s in part:
+            out.append([chain.tags[i] for i in ids[pos:pos + s.n]])
+            pos += s.n
+    return out
+
+
+def upos_accuracy(tags, sentences):
+    right = sum(a == b for t, s in zip(tags, sentences) for a, b in zip(t, s.upos[1:]))
+    return right / sum(s.n for s in sentences)
+
+
+def train_tagger(train, dev, epochs, fixed=False):
+    """(chain, weights, best epoch, dev accuracy): best epoch on dev unless `fixed`."""
+    chain = LinearChain.from_sentences(train, "upos", order=1, hash_bits=22)
+    trainer = Perceptron(averaged=True, shuffle=True, seed=0)
+    trainer.begin(chain, train, chain.hash_bits)
+    best = (None, 0, -1.0)
+    for epoch in range(1, epochs + 1):
+        trainer.epoch(chain, train)
+        if fixed and epoch < epochs:
+            continue
+        w = trainer.prediction_weights()
+        acc = upos_accuracy(tag_sentences(chain, w, dev), dev) if dev else 0.0
+        if acc > best[2] or fixed:
+            best = (w, epoch, acc)
+    return chain, best[0], best[1], best[2]
+
+
+def upos_tags(name, train, dev, args):
+    """Predicted dev UPOS and jackknifed train UPOS (cached), and the tagger's figures."""
+    key = f"{name}_e{args.tagger_epochs}_f{args.folds}"
+    cache = Path(args.cache) / f"{key}.json"
+    if cache.exists():
+        return json.loads(cache.read_text(encoding="utf-8"))
+    start = time.perf_counter()
+    chain, w, best_epoch, dev_acc = train_tagger(train, dev, args.tagger_epochs)
+    tagger_seconds = time.perf_counter() - start
+    dev_tags = tag_sentences(chain, w, dev)
+    jack: list = [None] * len(train)
+    start = time.perf_counter()
+    for fold in range(args.folds):
+        rest = [x for i, x in enumerate(train) if i % args.folds != fold]
+        held = [x for i, x in enumerate(train) if i % args.folds == fold]
+        c, wf, _, _ = train_tagger(rest, [], best_epoch, fixed=True)
+        for i, tags in zip(range(fold, len(train), args.folds), tag_sentences(c, wf, held)):
+            jack[i] = tags
+    out = {"dev": dev_tags, "train": jack, "tagger_best_epoch": best_epoch, "tagger_dev_upos": dev_acc,
+           "tagger_train_seconds": tagger_seconds, "jackknife_seconds": time.perf_counter() - start,
+           "jackknife_train_upos": upos_accuracy(jack, train)}
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(out), encoding="utf-8")
+    return out
+
+
+def train_component(model, train, dev, dev_gold, epochs, score):
+    """Perceptron epochs on `train` examples; keep the weights of the best dev score."""
+    start = time.perf_counter()
+    examples = model.examples(train, training=True)
+    trainer = Perceptron(averaged=True, shuffle=True, seed=0)
+    trainer.begin(model, examples, model.hash_bits)
+    best = (None, 0, -1.0)
+    history = []
+    batch_dev = [SentenceBatch.from_sentences(dev[k:k + 256]) for k in range(0, len(dev), 256)]
+    for epoch in range(1, epochs + 1):
+        metrics = trainer.epoch(model, examples)
+        w = trainer.prediction_weights()
+        ids = np.concatenate([model.predict_batch(b, w) for b in batch_dev])
+        acc = score(ids)
+        history.append({"epoch": epoch, "train_accuracy": metrics["train_accuracy"], "dev": acc})
+        if acc > best[2]:
+            best = (w, epoch, acc)
+    return best[0], best[1], history, time.perf_counter() - start
+
+
+def universal(feats: str) -> str:
+    return "|".join(sorted(f for f in feats.split("|") if f.split("=", 1)[0] in UNIVERSAL))
+
+
+def run(name, args):
+    train = read_corpus(UD / name / f"{name}-ud-train.conllu")
+    dev = read_corpus(UD / name / f"{name}-ud-dev.conllu")
+    if args.max_train:
+        train = train[:args.max_train]
+    tags = upos_tags(name, train, dev, args)
+    train_p = [with_upos(s, t) for s, t in zip(train, tags["train"])]
+    dev_p = [with_upos(s, t, blank=True) for s, t in zip(dev, tags["dev"])]
+    gold_lemmas = [l for s in dev for l in conll_column(s, 2)]
+    gold_feats = [f for s in dev for f in conll_column(s, 5)]
+    gold_ufeats = [universal(f) for f in gold_feats]
+    forms = [f for s in dev for f in s.forms[1:]]
+    seen = {f for s in train for f in s.forms[1:]}
+    unseen = np.array([f not in seen for f in forms])
+
+    morph = Morphologizer(hash_bits=args.bits, known_min_count=args.known_min_count, joint=args.joint,
+                          suffix_length=args.suffix_length, suffix_min_count=args.suffix_min_count)
+    start = time.perf_counter()
+    morph.initialize(train_p)
+    feats_score = lambda ids: float(np.mean([universal(b) == g for b, g in zip(morph.feats_strings(ids), gold_ufeats)]))
+    w_morph, morph_epoch, morph_history, morph_seconds = train_component(morph, train_p, dev_p, gold_feats,
+                                                                         args.epochs, feats_score)
+    morph_seconds += 0.0
+    if args.joint:
+        # The lemmatizer reads the joint morphologizer's UPOS on dev (trained on the jackknifed tagger's).
+        dev_ids = np.concatenate([morph.predict_batch(SentenceBatch.from_sentences(dev_p[k:k + 256]), w_morph)
+                                  for k in range(0, len(dev_p), 256)])
+        retagged, pos = [], 0
+        for s in dev_p:
+            retagged.append(with_upos(s, morph.upos_strings(dev_ids[pos:pos + s.n]), blank=True))
+            pos += s.n
+        dev_p = retagged
+    lem = Lemmatizer(hash_bits=args.bits, min_count=args.min_count, lexicon_min_count=args.lexicon_min_count,
+                     upos_candidates=not args.no_upos_candidates)
+    start = time.perf_counter()
+    lem.initialize(train_p)
+    lemma_ok = lambda pred: [p == g or g == "_" for p, g in zip(pred, gold_lemmas)]
+    lemma_score = lambda ids: float(np.mean(lemma_ok(lem.lemma_strings(forms, ids))))
+    w_lem, lem_epoch, lem_history, lem_seconds = train_component(lem, train_p, dev_p, gold_lemmas, args.epochs,
+                                                                 lemma_score)
+
+    # Predictions on dev, the official scorer.
+    batch = SentenceBatch.from_sentences(dev_p)
+    feats_ids = morph.predict_batch(batch, w_morph)
+    dev_upos = [s.upos[1:] for s in dev_p]
+    lemma_ids = lem.predict_batch(batch, w_lem)
+    pred_feats = morph.feats_strings(feats_ids)
+    pred_lemmas = lem.lemma_strings(forms, lemma_ids)
+    system, k = [], 0
+    for s, t in zip(dev, dev_upos):
+        system.append(format_columns(s, lemma=pred_lemmas[k:k + s.n], upos=list(t), feats=pred_feats[k:k + s.n]))
+        k += s.n
+    with tempfile.NamedTemporaryFile("w", suffix=".conllu", delete=False, encoding="utf-8") as f:
+        f.write("".join(system))
+        system_path = f.name
+    ev = SCORE.evaluate(SCORE.load_conllu_file(str(UD / name / f"{name}-ud-dev.conllu")),
+                        SCORE.load_conllu_file(system_path))
+    os.unlink(system_path)
+    lemma_right = np.array(lemma_ok(pred_lemmas))
+    feats_right = np.array([universal(b) == g for b, g in zip(pred_feats, gold_ufeats)])
+
+    # Diagnostic: the same models on dev with gold UPOS rows (how much the tagger's errors cost).
+    gold_batch = SentenceBatch.from_sentences([with_upos(s, s.upos[1:], blank=True) for s in dev])
+    oracle = {"ufeats_all": 100 * feats_score(morph.predict_batch(gold_batch, w_morph)),
+              "lemmas_all": 100 * lemma_score(lem.predict_batch(gold_batch, w_lem))}
+    speed = measure_speed(dev_p, morph, w_morph, lem, w_lem)
+    result = {
+        "treebank": name,
+        "train_words": sum(s.n for s in train), "dev_words": len(forms), "dev_unseen_words": int(unseen.sum()),
+        "official": {"Lemmas": 100 * ev["Lemmas"].f1, "UFeats": 100 * ev["UFeats"].f1, "UPOS": 100 * ev["UPOS"].f1},
+        "lemmas_all": 100 * float(lemma_right.mean()), "lemmas_unseen": 100 * float(lemma_right[unseen].mean()),
+        "ufeats_all": 100 * float(feats_right.mean()), "ufeats_unseen": 100 * float(feats_right[unseen].mean()),
+        "with_gold_upos": oracle,
+        "targets": {"Lemmas": TARGETS[name][0], "UFeats": TARGETS[name][1]},
+        "upos_tagger": {k: tags[k] for k in ("tagger_best_epoch", "tagger_dev_upos", "tagger_train_seconds",
+                                             "jackknife_seconds", "jackknife_train_upos")},
+        "morphologizer": {"config": {k: v for k, v in morph.config().items() if k != "classes"},
+                          "bundles": len(morph.bundles), "pairs": len(morph.pairs), "best_epoch": morph_epoch,
+                          "train_seconds": morph_seconds, "history": morph_history},
+        "lemmatizer": {"config": {k: v for k, v in lem.config().items() if k != "scripts"},
+                       "scripts": len(lem.scripts), "lexicon": int(len(lem.arrays()["lexicon_keys"])),
+                       "best_epoch": lem_epoch, "train_seconds": lem_seconds, "history": lem_history},
+        "speed": speed,
+        "settings": vars(args),
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+    }
+    return result
+
+
+def measure_speed(sentences, morph, w_morph, lem, w_lem, passes=3):
+    """Words/s of morphologizer + lemmatizer on batches of BATCH sentences (UPOS already in the
+    rows), ids written back as string ids; the first pass warms the form caches and is reported apart."""
+    batches = [SentenceBatch.from_sentences(sentences[k:k + BATCH]) for k in range(0, len(sentences), BATCH)]
+    words = sum(s.n for s in sentences)
+
+    def one_pass(kernel_only=False, clock=time.perf_counter):
+        start = clock()
+        for b in batches:
+            mask = b.words
+            ids = morph.predict_batch(b, w_morph)
+            if not kernel_only:
+                b.attrs[FEATS, mask] = morph.feats_hashes(ids)
+            lids = lem.predict_batch(b, w_lem)
+            if not kernel_only:
+                b.attrs[LEMMA, mask] = lem.lemma_hashes(b.attrs[FORM, mask], lids, b.text_of)
+        return clock() - start
+
+    cold = one_pass()
+    warm = min(one_pass() for _ in range(passes))
+    kernels = min(one_pass(kernel_only=True) for _ in range(passes))
+    # CPU time of this process: the machine is shared, wall time counts other jobs' turns too.
+    cpu = min(one_pass(clock=time.process_time) for _ in range(passes))
+    return {"words": words, "batch_sentences": BATCH, "cold_words_per_second": words / cold,
+            "words_per_second": words / warm, "predict_only_words_per_second": words / kernels,
+            "words_per_cpu_second": words / max(cpu, 1e-9), "passes": passes}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--treebanks", nargs="+", default=list(TREEBANKS))
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--tagger-epochs", type=int, default=15)
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--bits", type=int, default=22)
+    parser.add_argument("--known-min-count", type=int, default=10)
+    parser.add_argument("--suffix-length", type=int, default=5)
+    parser.add_argument("--suffix-min-count", type=int, default=3)
+    parser.add_argument("--joint", action="store_true", help="joint UPOS+FEATS classes; the lemmatizer reads their UPOS")
+    parser.add_argument("--no-upos-candidates", action="store_true")
+    parser.add_argument("--min-count", type=int, default=1)
+    parser.add_argument("--lexicon-min-count", type=int, default=1)
+    parser.add_argument("--max-train", type=int, default=0)
+    parser.add_argument("--cache", default="/tmp/arborist_lemma_morph_cache")
+    parser.add_argument("--out", default=str(ROOT_DIR / "scripts" / "results"))
+    parser.add_argument("--tag", default="", help="suffix of the result file name (variants)")
+    args = parser.parse_args()
+    for name in args.treebanks:
+        result = run(name, args)
+        path = Path(args.out) / f"lemma_morph_{name}{args.tag}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=1), encoding="utf-8")
+        o, sp = result["official"], result["speed"]
+        print(f"{name}: Lemmas {o['Lemmas']:.2f} (unseen {result['lemmas_unseen']:.2f}) UFeats {o['UFeats']:.2f} "
+              f"(unseen {result['ufeats_unseen']:.2f}) UPOS {o['UPOS']:.2f} | targets {TARGETS[name]} | "
+              f"train morph {result['morphologizer']['train_seconds']:.0f}s lemma {result['lemmatizer']['train_seconds']:.0f}s "
+              f"| {sp['words_per_second']:.0f} w/s, {sp['words_per_cpu_second']:.0f} w/cpu-s (predict only {sp['predict_only_words_per_second']:.0f})", flush=True)
+
+
+SCORE = scorer()
+UNIVERSAL = SCORE.UNIVERSAL_FEATURES
+
+if __name__ == "__main__":
+    main()

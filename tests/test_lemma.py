@@ -1,0 +1,236 @@
+"""Edit scripts and the Lemmatizer: round trips on treebank pairs, candidate restriction
+against brute force, the lexicon and the fallback, the protocol suite, the batch kernel
+against the one-sentence path, and state round trips."""
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from arborist.corpus import read_conllu, read_corpus
+from arborist.learn.perceptron import Perceptron
+from arborist.lemma import scripts as edit
+from arborist.lemma.lemmatizer import KEEP, Lemmatizer
+from arborist.morph.choice import conll_column
+from arborist.sentence import LEMMA, UPOS, SentenceBatch
+from arborist.strings import hash_string
+from arborist.weights import Weights
+
+from protocol import check_protocol
+
+BITS = 12
+UD = Path(os.environ.get("ARBORIST_UD", "/work/shared/corpora/ud"))
+TREEBANKS = ("en_ewt", "el_gdt", "hu_szeged", "tr_imst", "it_partut")
+
+TOY = """\
+1	The	the	DET	DT	_	2	det	_	_
+2	Cats	cat	NOUN	NNS	_	3	nsubj	_	_
+3	went	go	VERB	VBD	_	0	root	_	_
+
+1	the	the	DET	DT	_	2	det	_	_
+2	cats	cat	NOUN	NNS	_	3	nsubj	_	_
+3	walked	walk	VERB	VBD	_	0	root	_	_
+
+1	dogs	dog	NOUN	NNS	_	2	nsubj	_	_
+2	walked	walk	VERB	VBD	_	0	root	_	_
+3	in	in	ADP	IN	_	4	case	_	_
+4	PARIS	Paris	PROPN	NNP	_	2	obl	_	_
+
+1	Dogs	dog	NOUN	NNS	_	2	nsubj	_	_
+2	saw	see	VERB	VBD	_	0	root	_	_
+3	saw	saw	NOUN	NN	_	2	obj	_	_
+
+"""
+
+
+@pytest.fixture
+def toy(tmp_path):
+    path = tmp_path / "toy.conllu"
+    path.write_text(TOY, encoding="utf-8")
+    return read_corpus(path)
+
+
+@pytest.mark.parametrize("form,lemma,script", [
+    ("cats", "cat", ("lower", "", "", "s", "")),
+    ("Cats", "cat", ("lower", "", "", "s", "")),
+    ("The", "the", ("lower", "", "", "", "")),
+    ("Paris", "Paris", ("keep", "", "", "", "")),
+    ("PARIS", "Paris", ("title", "", "", "", "")),
+    ("nasa", "NASA", ("upper", "", "", "", "")),
+    ("went", "go", ("lower", "", "", "went", "go")),
+    ("unhappiest", "happy", ("lower", "un", "", "iest", "y")),
+    ("", "x", ("lower", "", "", "", "x")),
+])
+def test_extract_known_scripts(form, lemma, script):
+    got = edit.extract(form, lemma)
+    assert tuple(got) == script
+    assert edit.apply(got, form) == lemma
+
+
+def test_apply_refuses_scripts_that_do_not_apply():
+    script = edit.extract("cats", "cat")
+    assert edit.applies(script, "dogs") and not edit.applies(script, "dog")
+    with pytest.raises(ValueError):
+        edit.apply(script, "dog")
+    # Deletions may not overlap: strip "ab" in front and "ba" behind needs 4 characters.
+    overlap = edit.Script("lower", "ab", "", "ba", "")
+    assert not edit.applies(overlap, "aba") and edit.applies(overlap, "abba")
+    assert edit.decode(edit.encode(script)) == script
+
+
+@pytest.mark.parametrize("treebank", TREEBANKS)
+def test_round_trip_on_every_training_pair_of_a_slice(treebank):
+    path = UD / treebank / f"{treebank}-ud-train.conllu"
+    if not path.exists():
+        pytest.skip(f"{path} not available")
+    pairs = set()
+    for s in itertools.islice(read_conllu(path), 1500):
+        pairs.update(zip(s.forms[1:], conll_column(s, 2)))
+    assert len(pairs) > 1000
+    for form, lemma in pairs:
+        script = edit.extract(form, lemma)
+        assert edit.applies(script, form)
+        assert edit.apply(script, form) == lemma, (form, lemma, script)  # casing included
+
+
+def test_candidates_are_exactly_the_applicable_scripts(toy):
+    lem = Lemmatizer(hash_bits=BITS, min_count=1)
+    lem.initialize(toy)
+    assert KEEP in lem.scripts
+    for form in ["cats", "Dogs", "walked", "PARIS", "x", "", "went", "sawed", "İstanbul"]:
+        brute = sorted(k for k, sc in enumerate(lem.scripts) if edit.applies(sc, form))
+        assert lem.applicable(form) == brute, form
+        assert lem.keep_id in lem.applicable(form)
+    # min_count keeps rarer scripts out of the candidates (but "keep the form" stays).
+    lem2 = Lemmatizer(hash_bits=BITS, min_count=2)
+    lem2.initialize(toy)
+    for form in ["cats", "walked", "went", "xyz"]:
+        brute = sorted(k for k, sc in enumerate(lem2.scripts)
+                       if edit.applies(sc, form) and (lem2.counts[k] >= 2 or k == lem2.keep_id))
+        assert lem2.applicable(form) == brute, form
+    assert lem2.script_index[edit.extract("went", "go")] not in lem2.applicable("went")
+
+
+def test_upos_restricts_candidates_to_scripts_seen_with_it(toy):
+    lem = Lemmatizer(hash_bits=BITS, lexicon_min_count=0)
+    lem.initialize(toy)
+    batch = SentenceBatch.from_sentences(toy)
+    attrs = batch.attrs[:, batch.words]
+    cand_set, set_start, set_classes, _ = lem._candidates(attrs, batch.text_of, False)
+    forms = [f for s in toy for f in s.forms[1:]]
+    upos = [u for s in toy for u in s.upos[1:]]
+    seen = {}
+    for s in toy:
+        for f, l, u in zip(s.forms[1:], conll_column(s, 2), s.upos[1:]):
+            seen.setdefault(u, set()).add(lem.script_index[edit.extract(f, l)])
+    for i, (form, u) in enumerate(zip(forms, upos)):
+        got = set_classes[set_start[cand_set[i]]:set_start[cand_set[i] + 1]].tolist()
+        brute = [k for k in lem.applicable(form) if k in seen[u] or k == lem.keep_id]
+        assert got == brute, (form, u)
+    # "went" -> "go" was seen with VERB only: no candidate of a NOUN "went".
+    assert lem.script_index[edit.extract("went", "go")] not in [
+        k for k in lem.applicable("went") if k in seen["NOUN"]]
+    free = Lemmatizer(hash_bits=BITS, lexicon_min_count=0, upos_candidates=False)
+    free.initialize(toy)
+    cand_set, set_start, set_classes, _ = free._candidates(attrs, batch.text_of, False)
+    for i, form in enumerate(forms):
+        assert set_classes[set_start[cand_set[i]]:set_start[cand_set[i] + 1]].tolist() == free.applicable(form)
+
+
+def test_lexicon_and_fallback(toy):
+    lem = Lemmatizer(hash_bits=BITS)
+    lem.initialize(toy)
+    batch = SentenceBatch.from_sentences(toy)
+    zero = Weights(BITS)
+    ids = lem.predict_batch(batch, zero)
+    forms = [f for s in toy for f in s.forms[1:]]
+    lemmas = lem.lemma_strings(forms, ids)
+    # Every training (form, UPOS) pair is in the lexicon: the training lemmas come back,
+    # "saw" as a VERB and as a NOUN included.
+    assert lemmas == [l for s in toy for l in conll_column(s, 2)]
+    # Without the lexicon and with zero weights, the first candidate (most frequent script) wins.
+    bare = Lemmatizer(hash_bits=BITS, lexicon_min_count=0)
+    bare.initialize(toy)
+    _, _, _, forced = bare._candidates(batch.attrs[:, batch.words], batch.text_of, False)
+    assert (forced == -1).all()
+    # The fallback: a form no learned script applies to is its own lemma.
+    assert bare.applicable("Zzz") == [bare.keep_id] or all(
+        edit.apply(bare.scripts[k], "Zzz") for k in bare.applicable("Zzz"))
+    assert bare.lemma("Zzz", bare.keep_id) == "Zzz"
+    assert bare.lemma("dog", bare.script_index[edit.extract("cats", "cat")]) == "dog"  # does not apply: the form
+
+
+def test_form_lexicon_covers_pairs_with_an_unseen_upos(toy):
+    lem = Lemmatizer(hash_bits=BITS)
+    lem.initialize(toy)
+    retagged = [replace(s, attrs=s.attrs.copy()) for s in toy]
+    retagged[0].attrs[UPOS, 3] = hash_string("NOUN")  # "went" as a NOUN: not in the lexicon
+    retagged[3].attrs[UPOS, 2] = hash_string("ADJ")  # "saw": seen with two scripts, no form entry
+    batch = SentenceBatch.from_sentences(retagged)
+    _, _, _, forced = lem._candidates(batch.attrs[:, batch.words], batch.text_of, False)
+    assert lem.lemma("went", forced[2]) == "go"
+    assert forced[11] == -1
+    off = Lemmatizer(hash_bits=BITS, form_lexicon=False)
+    off.initialize(toy)
+    _, _, _, forced = off._candidates(batch.attrs[:, batch.words], batch.text_of, False)
+    assert forced[2] == -1 and forced[11] == -1 and forced[0] >= 0
+
+
+def test_protocol_on_a_lemmatizer_example(toy):
+    lem = Lemmatizer(hash_bits=BITS)
+    lem.initialize(toy)
+    x = lem.example(toy[1], training=True)
+    per_word = [x.cand[x.cand_start[i]:x.cand_start[i + 1]].tolist() for i in range(x.n)]
+    labels = [np.array(y, dtype=np.int32) for y in itertools.product(*per_word)]
+    assert 1 < len(labels) <= 200
+    rng = np.random.default_rng(0)
+    check_protocol(lem, x, rng.normal(size=len(x.cand)), labels, lem.gold(x),
+                   lambda g, y: int((np.asarray(g) != np.asarray(y)).sum()), rng, BITS)
+
+
+def test_perceptron_learns_the_toy_lemmas_without_lexicon(toy):
+    lem = Lemmatizer(hash_bits=16, lexicon_min_count=0)
+    lem.initialize(toy)
+    examples = lem.examples(toy)
+    trainer = Perceptron(seed=0)
+    trainer.begin(lem, examples, lem.hash_bits)
+    for _ in range(10):
+        trainer.epoch(lem, examples)
+    ids = lem.predict_batch(SentenceBatch.from_sentences(toy), trainer.prediction_weights())
+    forms = [f for s in toy for f in s.forms[1:]]
+    assert lem.lemma_strings(forms, ids) == [l for s in toy for l in conll_column(s, 2)]
+
+
+def test_batch_equals_sentences_outputs_and_state_round_trip(toy, tmp_path):
+    lem = Lemmatizer(hash_bits=BITS, lexicon_min_count=2)
+    lem.initialize(toy)
+    w = Weights(BITS, False, np.random.default_rng(3).normal(size=1 << BITS))
+    batch = SentenceBatch.from_sentences(toy)
+    got = lem.predict_batch(batch, w)
+    np.testing.assert_array_equal(got, np.concatenate([lem.predict_sentence(s, w) for s in toy]))
+    lem.save(tmp_path / "lemma")
+    again = Lemmatizer.load(tmp_path / "lemma")
+    assert again.config() == lem.config()
+    np.testing.assert_array_equal(again.predict_batch(SentenceBatch.from_sentences(toy), w), got)
+    sentence, lemmas = lem.with_lemmas(toy[0], got[:3])
+    assert sentence.attrs[LEMMA, 1:].tolist() == [hash_string(l) for l in lemmas]
+    hashes = lem.lemma_hashes(batch.attrs[0, batch.words], got, batch.text_of)
+    forms = [f for s in toy for f in s.forms[1:]]
+    assert hashes.tolist() == [hash_string(l) for l in lem.lemma_strings(forms, got)]
+
+
+@pytest.mark.skipif(not (UD / "tr_imst" / "tr_imst-ud-dev.conllu").exists(), reason="tr_imst not available")
+def test_batch_kernel_equals_one_sentence_path_on_a_treebank():
+    sentences = read_corpus(UD / "tr_imst" / "tr_imst-ud-dev.conllu")[:300]
+    lem = Lemmatizer(hash_bits=16, lexicon_min_count=2)
+    lem.initialize(sentences[:200])
+    w = Weights(16, False, np.random.default_rng(4).normal(size=1 << 16))
+    got = lem.predict_batch(SentenceBatch.from_sentences(sentences), w)
+    np.testing.assert_array_equal(got, np.concatenate([lem.predict_sentence(s, w) for s in sentences]))
+    forms = [f for s in sentences for f in s.forms[1:]]
+    for form, k in zip(forms, got.tolist()):
+        assert edit.applies(lem.scripts[k], form)  # candidates only
