@@ -14,6 +14,7 @@ MODULES = [
     "arborist.parser.label_features",
     "arborist.tagger.viterbi",
     "arborist.tagger.features",
+    "arborist.tokenizer.features",
 ]
 
 extensions = [

@@ -1,0 +1,375 @@
+"""The tokenizer the component calls: raw texts -> documents of paragraphs, sentences, tokens, words.
+
+    tok = Tokenizer.train(["en_ewt-ud-train.conllu"])      # or train_tokenizer(...)
+    docs = tok.tokenize(["Raw text. Another sentence.\\n\\nA new paragraph."])
+    write_conllu(docs, "out.conllu")
+    tok.save("dir"); Tokenizer.load("dir")
+
+A text's paragraphs are separated by blank lines (what `ud_raw_text.py` writes). Each
+paragraph is tagged by the character chain (`CharacterChain.tag_texts`: bounded windows,
+one GIL-free kernel call per group), its tags decoded into tokens and sentences
+(`decode_tags`), and every token looked up by the multiword expander.
+
+Saved state (no pickle): `weights.npy` (the averaged weights, float64 2**hash_bits) and
+`tokenizer.json` (the chain's config, the expander's lexicon and suffix rules, settings).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .chain import B, I, O, S, CharacterChain, CharExample, make_example
+from .chars import NEWLINE, SPACE, _tables, code_points
+from .corpus import GoldParagraph, align, read_paragraphs
+from .mwt import MultiwordExpander
+
+FORMAT = "arborist-tokenizer/1"
+PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")  # a blank line (maybe with spaces) ends a paragraph
+# Whitespace that may sit inside a token (FORMs with spaces): the scorer drops Zs characters
+# from FORMs; tabs, newlines and other separators never stay inside a token.
+INNER_SPACES = np.array([0x20, 0xA0, 0x2009, 0x202F], dtype=np.uint32)
+
+
+@dataclass(slots=True)
+class Token:
+    form: str
+    start: int               # character offsets in the document text
+    end: int
+    space_after: bool        # whitespace follows the token (or the paragraph ends)
+    words: tuple[str, ...] | None = None  # the words of a multiword token, else None
+
+    @property
+    def word_forms(self) -> tuple[str, ...]:
+        return self.words if self.words is not None else (self.form,)
+
+
+@dataclass(slots=True)
+class Sentence:
+    text: str                # the document text from the first token's start to the last token's end
+    start: int
+    end: int
+    tokens: list[Token]
+
+    @property
+    def words(self) -> list[str]:
+        return [w for t in self.tokens for w in t.word_forms]
+
+
+@dataclass(slots=True)
+class Paragraph:
+    start: int
+    end: int
+    sentences: list[Sentence] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Document:
+    text: str
+    paragraphs: list[Paragraph] = field(default_factory=list)
+
+    @property
+    def sentences(self) -> list[Sentence]:
+        return [s for p in self.paragraphs for s in p.sentences]
+
+
+def split_paragraphs(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the non-blank paragraphs of text (separated by blank lines), trimmed of
+    surrounding whitespace."""
+    spans, pos = [], 0
+    for m in PARAGRAPH_BREAK.finditer(text):
+        spans.append((pos, m.start()))
+        pos = m.end()
+    spans.append((pos, len(text)))
+    out = []
+    for a, b in spans:
+        piece = text[a:b]
+        stripped = piece.strip()
+        if not stripped:
+            continue
+        lead = len(piece) - len(piece.lstrip())
+        out.append((a + lead, a + lead + len(stripped)))
+    return out
+
+
+def decode_tags(cps: np.ndarray, tags: np.ndarray, max_sentence_tokens: int = 0):
+    """Token (start, end) arrays and the sentence-start flag of each token, from character tags.
+
+    The rules keep every output valid for the scorer whatever the tags: every non-space
+    character is in a token (a non-space O continues the token before it, or starts one);
+    whitespace never starts or ends a token and only an inner space (INNER_SPACES) between
+    two token characters stays inside one; a sentence start tagged on whitespace moves to
+    the next token; the first token starts a sentence; with max_sentence_tokens > 0 a
+    sentence that long is cut."""
+    n = len(cps)
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0, dtype=bool)
+    lower, cls_table, _ = _tables()
+    cls = cls_table[np.where(cps < len(cls_table), cps, 0)]
+    ws = ((cls == SPACE) | (cls == NEWLINE)) & (cps < len(cls_table))
+    t = np.asarray(tags, dtype=np.int8).copy()
+    sentence_on_space = np.flatnonzero(ws & (t == S))
+    t[ws & ((t == B) | (t == S))] = O
+    inner = np.isin(cps, INNER_SPACES)
+    prev_tok = np.zeros(n, dtype=bool)
+    prev_tok[1:] = (t[:-1] != O) & ~ws[:-1]
+    next_i = np.zeros(n, dtype=bool)
+    next_i[:-1] = (t[1:] == I) & ~ws[1:]
+    t[ws & (t == I) & ~(inner & prev_tok & next_i)] = O
+    t[~ws & (t == O)] = I
+    in_tok = t != O
+    prev_in = np.zeros(n, dtype=bool)
+    prev_in[1:] = in_tok[:-1]
+    start = in_tok & ((t != I) | ~prev_in)
+    next_start = np.zeros(n, dtype=bool)
+    next_start[:-1] = start[1:]
+    next_in = np.zeros(n, dtype=bool)
+    next_in[:-1] = in_tok[1:]
+    end = in_tok & (~next_in | next_start)
+    starts = np.flatnonzero(start)
+    ends = np.flatnonzero(end) + 1
+    sent = t[starts] == S
+    if len(sentence_on_space) and len(starts):
+        k = np.searchsorted(starts, sentence_on_space)
+        sent[k[k < len(starts)]] = True
+    if len(sent):
+        sent[0] = True
+    if max_sentence_tokens > 0 and len(sent) > max_sentence_tokens:
+        last = 0
+        for k in range(len(sent)):
+            if sent[k]:
+                last = k
+            elif k - last >= max_sentence_tokens:
+                sent[k] = True
+                last = k
+    return starts, ends, sent
+
+
+class Tokenizer:
+    def __init__(self, chain: CharacterChain, weights: np.ndarray, expander: MultiwordExpander,
+                 max_sentence_tokens: int = 1000, info: dict | None = None):
+        weights = np.ascontiguousarray(weights, dtype=np.float64)
+        if weights.shape != (1 << chain.hash_bits,):
+            raise ValueError(f"weights have shape {weights.shape}, the chain expects ({1 << chain.hash_bits},)")
+        self.chain = chain
+        self.weights = weights
+        self.expander = expander
+        self.max_sentence_tokens = int(max_sentence_tokens)
+        self.info = dict(info or {})
+
+    # -- training -------------------------------------------------------------
+    @classmethod
+    def train(cls, paths, **options) -> "Tokenizer":
+        return train_tokenizer(paths, **options)
+
+    # -- prediction -------------------------------------------------------------
+    def tag_paragraphs(self, paragraphs: Sequence[str]) -> list[np.ndarray]:
+        return self.chain.tag_texts(paragraphs, self.weights)
+
+    def tokenize(self, texts: Iterable[str], batch_chars: int = 1 << 22) -> list[Document]:
+        """One Document per text. Paragraphs of many texts are tagged together in groups of
+        about `batch_chars` characters (so memory stays bounded however many texts come)."""
+        docs = []
+        pending: list[tuple[Document, int, int]] = []
+        size = 0
+        for text in texts:
+            if not isinstance(text, str):
+                raise TypeError(f"tokenize takes str texts, got {type(text).__name__}")
+            doc = Document(text)
+            docs.append(doc)
+            for a, b in split_paragraphs(text):
+                pending.append((doc, a, b))
+                size += b - a
+                if size >= batch_chars:
+                    self._tokenize_paragraphs(pending)
+                    pending, size = [], 0
+        if pending:
+            self._tokenize_paragraphs(pending)
+        return docs
+
+    def _tokenize_paragraphs(self, pending) -> None:
+        texts = [doc.text[a:b] for doc, a, b in pending]
+        all_tags = self.chain.tag_texts(texts, self.weights)
+        expand = self.expander.expand
+        for (doc, a, b), text, tags in zip(pending, texts, all_tags):
+            cps = code_points(text)
+            starts, ends, sent = decode_tags(cps, tags, self.max_sentence_tokens)
+            n = len(text)
+            paragraph = Paragraph(a, b)
+            doc.paragraphs.append(paragraph)
+            if not len(starts):
+                continue
+            _, cls_table, _ = _tables()
+            after = np.ones(len(ends), dtype=bool)
+            inside = ends < n
+            nxt = cps[np.minimum(ends, n - 1)]
+            nxt_cls = cls_table[np.where(nxt < len(cls_table), nxt, 0)]
+            after[inside] = ((nxt_cls == SPACE) | (nxt_cls == NEWLINE))[inside] & (nxt < len(cls_table))[inside]
+            bounds = np.flatnonzero(sent).tolist() + [len(starts)]
+            starts_l, ends_l, after_l = starts.tolist(), ends.tolist(), after.tolist()
+            for s0, s1 in zip(bounds[:-1], bounds[1:]):
+                tokens = []
+                for k in range(s0, s1):
+                    form = text[starts_l[k]:ends_l[k]]
+                    tokens.append(Token(form, a + starts_l[k], a + ends_l[k], after_l[k], expand(form)))
+                paragraph.sentences.append(
+                    Sentence(text[starts_l[s0]:ends_l[s1 - 1]], a + starts_l[s0], a + ends_l[s1 - 1], tokens))
+
+    # -- state ----------------------------------------------------------------
+    def to_json(self) -> dict:
+        return {"format": FORMAT, "chain": self.chain.config(), "expander": self.expander.to_json(),
+                "max_sentence_tokens": self.max_sentence_tokens, "info": self.info}
+
+    def save(self, directory) -> None:
+        os.makedirs(directory, exist_ok=True)
+        np.save(os.path.join(directory, "weights.npy"), self.weights, allow_pickle=False)
+        with open(os.path.join(directory, "tokenizer.json"), "w", encoding="utf-8") as f:
+            json.dump(self.to_json(), f, ensure_ascii=False)
+
+    @classmethod
+    def load(cls, directory) -> "Tokenizer":
+        path = os.path.join(directory, "tokenizer.json")
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        if data.get("format") != FORMAT:
+            raise ValueError(f"{path}: not a tokenizer of format {FORMAT} (format {data.get('format')!r})")
+        weights = np.load(os.path.join(directory, "weights.npy"), allow_pickle=False)
+        return cls(CharacterChain.from_config(data["chain"]), weights,
+                   MultiwordExpander.from_json(data["expander"]), data["max_sentence_tokens"], data.get("info"))
+
+
+# -- training examples ------------------------------------------------------------
+
+def paragraph_examples(paragraphs: Sequence[GoldParagraph], window_sentences: int = 8, strict: bool = False,
+                       problems: list | None = None) -> list[CharExample]:
+    """Training examples: windows of `window_sentences` consecutive sentences of a paragraph,
+    their texts joined by a space (as `ud_raw_text.py` joins them), each character tagged
+    O/B/I/S from the tokens' alignment to the text. A sentence whose tokens do not align with
+    its text raises (strict) or is left out, ending the window (its message is appended to
+    `problems`)."""
+    examples = []
+    for paragraph in paragraphs:
+        window: list = []
+
+        def flush():
+            if not window:
+                return
+            texts, tags = [], []
+            for sentence, spans in window:
+                if texts:
+                    texts.append(" ")
+                    tags.append(np.array([O], dtype=np.int32))
+                texts.append(sentence.text)
+                y = np.full(len(sentence.text), O, dtype=np.int32)
+                for k, (a, b) in enumerate(spans):
+                    y[a] = S if k == 0 else B
+                    y[a + 1:b] = I
+                tags.append(y)
+            first = window[0][0]
+            examples.append(make_example("".join(texts), np.concatenate(tags), first.source, first.line))
+            window.clear()
+
+        for sentence in paragraph.sentences:
+            try:
+                spans = align(sentence)
+            except ValueError as error:
+                if strict:
+                    raise
+                if problems is not None:
+                    problems.append(str(error))
+                flush()
+                continue
+            if not spans:
+                continue
+            window.append((sentence, spans))
+            if len(window) >= window_sentences:
+                flush()
+        flush()
+    return examples
+
+
+def train_tokenizer(paths, epochs: int = 10, hash_bits: int = 22, window_sentences: int = 8,
+                    templates: Sequence[str] | None = None, seed: int = 0, strict: bool = False,
+                    mwt_min_types: int = 5, mwt_min_share: float = 0.6, max_sentence_tokens: int = 1000,
+                    trainer=None, log=None) -> Tokenizer:
+    """Train the character chain (averaged perceptron unless `trainer` is given: any trainer
+    of `arborist.learn` with begin/epoch/prediction_weights) and the multiword expander on
+    CoNLL-U file(s)."""
+    from ..learn.perceptron import Perceptron
+
+    start = time.perf_counter()
+    paragraphs = read_paragraphs(paths)
+    problems: list[str] = []
+    examples = paragraph_examples(paragraphs, window_sentences, strict, problems)
+    if not examples:
+        raise ValueError(f"{paths}: no sentence of the training data aligns with its text")
+    chain = CharacterChain(hash_bits, templates)
+    trainer = trainer or Perceptron(seed=seed)
+    trainer.begin(chain, examples, hash_bits)
+    history = []
+    for epoch in range(epochs):
+        metrics = trainer.epoch(chain, examples)
+        history.append({k: v for k, v in metrics.items() if isinstance(v, (int, float))})
+        if log is not None:
+            log(f"epoch {epoch + 1}: {history[-1]}")
+    weights = trainer.prediction_weights().array
+    expander = MultiwordExpander(mwt_min_types, mwt_min_share).fit(
+        (t.form, t.words or None) for p in paragraphs for s in p.sentences for t in s.tokens)
+    info = {"train": [str(p) for p in (paths if isinstance(paths, (list, tuple)) else [paths])],
+            "epochs": epochs, "window_sentences": window_sentences, "examples": len(examples),
+            "unaligned_sentences": len(problems), "unaligned_examples": problems[:10],
+            "train_seconds": time.perf_counter() - start, "history": history}
+    return Tokenizer(chain, weights, expander, max_sentence_tokens, info)
+
+
+# -- CoNLL-U output -----------------------------------------------------------------
+
+_LINE_BREAKS = re.compile(r"[\t\n\r]")
+
+
+def conllu_lines(docs: Sequence[Document], doc_prefix: str = "doc") -> Iterable[str]:
+    """CoNLL-U lines of tokenized documents: `# newdoc` / `# newpar` / `# sent_id` / `# text`,
+    multiword tokens as `N-M` lines before their words, SpaceAfter=No in MISC, and a trivially
+    valid tree (the first word is the root, every other word depends on it) so that the
+    official scorer accepts the file before a parser fills HEAD and DEPREL."""
+    counter = 0
+    for d, doc in enumerate(docs):
+        first_in_doc = True
+        for paragraph in doc.paragraphs:
+            first_in_par = True
+            for sentence in paragraph.sentences:
+                counter += 1
+                if first_in_doc:
+                    yield f"# newdoc id = {doc_prefix}{d + 1}"
+                    first_in_doc = False
+                if first_in_par:
+                    yield "# newpar"
+                    first_in_par = False
+                yield f"# sent_id = {counter}"
+                yield "# text = " + _LINE_BREAKS.sub(" ", sentence.text)
+                word = 0
+                for token in sentence.tokens:
+                    misc = "_" if token.space_after else "SpaceAfter=No"
+                    form = _LINE_BREAKS.sub(" ", token.form)
+                    words = token.word_forms
+                    if token.words is not None:
+                        yield f"{word + 1}-{word + len(words)}\t{form}\t_\t_\t_\t_\t_\t_\t_\t{misc}"
+                        misc = "_"
+                    for w in words:
+                        word += 1
+                        head, rel = ("0", "root") if word == 1 else ("1", "dep")
+                        yield f"{word}\t{_LINE_BREAKS.sub(' ', w)}\t_\t_\t_\t_\t{head}\t{rel}\t_\t{misc}"
+                yield ""
+
+
+def write_conllu(docs: Sequence[Document], path) -> None:
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        for line in conllu_lines(docs):
+            f.write(line)
+            f.write("\n")

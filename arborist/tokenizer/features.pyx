@@ -1,0 +1,369 @@
+"""Hashed features of a first-order chain over the characters of a text (`CharacterChain`).
+
+Parts are those of an order-1 `arborist.tagger.viterbi` chain over characters:
+S[t, p, c], shape (n, K+1, K), p = K is START (valid only at t = 0). The score of a part is
+
+    S[t, p, c] = E[t, c] + B[p, c]
+
+E[t, c]: the emission features of character t conjoined with tag c; B[p, c]: the tag bigram.
+
+Values of a character (columns of `values`, computed without the GIL from the four input
+columns of `chars.char_values`: code point, lowercase, class, script):
+
+  cp, low, cls, scr   the character itself
+  chunk               the lowercase whitespace-delimited chunk holding it (hash; LONG when it
+                      is longer than MAX_CHUNK, SPACE_V for whitespace)
+  pos, rev            its distance from the chunk's start / end, capped at MAX_POS
+  prefix              the chunk so far, low[chunk start .. t) ("the partial token so far"; a
+                      token starts at a chunk start or inside a chunk, so this is the text of
+                      the token so far whenever no token boundary fell inside the chunk yet)
+  suffix              the rest of the chunk, low[t .. chunk end)
+  prev                at a chunk's first character, the previous chunk (sentence starts:
+                      "Mr. Smith" vs "said. The"); NOTSTART elsewhere
+
+Templates conjoin up to MAX_PARTS (value, offset) pairs ("low-1|low" is the bigram ending at
+t); outside the text a value is BOS / EOS. A chunk's values depend on at most MAX_CHUNK
+characters either side, so a window of a longer text with CONTEXT characters of margin on
+each side gives its kept characters exactly the features of the whole text.
+
+Weight layout (as the word tagger's): emission key k owns the K consecutive weights
+(k + c) & mask; the bigram (p, c) has one hashed weight. `score` and `add` enumerate
+features with the same code, so scores are exactly w . phi.
+"""
+from libc.stdint cimport uint64_t, int64_t
+from libc.math cimport INFINITY
+import re
+
+import numpy
+
+from ..hashing cimport combine, mix64
+from ..weights cimport Weights, touch, prefetch
+from ..strings import hash_string, hash_strings
+from ..tagger.viterbi cimport _forward1, _backtrack1
+
+INPUT_COLUMNS = ("cp", "low", "cls", "scr")
+VALUES = INPUT_COLUMNS + ("chunk", "pos", "rev", "prefix", "suffix", "prev")
+cdef int N_INPUT = 4
+cdef int N_VALUES = 10
+cdef int C_CP = 0, C_LOW = 1, C_CLS = 2, C_SCR = 3, C_CHUNK = 4, C_POS = 5, C_REV = 6
+cdef int C_PREFIX = 7, C_SUFFIX = 8, C_PREV = 9
+# chars.SPACE and chars.NEWLINE: the classes that separate chunks
+cdef uint64_t CLS_SPACE = 0, CLS_NEWLINE = 9
+
+MAX_PARTS = 5
+cdef int C_MAX_CHUNK = 40, C_MAX_AFFIX = 20, C_MAX_POS = 8
+MAX_CHUNK, MAX_AFFIX, MAX_POS = C_MAX_CHUNK, C_MAX_AFFIX, C_MAX_POS
+CONTEXT = 2 * MAX_CHUNK + 8  # characters of margin that make a window's features exact
+
+DEFAULT_TEMPLATES = (
+    "bias",
+    "low-3", "low-2", "low-1", "low", "low+1", "low+2", "low+3", "cp",
+    "low-2|low-1", "low-1|low", "low|low+1", "low+1|low+2",
+    "low-2|low-1|low", "low-1|low|low+1", "low|low+1|low+2",
+    "low-3|low-2|low-1|low", "low|low+1|low+2|low+3",
+    "cls-2|cls-1|cls|cls+1|cls+2", "cls-1|cls|cls+1",
+    "cp-1|cp", "scr-1|scr",
+    "chunk|pos", "prefix", "prefix|low", "suffix", "rev|cls", "prev|cp",
+)
+
+cdef uint64_t BOS = hash_string("<char-bos>")
+cdef uint64_t EOS = hash_string("<char-eos>")
+cdef uint64_t SPACE_V = hash_string("<space>")
+cdef uint64_t LONG = hash_string("<long>")
+cdef uint64_t NOTSTART = hash_string("<not-chunk-start>")
+cdef uint64_t NOPREV = hash_string("<no-previous-chunk>")
+cdef uint64_t EMPTY = hash_string("<empty>")
+cdef uint64_t STRING_SEED = hash_string("char/string")
+
+
+def template_parts(str name):
+    """The (VALUES column, character offset) pairs that template `name` conjoins."""
+    if name == "bias":
+        return ()
+    parts = []
+    for piece in name.split("|"):
+        match = re.fullmatch(r"([a-z]+?)([+-][0-9]+)?", piece)
+        if match is None or match.group(1) not in VALUES:
+            raise ValueError(f"character template {name!r}: {piece!r} is not one of {VALUES} with an optional offset")
+        parts.append((VALUES.index(match.group(1)), int(match.group(2) or 0)))
+    if len(parts) > MAX_PARTS:
+        raise ValueError(f"character template {name!r} conjoins more than {MAX_PARTS} values")
+    return tuple(parts)
+
+
+cdef inline bint _is_space(uint64_t cls) noexcept nogil:
+    return cls == CLS_SPACE or cls == CLS_NEWLINE
+
+
+cdef void _values(const uint64_t[:, ::1] chars, Py_ssize_t base, int n, uint64_t[:, ::1] vals) noexcept nogil:
+    """vals[t]: the VALUES of character t of the text in rows base..base+n-1 of `chars`."""
+    cdef int t, j, k, cs, ce, length
+    cdef uint64_t h, prev_chunk = NOPREV, chunk
+    t = 0
+    while t < n:
+        for j in range(N_INPUT):
+            vals[t, j] = chars[base + t, j]
+        if _is_space(chars[base + t, C_CLS]):
+            vals[t, C_CHUNK] = SPACE_V
+            vals[t, C_POS] = SPACE_V
+            vals[t, C_REV] = SPACE_V
+            vals[t, C_PREFIX] = SPACE_V
+            vals[t, C_SUFFIX] = SPACE_V
+            vals[t, C_PREV] = SPACE_V
+            t += 1
+            continue
+        # A chunk starts at t: find its end, then fill all of it.
+        cs = t
+        ce = t
+        while ce < n and not _is_space(chars[base + ce, C_CLS]):
+            ce += 1
+        length = ce - cs
+        if length <= C_MAX_CHUNK:
+            h = STRING_SEED
+            for j in range(cs, ce):
+                h = combine(h, chars[base + j, C_LOW])
+            chunk = h
+        else:
+            chunk = LONG
+        h = EMPTY
+        for j in range(cs, ce):
+            if j > cs:
+                for k in range(N_INPUT):
+                    vals[j, k] = chars[base + j, k]
+            vals[j, C_CHUNK] = chunk
+            vals[j, C_POS] = j - cs if j - cs < C_MAX_POS else C_MAX_POS
+            vals[j, C_REV] = ce - 1 - j if ce - 1 - j < C_MAX_POS else C_MAX_POS
+            vals[j, C_PREFIX] = h if j - cs <= C_MAX_AFFIX else LONG
+            if j - cs < C_MAX_AFFIX:
+                h = combine(h, chars[base + j, C_LOW])
+            vals[j, C_PREV] = prev_chunk if j == cs else NOTSTART
+        h = EMPTY
+        for j in range(ce - 1, cs - 1, -1):
+            if ce - j <= C_MAX_AFFIX:
+                h = combine(h, chars[base + j, C_LOW])
+                vals[j, C_SUFFIX] = h
+            else:
+                vals[j, C_SUFFIX] = LONG
+        prev_chunk = chunk
+        t = ce
+
+
+cdef void _keys(const uint64_t[:, ::1] vals, int n, const uint64_t[::1] seeds, const int[::1] n_parts,
+                const int[:, ::1] columns, const int[:, ::1] offsets, uint64_t[:, ::1] keys) noexcept nogil:
+    """keys[t, j]: template j's feature of character t, before conjunction with a tag."""
+    cdef int t, j, m, pos
+    cdef uint64_t key
+    for t in range(n):
+        for j in range(keys.shape[1]):
+            key = seeds[j]
+            for m in range(n_parts[j]):
+                pos = t + offsets[j, m]
+                key = combine(key, BOS if pos < 0 else EOS if pos >= n else vals[pos, columns[j, m]])
+            keys[t, j] = key
+
+
+cdef void _emissions(const uint64_t[:, ::1] keys, int n, int K, uint64_t mask, const double* w,
+                     double[:, ::1] E) noexcept nogil:
+    """E[t, c] = sum over templates j of w[(keys[t, j] + c) & mask], each row's weights
+    prefetched while the previous row is summed (the reads are cache misses; this overlaps them)."""
+    cdef int t, j, c, J = keys.shape[1]
+    cdef uint64_t index
+    if n == 0:
+        return
+    for j in range(J):
+        prefetch(w, keys[0, j] & mask)
+    for t in range(n):
+        if t + 1 < n:
+            for j in range(J):
+                prefetch(w, keys[t + 1, j] & mask)
+        for c in range(K):
+            E[t, c] = 0.0
+        for j in range(J):
+            for c in range(K):
+                E[t, c] += w[(keys[t, j] + <uint64_t>c) & mask]
+
+
+cdef void _fill_parts(int n, int K, const double[:, ::1] E, const double[:, ::1] B, double[:, :, ::1] S) noexcept nogil:
+    cdef int t, p, c
+    for c in range(K):
+        S[0, K, c] = E[0, c] + B[K, c]
+    for t in range(1, n):
+        for p in range(K):
+            for c in range(K):
+                S[t, p, c] = E[t, c] + B[p, c]
+
+
+cdef class CharFeatures:
+    """Emission and transition features of an order-1 chain of K tags over characters."""
+
+    cdef readonly int bits, n_tags
+    cdef readonly tuple templates
+    cdef object seeds, n_parts, part_columns, part_offsets, bigram_keys
+
+    def __init__(self, int n_tags, int bits=22, templates=DEFAULT_TEMPLATES):
+        if not 1 <= bits <= 32:
+            raise ValueError(f"hash bits must be in 1..32, got {bits}")
+        if n_tags < 1:
+            raise ValueError("a chain needs at least one tag")
+        self.bits, self.n_tags = bits, n_tags
+        self.templates = tuple(templates)
+        if len(set(self.templates)) != len(self.templates):
+            raise ValueError(f"duplicate character templates in {list(self.templates)}")
+        J = len(self.templates)
+        self.n_parts = numpy.zeros(J, dtype=numpy.int32)
+        self.part_columns = numpy.zeros((J, MAX_PARTS), dtype=numpy.int32)
+        self.part_offsets = numpy.zeros((J, MAX_PARTS), dtype=numpy.int32)
+        for j, name in enumerate(self.templates):
+            parts = template_parts(name)
+            self.n_parts[j] = len(parts)
+            for m, (column, offset) in enumerate(parts):
+                self.part_columns[j, m], self.part_offsets[j, m] = column, offset
+        self.seeds = hash_strings([f"char/{name}" for name in self.templates])
+        cdef uint64_t seed = hash_string("char/bigram")
+        bigram = numpy.empty((n_tags + 1, n_tags), dtype=numpy.uint64)
+        for p in range(n_tags + 1):
+            for c in range(n_tags):
+                bigram[p, c] = combine(combine(seed, <uint64_t>p), <uint64_t>c)
+        self.bigram_keys = bigram
+
+    def shape(self, int n):
+        return (n, self.n_tags + 1, self.n_tags)
+
+    def values(self, chars):
+        """(n, len(VALUES)) uint64: the values of every character (`chars`: char_values rows)."""
+        chars = numpy.ascontiguousarray(chars, dtype=numpy.uint64)
+        if chars.ndim != 2 or chars.shape[1] != N_INPUT:
+            raise ValueError(f"chars must be (n, {N_INPUT}) uint64 (chars.char_values)")
+        out = numpy.empty((chars.shape[0], N_VALUES), dtype=numpy.uint64)
+        cdef const uint64_t[:, ::1] cv = chars
+        cdef uint64_t[:, ::1] ov = out
+        with nogil:
+            _values(cv, 0, <int>cv.shape[0], ov)
+        return out
+
+    def keys(self, chars):
+        """(n, len(templates)) uint64: each character's emission features before the tag."""
+        vals = self.values(chars)
+        keys = numpy.empty((vals.shape[0], len(self.templates)), dtype=numpy.uint64)
+        cdef const uint64_t[:, ::1] vv = vals
+        cdef const uint64_t[::1] seeds = self.seeds
+        cdef const int[::1] n_parts = self.n_parts
+        cdef const int[:, ::1] columns = self.part_columns, offsets = self.part_offsets
+        cdef uint64_t[:, ::1] kv = keys
+        with nogil:
+            _keys(vv, <int>vv.shape[0], seeds, n_parts, columns, offsets, kv)
+        return keys
+
+    def _check_weights(self, Py_ssize_t size):
+        if size != (<Py_ssize_t>1 << self.bits):
+            raise ValueError(f"weight vector has {size} entries, features expect 2**{self.bits}")
+
+    def score(self, chars, const double[::1] w):
+        """Scores of every part w . phi(part), shape (n, K+1, K); invalid parts are 0."""
+        self._check_weights(w.shape[0])
+        cdef int K = self.n_tags, p, c
+        keys = self.keys(chars)
+        cdef int n = keys.shape[0]
+        out = numpy.zeros(self.shape(n))
+        if n == 0:
+            return out
+        cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
+        cdef const uint64_t[:, ::1] kv = keys, bk = self.bigram_keys
+        cdef double[:, ::1] E = numpy.empty((n, K)), B = numpy.empty((K + 1, K))
+        cdef double[:, :, ::1] S = out
+        with nogil:
+            _emissions(kv, n, K, mask, &w[0], E)
+            for p in range(K + 1):
+                for c in range(K):
+                    B[p, c] = touch(bk[p, c], mask, &w[0], None, 0.0)
+            _fill_parts(n, K, E, B, S)
+        return out
+
+    def add(self, chars, coef, Weights weights, double scale=1.0):
+        """weights += scale * sum_r coef[r] phi(r) over the valid parts r (invalid entries ignored)."""
+        if weights.bits != self.bits:
+            raise ValueError(f"weights have 2**{weights.bits} entries, features expect 2**{self.bits}")
+        keys = self.keys(chars)
+        cdef int n = keys.shape[0], K = self.n_tags, t, p, c, j
+        C = numpy.ascontiguousarray(coef, dtype=numpy.float64)
+        if C.shape != self.shape(n):
+            raise ValueError(f"coefficients must have shape {self.shape(n)}, got {C.shape}")
+        if n == 0:
+            return
+        cdef const double[:, :, ::1] cv = C
+        cdef const uint64_t[:, ::1] kv = keys, bk = self.bigram_keys
+        cdef double[:, ::1] cE = numpy.zeros((n, K)), cB = numpy.zeros((K + 1, K))
+        cdef uint64_t mask = weights.mask
+        with nogil:
+            # Sum the coefficients per piece, then add each piece's features once.
+            for c in range(K):
+                cE[0, c] += cv[0, K, c]
+                cB[K, c] += cv[0, K, c]
+            for t in range(1, n):
+                for p in range(K):
+                    for c in range(K):
+                        cE[t, c] += cv[t, p, c]
+                        cB[p, c] += cv[t, p, c]
+            for t in range(n):
+                for c in range(K):
+                    if cE[t, c] != 0.0:
+                        for j in range(kv.shape[1]):
+                            touch(kv[t, j] + <uint64_t>c, mask, NULL, weights, scale * cE[t, c])
+            for p in range(K + 1):
+                for c in range(K):
+                    if cB[p, c] != 0.0:
+                        touch(bk[p, c], mask, NULL, weights, scale * cB[p, c])
+
+    def tag_many(self, chars, const int64_t[::1] starts, const double[::1] w):
+        """Viterbi's best tags of every text of a batch in one region without the GIL: text i is
+        rows starts[i]..starts[i+1]-1 of `chars` (char_values rows). Returns int32 tags, one per
+        character: the same as `score` then `chain_argmax` one text at a time."""
+        self._check_weights(w.shape[0])
+        chars = numpy.ascontiguousarray(chars, dtype=numpy.uint64)
+        cdef Py_ssize_t n_texts = starts.shape[0] - 1, i
+        if chars.ndim != 2 or chars.shape[1] != N_INPUT or (n_texts >= 0 and starts[n_texts] != chars.shape[0]):
+            raise ValueError(f"chars must be (starts[-1], {N_INPUT})")
+        tags_arr = numpy.zeros(chars.shape[0], dtype=numpy.int32)
+        if n_texts <= 0 or chars.shape[0] == 0:
+            return tags_arr
+        lengths = numpy.diff(numpy.asarray(starts))
+        if (lengths < 0).any() or starts[0] != 0:
+            raise ValueError("starts must begin at 0 and not decrease")
+        cdef int size = int(lengths.max()), K = self.n_tags, n, last = 0, failed = -1, p, c
+        cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
+        cdef const uint64_t[:, ::1] cv = chars, bk = self.bigram_keys
+        cdef uint64_t[:, ::1] vv = numpy.empty((size, N_VALUES), dtype=numpy.uint64)
+        cdef uint64_t[:, ::1] kv = numpy.empty((size, len(self.templates)), dtype=numpy.uint64)
+        cdef const uint64_t[::1] seeds = self.seeds
+        cdef const int[::1] n_parts = self.n_parts
+        cdef const int[:, ::1] columns = self.part_columns, offsets = self.part_offsets
+        cdef double[:, ::1] E = numpy.empty((size, K)), B = numpy.empty((K + 1, K))
+        cdef double[:, :, ::1] S = numpy.zeros((size, K + 1, K))
+        cdef double[::1] terms = numpy.empty((K + 1) * (K + 1))
+        cdef double[:, ::1] alpha = numpy.empty((size, K))
+        cdef int[:, ::1] bp = numpy.zeros((size, K), dtype=numpy.intc)
+        cdef int[::1] tags = tags_arr
+        cdef Py_ssize_t base
+        cdef double best
+        with nogil:
+            for p in range(K + 1):
+                for c in range(K):
+                    B[p, c] = touch(bk[p, c], mask, &w[0], None, 0.0)
+            for i in range(n_texts):
+                base = starts[i]
+                n = <int>(starts[i + 1] - base)
+                if n == 0:
+                    continue
+                _values(cv, base, n, vv)
+                _keys(vv, n, seeds, n_parts, columns, offsets, kv)
+                _emissions(kv, n, K, mask, &w[0], E)
+                _fill_parts(n, K, E, B, S)
+                best = _forward1(S, n, K, True, alpha, bp, &terms[0], &last)
+                if best == -INFINITY:
+                    failed = <int>i
+                    break
+                _backtrack1(n, last, bp, tags[base:base + n])
+        if failed >= 0:
+            raise ValueError(f"text {failed} of the batch: no tag sequence has a finite score "
+                             "(the weights hold inf or nan)")
+        return tags_arr
