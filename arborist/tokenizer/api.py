@@ -25,15 +25,13 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .chain import B, I, O, S, CharacterChain, CharExample, make_example
-from .chars import NEWLINE, SPACE, _tables, code_points
+from .chars import OTHER, _tables, code_points
 from .corpus import GoldParagraph, align, read_paragraphs
+from .features import decode_spans
 from .mwt import MultiwordExpander
 
 FORMAT = "arborist-tokenizer/1"
 PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")  # a blank line (maybe with spaces) ends a paragraph
-# Whitespace that may sit inside a token (FORMs with spaces): the scorer drops Zs characters
-# from FORMs; tabs, newlines and other separators never stay inside a token.
-INNER_SPACES = np.array([0x20, 0xA0, 0x2009, 0x202F], dtype=np.uint32)
 
 
 @dataclass(slots=True)
@@ -97,58 +95,23 @@ def split_paragraphs(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def decode_tags(cps: np.ndarray, tags: np.ndarray, max_sentence_tokens: int = 0):
-    """Token (start, end) arrays and the sentence-start flag of each token, from character tags.
+def char_classes(cps: np.ndarray) -> np.ndarray:
+    """uint8 class (`chars`) of each code point; characters above the BMP are OTHER."""
+    _, cls_table, _ = _tables()
+    big = cps >= len(cls_table)
+    cls = cls_table[np.where(big, 0, cps)]
+    cls[big] = OTHER
+    return cls
 
-    The rules keep every output valid for the scorer whatever the tags: every non-space
-    character is in a token (a non-space O continues the token before it, or starts one);
-    whitespace never starts or ends a token and only an inner space (INNER_SPACES) between
-    two token characters stays inside one; a sentence start tagged on whitespace moves to
-    the next token; the first token starts a sentence; with max_sentence_tokens > 0 a
-    sentence that long is cut."""
-    n = len(cps)
-    if n == 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, np.zeros(0, dtype=bool)
-    lower, cls_table, _ = _tables()
-    cls = cls_table[np.where(cps < len(cls_table), cps, 0)]
-    ws = ((cls == SPACE) | (cls == NEWLINE)) & (cps < len(cls_table))
-    t = np.asarray(tags, dtype=np.int8).copy()
-    sentence_on_space = np.flatnonzero(ws & (t == S))
-    t[ws & ((t == B) | (t == S))] = O
-    inner = np.isin(cps, INNER_SPACES)
-    prev_tok = np.zeros(n, dtype=bool)
-    prev_tok[1:] = (t[:-1] != O) & ~ws[:-1]
-    next_i = np.zeros(n, dtype=bool)
-    next_i[:-1] = (t[1:] == I) & ~ws[1:]
-    t[ws & (t == I) & ~(inner & prev_tok & next_i)] = O
-    t[~ws & (t == O)] = I
-    in_tok = t != O
-    prev_in = np.zeros(n, dtype=bool)
-    prev_in[1:] = in_tok[:-1]
-    start = in_tok & ((t != I) | ~prev_in)
-    next_start = np.zeros(n, dtype=bool)
-    next_start[:-1] = start[1:]
-    next_in = np.zeros(n, dtype=bool)
-    next_in[:-1] = in_tok[1:]
-    end = in_tok & (~next_in | next_start)
-    starts = np.flatnonzero(start)
-    ends = np.flatnonzero(end) + 1
-    sent = t[starts] == S
-    if len(sentence_on_space) and len(starts):
-        k = np.searchsorted(starts, sentence_on_space)
-        sent[k[k < len(starts)]] = True
-    if len(sent):
-        sent[0] = True
-    if max_sentence_tokens > 0 and len(sent) > max_sentence_tokens:
-        last = 0
-        for k in range(len(sent)):
-            if sent[k]:
-                last = k
-            elif k - last >= max_sentence_tokens:
-                sent[k] = True
-                last = k
-    return starts, ends, sent
+
+def decode_tags(cps: np.ndarray, tags: np.ndarray, max_sentence_tokens: int = 0):
+    """Token (start, end) arrays, the sentence-start flag and space-after flag of each token,
+    from the character tags of one text (`features.decode_spans`)."""
+    cps = np.ascontiguousarray(cps, dtype=np.uint32)
+    starts = np.array([0, len(cps)], dtype=np.int64)
+    ts, te, sent, after, _ = decode_spans(cps, char_classes(cps), np.ascontiguousarray(tags, dtype=np.int8),
+                                          starts, max_sentence_tokens)
+    return ts, te, sent, after
 
 
 class Tokenizer:
@@ -195,31 +158,32 @@ class Tokenizer:
 
     def _tokenize_paragraphs(self, pending) -> None:
         texts = [doc.text[a:b] for doc, a, b in pending]
-        all_tags = self.chain.tag_texts(texts, self.weights)
+        tags, starts = self.chain.tag_concat(texts, self.weights)
+        joined = "".join(texts)
+        cps = code_points(joined)
+        ts, te, sent, after, first = decode_spans(cps, char_classes(cps), tags, starts, self.max_sentence_tokens)
         expand = self.expander.expand
-        for (doc, a, b), text, tags in zip(pending, texts, all_tags):
-            cps = code_points(text)
-            starts, ends, sent = decode_tags(cps, tags, self.max_sentence_tokens)
-            n = len(text)
+        ts_l, te_l, after_l = ts.tolist(), te.tolist(), after.tolist()
+        sent_l = np.flatnonzero(sent).tolist()
+        first_l, starts_l = first.tolist(), starts.tolist()
+        s = 0  # index into sent_l
+        for p, (doc, a, b) in enumerate(pending):
             paragraph = Paragraph(a, b)
             doc.paragraphs.append(paragraph)
-            if not len(starts):
-                continue
-            _, cls_table, _ = _tables()
-            after = np.ones(len(ends), dtype=bool)
-            inside = ends < n
-            nxt = cps[np.minimum(ends, n - 1)]
-            nxt_cls = cls_table[np.where(nxt < len(cls_table), nxt, 0)]
-            after[inside] = ((nxt_cls == SPACE) | (nxt_cls == NEWLINE))[inside] & (nxt < len(cls_table))[inside]
-            bounds = np.flatnonzero(sent).tolist() + [len(starts)]
-            starts_l, ends_l, after_l = starts.tolist(), ends.tolist(), after.tolist()
-            for s0, s1 in zip(bounds[:-1], bounds[1:]):
+            k0, k1 = first_l[p], first_l[p + 1]
+            shift = a - starts_l[p]  # batch offset -> document offset
+            while s < len(sent_l) and sent_l[s] < k0:
+                s += 1
+            while s < len(sent_l) and sent_l[s] < k1:
+                s0 = sent_l[s]
+                s1 = sent_l[s + 1] if s + 1 < len(sent_l) and sent_l[s + 1] < k1 else k1
                 tokens = []
                 for k in range(s0, s1):
-                    form = text[starts_l[k]:ends_l[k]]
-                    tokens.append(Token(form, a + starts_l[k], a + ends_l[k], after_l[k], expand(form)))
+                    form = joined[ts_l[k]:te_l[k]]
+                    tokens.append(Token(form, ts_l[k] + shift, te_l[k] + shift, after_l[k], expand(form)))
                 paragraph.sentences.append(
-                    Sentence(text[starts_l[s0]:ends_l[s1 - 1]], a + starts_l[s0], a + ends_l[s1 - 1], tokens))
+                    Sentence(joined[ts_l[s0]:te_l[s1 - 1]], ts_l[s0] + shift, te_l[s1 - 1] + shift, tokens))
+                s += 1
 
     # -- state ----------------------------------------------------------------
     def to_json(self) -> dict:
@@ -296,7 +260,7 @@ def paragraph_examples(paragraphs: Sequence[GoldParagraph], window_sentences: in
 
 def train_tokenizer(paths, epochs: int = 10, hash_bits: int = 22, window_sentences: int = 8,
                     templates: Sequence[str] | None = None, seed: int = 0, strict: bool = False,
-                    mwt_min_types: int = 5, mwt_min_share: float = 0.6, max_sentence_tokens: int = 1000,
+                    mwt_min_types: int = 3, mwt_min_share: float = 0.6, max_sentence_tokens: int = 1000,
                     trainer=None, log=None) -> Tokenizer:
     """Train the character chain (averaged perceptron unless `trainer` is given: any trainer
     of `arborist.learn` with begin/epoch/prediction_weights) and the multiword expander on

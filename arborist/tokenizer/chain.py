@@ -143,38 +143,49 @@ class CharacterChain:
 
     def tag_texts(self, texts: Sequence[str], weights: np.ndarray, window: int = WINDOW,
                   margin: int = MARGIN, batch_chars: int = BATCH_CHARS) -> list[np.ndarray]:
-        """The best tags of every text, decoded window by window: a text longer than `window`
-        is cut into windows of `window` kept characters, each decoded with `margin` characters
-        of context on both sides, so memory is bounded by `batch_chars` per kernel call
-        whatever the length of a text. Windows are grouped into kernel calls of at most
-        about `batch_chars` characters (`CharFeatures.tag_many`, without the GIL)."""
+        """The best tags (int8 per character) of every text: `tag_concat` split per text."""
+        tags, starts = self.tag_concat(texts, weights, window, margin, batch_chars)
+        return [tags[starts[i]:starts[i + 1]] for i in range(len(texts))]
+
+    def tag_concat(self, texts: Sequence[str], weights: np.ndarray, window: int = WINDOW,
+                   margin: int = MARGIN, batch_chars: int = BATCH_CHARS) -> tuple[np.ndarray, np.ndarray]:
+        """(tags, starts): the best tags of the texts concatenated (int8, text i at
+        starts[i]..starts[i+1]-1), decoded window by window. A text longer than `window` is
+        cut into windows of `window` kept characters, each decoded with `margin` characters of
+        context on both sides (exact features, and by then the Viterbi paths have merged), so
+        memory is bounded by `batch_chars` per kernel call whatever the length of a text.
+        Windows are grouped into kernel calls of at most about `batch_chars` characters
+        (`CharFeatures.tag_many`, without the GIL)."""
         if window < 1 or margin < 0:
             raise ValueError("window must be positive and margin not negative")
-        out = [np.zeros(len(t), dtype=np.int8) for t in texts]
-        # (text index, decode from, decode to, keep from, keep to)
-        pieces = []
+        starts = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum([len(t) for t in texts], out=starts[1:])
+        out = np.zeros(int(starts[-1]), dtype=np.int8)
+        group: list = []
+        size = 0
         for i, text in enumerate(texts):
             n = len(text)
             for a in range(0, n, window):
                 b = min(n, a + window)
-                pieces.append((i, max(0, a - margin), min(n, b + margin), a, b))
-        group: list = []
-        size = 0
-        for piece in pieces + [None]:
-            if piece is not None and (not group or size + piece[2] - piece[1] <= batch_chars):
-                group.append(piece)
-                size += piece[2] - piece[1]
-                continue
-            if group:
-                self._tag_group(texts, group, weights, out)
-            group, size = ([piece], piece[2] - piece[1]) if piece is not None else ([], 0)
-        return out
+                lo, hi = max(0, a - margin), min(n, b + margin)
+                if group and size + hi - lo > batch_chars:
+                    self._tag_group(texts, group, weights, out, starts)
+                    group, size = [], 0
+                group.append((i, lo, hi, a, b))
+                size += hi - lo
+        if group:
+            self._tag_group(texts, group, weights, out, starts)
+        return out, starts
 
-    def _tag_group(self, texts, group, weights, out) -> None:
-        cps = [code_points(texts[i][lo:hi]) for i, lo, hi, _, _ in group]
+    def _tag_group(self, texts, group, weights, out, text_starts) -> None:
+        whole = len(group) > 1 and all(lo == 0 and hi == len(texts[i]) for i, lo, hi, _, _ in group)
+        if whole:  # short texts, each one window: one encode of all of them
+            cps = code_points("".join(texts[i] for i, *_ in group))
+        else:
+            cps = np.concatenate([code_points(texts[i][lo:hi]) for i, lo, hi, _, _ in group])
         starts = np.zeros(len(group) + 1, dtype=np.int64)
-        np.cumsum([len(c) for c in cps], out=starts[1:])
-        chars = char_values(np.concatenate(cps) if cps else np.zeros(0, dtype=np.uint32))
-        tags = self.features.tag_many(chars, starts, weights)
+        np.cumsum([hi - lo for _, lo, hi, _, _ in group], out=starts[1:])
+        tags = self.features.tag_many(char_values(cps), starts, weights)
         for k, (i, lo, hi, a, b) in enumerate(group):
-            out[i][a:b] = tags[starts[k] + (a - lo):starts[k] + (b - lo)]
+            base = text_starts[i]
+            out[base + a:base + b] = tags[starts[k] + (a - lo):starts[k] + (b - lo)]

@@ -20,6 +20,15 @@ columns of `chars.char_values`: code point, lowercase, class, script):
   suffix              the rest of the chunk, low[t .. chunk end)
   prev                at a chunk's first character, the previous chunk (sentence starts:
                       "Mr. Smith" vs "said. The"); NOTSTART elsewhere
+  bi, tri, four       the lowercase n-gram ending at t (before the text: CP_BOS), packed
+                      (bi, tri) or hashed (four) once, so an n-gram template costs one
+                      combine: "bi+1" is low|low+1
+  clsthree, clsfive   the classes of t-1..t+1 and t-2..t+2 (BOS / EOS outside the text)
+  shape               the chunk's shape: its characters' classes, punctuation and symbols as
+                      themselves, runs of one class cut at 2 ("Prof." -> upper lower lower "."),
+                      whatever the chunk's length
+  prevshape           at a chunk's first character, the previous chunk's shape (abbreviations
+                      before a capital: "Dr. Smith"); NOTSTART elsewhere
 
 Templates conjoin up to MAX_PARTS (value, offset) pairs ("low-1|low" is the bigram ending at
 t); outside the text a value is BOS / EOS. A chunk's values depend on at most MAX_CHUNK
@@ -30,7 +39,7 @@ Weight layout (as the word tagger's): emission key k owns the K consecutive weig
 (k + c) & mask; the bigram (p, c) has one hashed weight. `score` and `add` enumerate
 features with the same code, so scores are exactly w . phi.
 """
-from libc.stdint cimport uint64_t, int64_t
+from libc.stdint cimport uint64_t, int64_t, uint32_t, uint8_t, int8_t
 from libc.math cimport INFINITY
 import re
 
@@ -42,11 +51,13 @@ from ..strings import hash_string, hash_strings
 from ..tagger.viterbi cimport _forward1, _backtrack1
 
 INPUT_COLUMNS = ("cp", "low", "cls", "scr")
-VALUES = INPUT_COLUMNS + ("chunk", "pos", "rev", "prefix", "suffix", "prev")
+VALUES = INPUT_COLUMNS + ("chunk", "pos", "rev", "prefix", "suffix", "prev", "bi", "tri", "four", "clsthree",
+                          "clsfive", "shape", "prevshape")
 cdef int N_INPUT = 4
-cdef int N_VALUES = 10
+cdef int N_VALUES = 17
 cdef int C_CP = 0, C_LOW = 1, C_CLS = 2, C_SCR = 3, C_CHUNK = 4, C_POS = 5, C_REV = 6
 cdef int C_PREFIX = 7, C_SUFFIX = 8, C_PREV = 9
+cdef int C_BI = 10, C_TRI = 11, C_FOUR = 12, C_CLS3 = 13, C_CLS5 = 14, C_SHAPE = 15, C_PREVSHAPE = 16
 # chars.SPACE and chars.NEWLINE: the classes that separate chunks
 cdef uint64_t CLS_SPACE = 0, CLS_NEWLINE = 9
 
@@ -58,11 +69,13 @@ CONTEXT = 2 * MAX_CHUNK + 8  # characters of margin that make a window's feature
 DEFAULT_TEMPLATES = (
     "bias",
     "low-3", "low-2", "low-1", "low", "low+1", "low+2", "low+3", "cp",
-    "low-2|low-1", "low-1|low", "low|low+1", "low+1|low+2",
-    "low-2|low-1|low", "low-1|low|low+1", "low|low+1|low+2",
-    "low-3|low-2|low-1|low", "low|low+1|low+2|low+3",
-    "cls-2|cls-1|cls|cls+1|cls+2", "cls-1|cls|cls+1",
+    "bi-1", "bi", "bi+1", "bi+2",
+    "tri", "tri+1", "tri+2",
+    "four", "four+3",
+    "clsfive", "clsthree",
     "cp-1|cp", "scr-1|scr",
+    "low-1|cls", "cls-1|low", "low|cls+1", "cls|low+1",
+    "prev|chunk", "prevshape|cls", "prevshape|shape", "shape|pos",
     "chunk|pos", "prefix", "prefix|low", "suffix", "rev|cls", "prev|cp",
 )
 
@@ -74,6 +87,8 @@ cdef uint64_t NOTSTART = hash_string("<not-chunk-start>")
 cdef uint64_t NOPREV = hash_string("<no-previous-chunk>")
 cdef uint64_t EMPTY = hash_string("<empty>")
 cdef uint64_t STRING_SEED = hash_string("char/string")
+cdef uint64_t CP_BOS = 0x1FFFFF  # above every code point: "before the text" in a packed n-gram
+cdef uint64_t CLS_BOS = 15, CLS_EOS = 14  # above every class
 
 
 def template_parts(str name):
@@ -98,7 +113,9 @@ cdef inline bint _is_space(uint64_t cls) noexcept nogil:
 cdef void _values(const uint64_t[:, ::1] chars, Py_ssize_t base, int n, uint64_t[:, ::1] vals) noexcept nogil:
     """vals[t]: the VALUES of character t of the text in rows base..base+n-1 of `chars`."""
     cdef int t, j, k, cs, ce, length
-    cdef uint64_t h, prev_chunk = NOPREV, chunk
+    cdef uint64_t low1, low2, low3, low, c0
+    cdef uint64_t h, prev_chunk = NOPREV, chunk, shape, prev_shape = NOPREV, sym, last_sym
+    cdef int run
     t = 0
     while t < n:
         for j in range(N_INPUT):
@@ -110,6 +127,8 @@ cdef void _values(const uint64_t[:, ::1] chars, Py_ssize_t base, int n, uint64_t
             vals[t, C_PREFIX] = SPACE_V
             vals[t, C_SUFFIX] = SPACE_V
             vals[t, C_PREV] = SPACE_V
+            vals[t, C_SHAPE] = SPACE_V
+            vals[t, C_PREVSHAPE] = SPACE_V
             t += 1
             continue
         # A chunk starts at t: find its end, then fill all of it.
@@ -125,6 +144,18 @@ cdef void _values(const uint64_t[:, ::1] chars, Py_ssize_t base, int n, uint64_t
             chunk = h
         else:
             chunk = LONG
+        shape = STRING_SEED
+        last_sym = NOPREV
+        run = 0
+        for j in range(cs, ce):
+            # letters, digits and marks by class; punctuation, symbols, other as the character
+            sym = chars[base + j, C_CLS]
+            if sym >= 5 and sym != 7:
+                sym = 16 + chars[base + j, C_CP]
+            run = run + 1 if sym == last_sym else 1
+            last_sym = sym
+            if run <= 2:
+                shape = combine(shape, sym)
         h = EMPTY
         for j in range(cs, ce):
             if j > cs:
@@ -137,6 +168,8 @@ cdef void _values(const uint64_t[:, ::1] chars, Py_ssize_t base, int n, uint64_t
             if j - cs < C_MAX_AFFIX:
                 h = combine(h, chars[base + j, C_LOW])
             vals[j, C_PREV] = prev_chunk if j == cs else NOTSTART
+            vals[j, C_SHAPE] = shape
+            vals[j, C_PREVSHAPE] = prev_shape if j == cs else NOTSTART
         h = EMPTY
         for j in range(ce - 1, cs - 1, -1):
             if ce - j <= C_MAX_AFFIX:
@@ -145,7 +178,23 @@ cdef void _values(const uint64_t[:, ::1] chars, Py_ssize_t base, int n, uint64_t
             else:
                 vals[j, C_SUFFIX] = LONG
         prev_chunk = chunk
+        prev_shape = shape
         t = ce
+    # n-grams of code points (< 2**21) and of classes (< 16) are packed, not hashed: exact
+    # and cheap; the template's seed mixes them when the key is made.
+    low1 = low2 = low3 = CP_BOS
+    for t in range(n):
+        low = vals[t, C_LOW]
+        vals[t, C_BI] = (low1 << 21) | low
+        vals[t, C_TRI] = (low2 << 42) | (low1 << 21) | low
+        vals[t, C_FOUR] = combine((low3 << 42) | (low2 << 21) | low1, low)
+        low3, low2, low1 = low2, low1, low
+        h = vals[t - 2, C_CLS] if t >= 2 else CLS_BOS
+        h = (h << 4) | (vals[t - 1, C_CLS] if t >= 1 else CLS_BOS)
+        h = (h << 4) | vals[t, C_CLS]
+        h = (h << 4) | (vals[t + 1, C_CLS] if t + 1 < n else CLS_EOS)
+        vals[t, C_CLS3] = h & 0xFFF
+        vals[t, C_CLS5] = (h << 4) | (vals[t + 2, C_CLS] if t + 2 < n else CLS_EOS)
 
 
 cdef void _keys(const uint64_t[:, ::1] vals, int n, const uint64_t[::1] seeds, const int[::1] n_parts,
@@ -367,3 +416,77 @@ cdef class CharFeatures:
             raise ValueError(f"text {failed} of the batch: no tag sequence has a finite score "
                              "(the weights hold inf or nan)")
         return tags_arr
+
+
+cdef inline bint _inner_space(uint32_t cp) noexcept nogil:
+    # Whitespace that may stay inside a token (FORMs with spaces); the scorer drops these (Zs).
+    return cp == 0x20 or cp == 0xA0 or cp == 0x2009 or cp == 0x202F
+
+
+def decode_spans(const uint32_t[::1] cps, const uint8_t[::1] cls, const int8_t[::1] tags,
+                 const int64_t[::1] starts, int max_sentence_tokens=0):
+    """Tokens and sentences of every text of a batch from its character tags (O B I S = 0 1 2 3),
+    text i being characters starts[i]..starts[i+1]-1. Returns (token_start, token_end,
+    sentence_start, space_after, first_token) arrays: offsets into the batch, whether a token
+    starts a sentence and is followed by whitespace (or ends its text), and text i's tokens
+    first_token[i]..first_token[i+1]-1.
+
+    Whatever the tags, the output is valid for the scorer: every non-space character is in a
+    token (a non-space O continues the token before it, or starts one); whitespace never
+    starts or ends a token, and only an inner space between two characters tagged I stays
+    inside one; a sentence start tagged on whitespace moves to the next token; a text's first
+    token starts a sentence; with max_sentence_tokens > 0 a sentence is cut at that length."""
+    cdef Py_ssize_t n_texts = starts.shape[0] - 1
+    if cps.shape[0] != cls.shape[0] or cps.shape[0] != tags.shape[0] or n_texts < 0 \
+            or starts[n_texts] != cps.shape[0]:
+        raise ValueError("cps, cls and tags must have starts[-1] entries")
+    cap = max(int(cps.shape[0]), 1)
+    tok_start_arr = numpy.empty(cap, dtype=numpy.int64)
+    tok_end_arr = numpy.empty(cap, dtype=numpy.int64)
+    sent_arr = numpy.zeros(cap, dtype=numpy.bool_)
+    after_arr = numpy.zeros(cap, dtype=numpy.bool_)
+    first_arr = numpy.zeros(n_texts + 1, dtype=numpy.int64)
+    cdef int64_t[::1] ts = tok_start_arr, te = tok_end_arr, first = first_arr
+    cdef uint8_t[::1] sent = sent_arr.view(numpy.uint8), after = after_arr.view(numpy.uint8)
+    cdef Py_ssize_t i, j, p0, p1, k = 0, since = 0
+    cdef int8_t tg
+    cdef bint ws, in_token, pending
+    with nogil:
+        for j in range(n_texts):
+            p0, p1 = starts[j], starts[j + 1]
+            first[j] = k
+            in_token = False
+            pending = True
+            since = 0
+            for i in range(p0, p1):
+                tg = tags[i]
+                ws = cls[i] == CLS_SPACE or cls[i] == CLS_NEWLINE
+                if ws:
+                    if tg == 3:
+                        pending = True
+                    if (in_token and tg == 2 and _inner_space(cps[i]) and i + 1 < p1 and tags[i + 1] == 2
+                            and cls[i + 1] != CLS_SPACE and cls[i + 1] != CLS_NEWLINE):
+                        continue
+                    if in_token:
+                        te[k - 1] = i
+                        after[k - 1] = True
+                        in_token = False
+                    continue
+                if in_token and (tg == 2 or tg == 0):
+                    continue
+                if in_token:
+                    te[k - 1] = i
+                    after[k - 1] = False
+                ts[k] = i
+                since += 1
+                if tg == 3 or pending or (max_sentence_tokens > 0 and since > max_sentence_tokens):
+                    sent[k] = True
+                    since = 1
+                pending = False
+                in_token = True
+                k += 1
+            if in_token:
+                te[k - 1] = p1
+                after[k - 1] = True
+        first[n_texts] = k
+    return tok_start_arr[:k], tok_end_arr[:k], sent_arr[:k], after_arr[:k], first_arr

@@ -1,0 +1,153 @@
+"""Train the tokenizer on each UD treebank's train file, tokenize the dev raw text, score it
+with the official CoNLL 2018 scorer, and measure the round trip on the training text.
+
+    python scripts/bench_tokenizer.py [--treebanks en_ewt,el_gdt] [--epochs 10] [--hash-bits 22]
+
+For each treebank, writes scripts/results/tokenizer_<treebank>.json with:
+  dev:        Tokens / Sentences / Words F1 of the scorer on dev (raw text from ud_raw_text.py)
+  round_trip: the same three F1 on the training text (the model tokenizing what it was
+              trained on), plus the share of gold multiword tokens reproduced with their words
+  train_seconds, and tokenizing speed in words/s (one process, one thread, whole
+  `Tokenizer.tokenize` call including paragraph splitting, decoding and MWT expansion) on
+  the dev text and on the (larger) training text.
+Corpora are read from /work/shared/corpora/ud and the tools from /work/shared/tools.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from arborist.tokenizer import Tokenizer, read_paragraphs, train_tokenizer, write_conllu  # noqa: E402
+
+CORPORA = "/work/shared/corpora/ud"
+TOOLS = "/work/shared/tools"
+TREEBANKS = ("en_ewt", "el_gdt", "hu_szeged", "tr_imst", "it_partut")
+# UDPipe 1 on UD 2.5 (Words F1, Sentences F1): the targets to beat on dev.
+TARGETS = {"en_ewt": (98.9, 77.4), "el_gdt": (99.9, 90.2), "hu_szeged": (99.8, 95.9),
+           "tr_imst": (98.3, 97.0), "it_partut": (99.7, 100.0)}
+
+
+def raw_text(gold: str, out: str) -> str:
+    subprocess.run([sys.executable, os.path.join(TOOLS, "ud_raw_text.py"), gold, out], check=True,
+                   stdout=subprocess.DEVNULL)
+    with open(out, encoding="utf-8") as f:
+        return f.read()
+
+
+def score(gold: str, system: str) -> dict:
+    out = subprocess.run([sys.executable, os.path.join(TOOLS, "conll18_ud_eval.py"), "-v", gold, system],
+                         check=True, capture_output=True, text=True).stdout
+    figures = {}
+    for name in ("Tokens", "Sentences", "Words"):
+        m = re.search(rf"^{name}\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)", out, re.M)
+        figures[name] = {"precision": float(m.group(1)), "recall": float(m.group(2)), "f1": float(m.group(3))}
+    return figures
+
+
+def mwt_reproduction(gold_path: str, docs) -> dict:
+    """Of the gold multiword tokens, how many the system output has at the same characters with
+    the same words (case-insensitive, like the scorer)."""
+    gold = {}
+    offset = 0
+    for paragraph in read_paragraphs(gold_path):
+        text = " ".join(s.text for s in paragraph.sentences)
+        pos = 0
+        for sentence in paragraph.sentences:
+            from arborist.tokenizer import align
+            try:
+                spans = align(sentence)
+            except ValueError:
+                pos += len(sentence.text) + 1
+                continue
+            for token, (a, b) in zip(sentence.tokens, spans):
+                if token.words:
+                    gold[(offset + pos + a, offset + pos + b)] = tuple(w.lower() for w in token.words)
+            pos += len(sentence.text) + 1
+        offset += len(text) + 2  # paragraphs are separated by a blank line in the raw text
+    system = {}
+    for doc in docs:
+        for sentence in doc.sentences:
+            for token in sentence.tokens:
+                if token.words:
+                    system[(token.start, token.end)] = tuple(w.lower() for w in token.words)
+    right = sum(1 for k, v in gold.items() if system.get(k) == v)
+    return {"gold": len(gold), "system": len(system), "reproduced": right,
+            "recall": 100.0 * right / max(len(gold), 1),
+            "precision": 100.0 * sum(1 for k, v in system.items() if gold.get(k) == v) / max(len(system), 1)}
+
+
+def timed_tokenize(tok: Tokenizer, text: str):
+    start = time.perf_counter()
+    docs = tok.tokenize([text])
+    seconds = time.perf_counter() - start
+    words = sum(len(s.words) for s in docs[0].sentences)
+    return docs, words, seconds
+
+
+def run(treebank: str, args) -> dict:
+    base = os.path.join(CORPORA, treebank)
+    train, dev = (os.path.join(base, f"{treebank}-ud-{part}.conllu") for part in ("train", "dev"))
+    tok = train_tokenizer(train, epochs=args.epochs, hash_bits=args.hash_bits, window_sentences=args.window)
+    result = {"treebank": treebank, "epochs": args.epochs, "hash_bits": args.hash_bits,
+              "window_sentences": args.window, "train_seconds": round(tok.info["train_seconds"], 2),
+              "train_examples": tok.info["examples"], "unaligned_sentences": tok.info["unaligned_sentences"],
+              "templates": len(tok.chain.templates)}
+    with tempfile.TemporaryDirectory() as tmp:
+        for part, gold in (("dev", dev), ("train", train)):
+            text = raw_text(gold, os.path.join(tmp, f"{part}.txt"))
+            tok.tokenize([text[:10000]])  # warm the caches (tables) before timing
+            docs, words, seconds = timed_tokenize(tok, text)
+            system = os.path.join(tmp, f"{part}.conllu")
+            write_conllu(docs, system)
+            figures = score(gold, system)
+            key = "dev" if part == "dev" else "round_trip"
+            result[key] = {name: f["f1"] for name, f in figures.items()}
+            result[key]["detail"] = figures
+            result[key]["mwt"] = mwt_reproduction(gold, docs)
+            result[f"{part}_words"] = words
+            result[f"{part}_tokenize_seconds"] = round(seconds, 4)
+            result[f"{part}_words_per_second"] = round(words / seconds)
+    words_target, sentences_target = TARGETS[treebank]
+    result["targets"] = {"words_f1": words_target, "sentences_f1": sentences_target}
+    result["meets"] = {"words_f1": result["dev"]["Words"] > words_target,
+                       "sentences_f1": result["dev"]["Sentences"] > sentences_target}
+    if treebank == "en_ewt":
+        result["meets"]["tokens_f1"] = result["dev"]["Tokens"] >= 99.0
+    result["meets"]["round_trip"] = min(result["round_trip"][k] for k in ("Tokens", "Sentences", "Words")) >= 99.5
+    result["meets"]["speed"] = result["train_words_per_second"] >= 300_000
+    result["machine"] = {"python": platform.python_version(), "processor": platform.processor() or platform.machine(),
+                         "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:])}
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--treebanks", default=",".join(TREEBANKS))
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--hash-bits", type=int, default=22)
+    parser.add_argument("--window", type=int, default=8, help="sentences per training example")
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
+    args = parser.parse_args()
+    for treebank in args.treebanks.split(","):
+        result = run(treebank, args)
+        path = os.path.join(args.out, f"tokenizer_{treebank}.json")
+        with open(path, "w") as f:
+            json.dump(result, f, indent=2)
+        d, r = result["dev"], result["round_trip"]
+        print(f"{treebank}: dev Tokens {d['Tokens']:.2f} Sentences {d['Sentences']:.2f} Words {d['Words']:.2f} | "
+              f"round trip {r['Tokens']:.2f} / {r['Sentences']:.2f} / {r['Words']:.2f} (MWT {r['mwt']['recall']:.2f}) | "
+              f"train {result['train_seconds']}s | {result['dev_words_per_second']} / "
+              f"{result['train_words_per_second']} w/s | meets {result['meets']}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
