@@ -319,7 +319,7 @@ def _slice_path():
 
 @lru_cache(maxsize=1)
 def small_tokenizer() -> Tokenizer:
-    return train_tokenizer(_slice_path(), epochs=6, hash_bits=20, window_sentences=8)
+    return train_tokenizer(_slice_path(), epochs=15, hash_bits=20, window_sentences=3)
 
 
 def raw_paragraphs():
@@ -364,7 +364,7 @@ def test_round_trip_on_training_text():
 def test_save_load_round_trip(tmp_path):
     tok = small_tokenizer()
     tok.save(tmp_path / "tok")
-    assert sorted(os.listdir(tmp_path / "tok")) == ["tokenizer.json", "weights.npy"]
+    assert sorted(os.listdir(tmp_path / "tok")) == ["tokenizer.json", "vocab.npy", "weights.npy"]
     back = Tokenizer.load(tmp_path / "tok")
     texts = raw_paragraphs()[:3] + ["Nella casa dell'uomo c'è un gatto. Poi, niente."]
     a, b = tok.tokenize(texts), back.tokenize(texts)
@@ -456,3 +456,20 @@ def test_split_paragraphs():
     text = "one\ntwo\n\n  three \n \n\nfour"
     assert [text[a:b] for a, b in split_paragraphs(text)] == ["one\ntwo", "three", "four"]
     assert split_paragraphs("") == [] and split_paragraphs(" \n\n ") == []
+
+
+def test_known_token_features():
+    from arborist.tokenizer.chain import known_tokens
+    col = {name: i for i, name in enumerate(VALUES)}
+    table = known_tokens(["(", "(", "οι", "Οι", "π.μ.", "π.μ.", "once"])  # "once" is seen once: unknown
+    chain = CharacterChain(12, None, table)
+    vals = chain.features.values(make_example("(οι π.μ. once").chars)
+    assert vals[1, col["kpre"]] == 1 and vals[1, col["ksuf"]] == 1   # "(" | "οι"
+    assert vals[0, col["klong"]] == 1 and vals[1, col["klong"]] == 2
+    assert vals[2, col["kpre"]] == 0 and vals[2, col["ksuf"]] == 0   # "(ο" | "ι"
+    assert vals[4, col["klong"]] == 4 and vals[4, col["ksuf"]] == 1  # "π.μ." known whole
+    assert vals[6, col["kpre"]] == 0                                 # "π." is not a token
+    assert vals[9, col["klong"]] == 0                                # "once" seen once only
+    # no table: every token unknown
+    plain = CharacterChain(12).features.values(make_example("(οι").chars)
+    assert not plain[:, col["klong"]].any() and not plain[:, col["kpre"]].any()

@@ -10,8 +10,8 @@ paragraph is tagged by the character chain (`CharacterChain.tag_texts`: bounded 
 one GIL-free kernel call per group), its tags decoded into tokens and sentences
 (`decode_tags`), and every token looked up by the multiword expander.
 
-Saved state (no pickle): `weights.npy` (the averaged weights, float64 2**hash_bits) and
-`tokenizer.json` (the chain's config, the expander's lexicon and suffix rules, settings).
+Saved state (no pickle): `weights.npy` (the averaged weights, float64 2**hash_bits),
+`vocab.npy` (the known-token hash table of the features) and `tokenizer.json` (the chain's config, the expander's lexicon and suffix rules, settings).
 """
 from __future__ import annotations
 
@@ -24,13 +24,14 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .chain import B, I, O, S, CharacterChain, CharExample, make_example
+from .chain import O, S, B, I, CharacterChain, CharExample, known_tokens, make_example
 from .chars import OTHER, _tables, code_points
 from .corpus import GoldParagraph, align, read_paragraphs
 from .features import decode_spans
 from .mwt import MultiwordExpander
 
 FORMAT = "arborist-tokenizer/1"
+MISSING = object()
 PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")  # a blank line (maybe with spaces) ends a paragraph
 
 
@@ -163,6 +164,7 @@ class Tokenizer:
         cps = code_points(joined)
         ts, te, sent, after, first = decode_spans(cps, char_classes(cps), tags, starts, self.max_sentence_tokens)
         expand = self.expander.expand
+        cached = self.expander.cache_lookup()  # the expander's answers so far: a dict lookup per token
         ts_l, te_l, after_l = ts.tolist(), te.tolist(), after.tolist()
         sent_l = np.flatnonzero(sent).tolist()
         first_l, starts_l = first.tolist(), starts.tolist()
@@ -179,8 +181,12 @@ class Tokenizer:
                 s1 = sent_l[s + 1] if s + 1 < len(sent_l) and sent_l[s + 1] < k1 else k1
                 tokens = []
                 for k in range(s0, s1):
-                    form = joined[ts_l[k]:te_l[k]]
-                    tokens.append(Token(form, ts_l[k] + shift, te_l[k] + shift, after_l[k], expand(form)))
+                    a0, b0 = ts_l[k], te_l[k]
+                    form = joined[a0:b0]
+                    words = cached(form, MISSING)
+                    if words is MISSING:
+                        words = expand(form)
+                    tokens.append(Token(form, a0 + shift, b0 + shift, after_l[k], words))
                 paragraph.sentences.append(
                     Sentence(joined[ts_l[s0]:te_l[s1 - 1]], ts_l[s0] + shift, te_l[s1 - 1] + shift, tokens))
                 s += 1
@@ -193,6 +199,7 @@ class Tokenizer:
     def save(self, directory) -> None:
         os.makedirs(directory, exist_ok=True)
         np.save(os.path.join(directory, "weights.npy"), self.weights, allow_pickle=False)
+        np.save(os.path.join(directory, "vocab.npy"), self.chain.vocab_table, allow_pickle=False)
         with open(os.path.join(directory, "tokenizer.json"), "w", encoding="utf-8") as f:
             json.dump(self.to_json(), f, ensure_ascii=False)
 
@@ -204,22 +211,25 @@ class Tokenizer:
         if data.get("format") != FORMAT:
             raise ValueError(f"{path}: not a tokenizer of format {FORMAT} (format {data.get('format')!r})")
         weights = np.load(os.path.join(directory, "weights.npy"), allow_pickle=False)
-        return cls(CharacterChain.from_config(data["chain"]), weights,
+        vocab = np.load(os.path.join(directory, "vocab.npy"), allow_pickle=False)
+        return cls(CharacterChain.from_config(data["chain"], vocab), weights,
                    MultiwordExpander.from_json(data["expander"]), data["max_sentence_tokens"], data.get("info"))
 
 
 # -- training examples ------------------------------------------------------------
 
-def paragraph_examples(paragraphs: Sequence[GoldParagraph], window_sentences: int = 8, strict: bool = False,
+def paragraph_examples(paragraphs: Sequence[GoldParagraph], window_sentences: int = 3, strict: bool = False,
                        problems: list | None = None) -> list[CharExample]:
     """Training examples: windows of `window_sentences` consecutive sentences of a paragraph,
-    their texts joined by a space (as `ud_raw_text.py` joins them), each character tagged
+    each window starting with the previous one's last sentence (so every sentence boundary
+    is seen in context), their texts joined by a space (as `ud_raw_text.py` joins them), each character tagged
     O/B/I/S from the tokens' alignment to the text. A sentence whose tokens do not align with
     its text raises (strict) or is left out, ending the window (its message is appended to
     `problems`)."""
     examples = []
     for paragraph in paragraphs:
         window: list = []
+        carried = [False]  # the window holds only the last sentence of the previous window
 
         def flush():
             if not window:
@@ -237,7 +247,11 @@ def paragraph_examples(paragraphs: Sequence[GoldParagraph], window_sentences: in
                 tags.append(y)
             first = window[0][0]
             examples.append(make_example("".join(texts), np.concatenate(tags), first.source, first.line))
-            window.clear()
+            # The next window starts with this one's last sentence: every boundary between two
+            # sentences of a paragraph is then inside some window, with its left context (a
+            # window's first sentence follows START and no previous chunk).
+            del window[:-1]
+            carried[0] = True
 
         for sentence in paragraph.sentences:
             try:
@@ -247,21 +261,25 @@ def paragraph_examples(paragraphs: Sequence[GoldParagraph], window_sentences: in
                     raise
                 if problems is not None:
                     problems.append(str(error))
-                flush()
+                if len(window) > 1 or (window and not carried[0]):
+                    flush()
+                window.clear()  # the text around a left-out sentence is not contiguous
                 continue
             if not spans:
                 continue
             window.append((sentence, spans))
+            carried[0] = False
             if len(window) >= window_sentences:
                 flush()
-        flush()
+        if len(window) > 1 or (window and not carried[0]):
+            flush()
     return examples
 
 
-def train_tokenizer(paths, epochs: int = 10, hash_bits: int = 22, window_sentences: int = 8,
+def train_tokenizer(paths, epochs: int = 15, hash_bits: int = 22, window_sentences: int = 3,
                     templates: Sequence[str] | None = None, seed: int = 0, strict: bool = False,
                     mwt_min_types: int = 3, mwt_min_share: float = 0.6, max_sentence_tokens: int = 1000,
-                    trainer=None, log=None) -> Tokenizer:
+                    known_min_count: int = 2, trainer=None, log=None) -> Tokenizer:
     """Train the character chain (averaged perceptron unless `trainer` is given: any trainer
     of `arborist.learn` with begin/epoch/prediction_weights) and the multiword expander on
     CoNLL-U file(s)."""
@@ -273,7 +291,8 @@ def train_tokenizer(paths, epochs: int = 10, hash_bits: int = 22, window_sentenc
     examples = paragraph_examples(paragraphs, window_sentences, strict, problems)
     if not examples:
         raise ValueError(f"{paths}: no sentence of the training data aligns with its text")
-    chain = CharacterChain(hash_bits, templates)
+    chain = CharacterChain(hash_bits, templates, known_tokens(
+        t.form for p in paragraphs for s in p.sentences for t in s.tokens) if known_min_count else None)
     trainer = trainer or Perceptron(seed=seed)
     trainer.begin(chain, examples, hash_bits)
     history = []

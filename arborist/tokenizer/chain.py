@@ -26,13 +26,24 @@ import numpy as np
 from ..structure import take_positions
 from ..tagger.viterbi import chain_argmax, chain_marginals, valid_parts
 from .chars import char_values, code_points
-from .features import CONTEXT, DEFAULT_TEMPLATES, CharFeatures
+from .features import CONTEXT, DEFAULT_TEMPLATES, CharFeatures, token_table
 
 TAGS = ("O", "B", "I", "S")
 O, B, I, S = range(4)
 WINDOW = 8192          # characters a window keeps
 MARGIN = max(CONTEXT, 256)  # context either side: exact features, and the Viterbi paths have merged
 BATCH_CHARS = 1 << 20  # characters per kernel call (bounds the memory of one call)
+
+
+def known_tokens(forms, min_count: int = 2) -> np.ndarray:
+    """The known-token table of the features kpre/ksuf/klong: the forms (compared lowercased)
+    seen at least `min_count` times. Not every training token: with min_count = 2 the
+    training data also shows the model tokens it does not know, as test data will."""
+    counts: dict[str, int] = {}
+    for form in forms:
+        low = form.lower()
+        counts[low] = counts.get(low, 0) + 1
+    return token_table([f for f, c in counts.items() if c >= min_count])
 
 
 @dataclass(slots=True)
@@ -58,11 +69,17 @@ def make_example(text: str, tags=None, source: str = "<text>", line: int = 0) ->
 class CharacterChain:
     name = "character-chain"
 
-    def __init__(self, hash_bits: int = 22, templates: Sequence[str] | None = None):
+    def __init__(self, hash_bits: int = 22, templates: Sequence[str] | None = None, vocab_table=None):
+        """`vocab_table`: the known-token table (`known_tokens`), None for none."""
         self.tags = TAGS
         self.templates = tuple(DEFAULT_TEMPLATES if templates is None else templates)
         self.features = CharFeatures(len(TAGS), hash_bits, self.templates)
+        self.features.set_vocab(vocab_table)
         self._valid: dict[int, np.ndarray] = {}
+
+    @property
+    def vocab_table(self) -> np.ndarray:
+        return self.features.vocab_table
 
     @property
     def hash_bits(self) -> int:
@@ -77,10 +94,10 @@ class CharacterChain:
                 "templates": list(self.templates)}
 
     @classmethod
-    def from_config(cls, config: dict) -> "CharacterChain":
+    def from_config(cls, config: dict, vocab_table=None) -> "CharacterChain":
         if tuple(config.get("tags", TAGS)) != TAGS:
             raise ValueError(f"character chain tags must be {TAGS}, got {config.get('tags')}")
-        return cls(config["hash_bits"], config.get("templates"))
+        return cls(config["hash_bits"], config.get("templates"), vocab_table)
 
     def shape(self, n: int) -> tuple[int, ...]:
         return (n, self.n_tags + 1, self.n_tags)

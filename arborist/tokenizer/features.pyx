@@ -29,6 +29,11 @@ columns of `chars.char_values`: code point, lowercase, class, script):
                       whatever the chunk's length
   prevshape           at a chunk's first character, the previous chunk's shape (abbreviations
                       before a capital: "Dr. Smith"); NOTSTART elsewhere
+  kpre, ksuf, klong   the known-token lexicon (`set_vocab`: lowercased training tokens seen
+                      at least twice, so that training also sees unknown words): whether the
+                      chunk so far low[chunk start .. t) is a known token, whether the rest
+                      of the chunk low[t .. end) is, and the length (up to C_MAX_KNOWN) of
+                      the longest known token starting at t inside the chunk, 0 if none
 
 Templates conjoin up to MAX_PARTS (value, offset) pairs ("low-1|low" is the bigram ending at
 t); outside the text a value is BOS / EOS. A chunk's values depend on at most MAX_CHUNK
@@ -52,12 +57,14 @@ from ..tagger.viterbi cimport _forward1, _backtrack1
 
 INPUT_COLUMNS = ("cp", "low", "cls", "scr")
 VALUES = INPUT_COLUMNS + ("chunk", "pos", "rev", "prefix", "suffix", "prev", "bi", "tri", "four", "clsthree",
-                          "clsfive", "shape", "prevshape")
+                          "clsfive", "shape", "prevshape", "kpre", "ksuf", "klong")
 cdef int N_INPUT = 4
-cdef int N_VALUES = 17
+cdef int N_VALUES = 20
 cdef int C_CP = 0, C_LOW = 1, C_CLS = 2, C_SCR = 3, C_CHUNK = 4, C_POS = 5, C_REV = 6
 cdef int C_PREFIX = 7, C_SUFFIX = 8, C_PREV = 9
 cdef int C_BI = 10, C_TRI = 11, C_FOUR = 12, C_CLS3 = 13, C_CLS5 = 14, C_SHAPE = 15, C_PREVSHAPE = 16
+cdef int C_KPRE = 17, C_KSUF = 18, C_KLONG = 19
+cdef int C_MAX_KNOWN = 16  # longest known token looked for (characters)
 # chars.SPACE and chars.NEWLINE: the classes that separate chunks
 cdef uint64_t CLS_SPACE = 0, CLS_NEWLINE = 9
 
@@ -76,6 +83,7 @@ DEFAULT_TEMPLATES = (
     "cp-1|cp", "scr-1|scr",
     "low-1|cls", "cls-1|low", "low|cls+1", "cls|low+1",
     "prev|chunk", "prevshape|cls", "prevshape|shape", "shape|pos",
+    "kpre|klong|ksuf", "kpre|klong|low-1", "kpre|klong|low",
     "chunk|pos", "prefix", "prefix|low", "suffix", "rev|cls", "prev|cp",
 )
 
@@ -110,10 +118,64 @@ cdef inline bint _is_space(uint64_t cls) noexcept nogil:
     return cls == CLS_SPACE or cls == CLS_NEWLINE
 
 
-cdef void _values(const uint64_t[:, ::1] chars, Py_ssize_t base, int n, uint64_t[:, ::1] vals) noexcept nogil:
-    """vals[t]: the VALUES of character t of the text in rows base..base+n-1 of `chars`."""
-    cdef int t, j, k, cs, ce, length
-    cdef uint64_t low1, low2, low3, low, c0
+cdef uint64_t TOKEN_SEED = hash_string("char/token")
+
+
+cdef inline bint _known(uint64_t h, const uint64_t* table, uint64_t tmask) noexcept nogil:
+    """Whether token hash h is in the open-addressing table (0 = empty slot, linear probing)."""
+    if tmask == 0:
+        return False
+    if h == 0:
+        h = 1
+    cdef uint64_t i = mix64(h) & tmask
+    while table[i] != 0:
+        if table[i] == h:
+            return True
+        i = (i + 1) & tmask
+    return False
+
+
+def token_hashes(strings):
+    """uint64 hash of each string's lowercase characters (as the kernel folds a chunk's `low`
+    values from TOKEN_SEED): the keys of the known-token table."""
+    from .chars import char_values, code_points
+    out = numpy.empty(len(strings), dtype=numpy.uint64)
+    cdef const uint64_t[:, ::1] cv
+    cdef uint64_t h
+    cdef Py_ssize_t i, j
+    for i, text in enumerate(strings):
+        cv = numpy.ascontiguousarray(char_values(code_points(text)))
+        h = TOKEN_SEED
+        for j in range(cv.shape[0]):
+            h = combine(h, cv[j, C_LOW])
+        out[i] = h if h != 0 else 1
+    return out
+
+
+def token_table(strings):
+    """The open-addressing table of the token hashes of `strings` (uint64, a power of 2 at
+    least twice their number; 0 marks an empty slot)."""
+    hashes = numpy.unique(token_hashes(list(strings)))
+    size = 1
+    while size < 2 * max(len(hashes), 1):
+        size *= 2
+    table = numpy.zeros(size, dtype=numpy.uint64)
+    cdef uint64_t[::1] tv = table
+    cdef uint64_t tmask = size - 1, i, h
+    for h in hashes:
+        i = mix64(h) & tmask
+        while tv[i] != 0:
+            i = (i + 1) & tmask
+        tv[i] = h
+    return table
+
+
+cdef void _values(const uint64_t[:, ::1] chars, Py_ssize_t base, int n, uint64_t[:, ::1] vals,
+                  const uint64_t* table, uint64_t tmask) noexcept nogil:
+    """vals[t]: the VALUES of character t of the text in rows base..base+n-1 of `chars`
+    (table, tmask: the known-token table, tmask = 0 when there is none)."""
+    cdef int t, j, k, e, cs, ce, length, longest
+    cdef uint64_t low1, low2, low3, low, c0, hp
     cdef uint64_t h, prev_chunk = NOPREV, chunk, shape, prev_shape = NOPREV, sym, last_sym
     cdef int run
     t = 0
@@ -129,6 +191,9 @@ cdef void _values(const uint64_t[:, ::1] chars, Py_ssize_t base, int n, uint64_t
             vals[t, C_PREV] = SPACE_V
             vals[t, C_SHAPE] = SPACE_V
             vals[t, C_PREVSHAPE] = SPACE_V
+            vals[t, C_KPRE] = SPACE_V
+            vals[t, C_KSUF] = SPACE_V
+            vals[t, C_KLONG] = SPACE_V
             t += 1
             continue
         # A chunk starts at t: find its end, then fill all of it.
@@ -177,6 +242,21 @@ cdef void _values(const uint64_t[:, ::1] chars, Py_ssize_t base, int n, uint64_t
                 vals[j, C_SUFFIX] = h
             else:
                 vals[j, C_SUFFIX] = LONG
+        # Known tokens: the chunk so far (left to right), and every token starting at j.
+        hp = TOKEN_SEED
+        for j in range(cs, ce):
+            vals[j, C_KPRE] = j > cs and j - cs <= C_MAX_KNOWN and _known(hp, table, tmask)
+            if j - cs < C_MAX_KNOWN:
+                hp = combine(hp, chars[base + j, C_LOW])
+            longest = 0
+            if tmask != 0:
+                h = TOKEN_SEED
+                for e in range(j, ce if ce - j <= C_MAX_KNOWN else j + C_MAX_KNOWN):
+                    h = combine(h, chars[base + e, C_LOW])
+                    if _known(h, table, tmask):
+                        longest = e + 1 - j
+            vals[j, C_KLONG] = longest
+            vals[j, C_KSUF] = ce - j <= C_MAX_KNOWN and longest == ce - j
         prev_chunk = chunk
         prev_shape = shape
         t = ce
@@ -200,15 +280,21 @@ cdef void _values(const uint64_t[:, ::1] chars, Py_ssize_t base, int n, uint64_t
 cdef void _keys(const uint64_t[:, ::1] vals, int n, const uint64_t[::1] seeds, const int[::1] n_parts,
                 const int[:, ::1] columns, const int[:, ::1] offsets, uint64_t[:, ::1] keys) noexcept nogil:
     """keys[t, j]: template j's feature of character t, before conjunction with a tag."""
-    cdef int t, j, m, pos
+    cdef int t, j, m, pos, J = keys.shape[1], V = vals.shape[1], P = columns.shape[1]
     cdef uint64_t key
+    cdef const uint64_t* vp = &vals[0, 0]
+    cdef const int* cols = &columns[0, 0]
+    cdef const int* offs = &offsets[0, 0]
+    cdef const int* parts = &n_parts[0]
+    cdef uint64_t* out
     for t in range(n):
-        for j in range(keys.shape[1]):
+        out = &keys[t, 0]
+        for j in range(J):
             key = seeds[j]
-            for m in range(n_parts[j]):
-                pos = t + offsets[j, m]
-                key = combine(key, BOS if pos < 0 else EOS if pos >= n else vals[pos, columns[j, m]])
-            keys[t, j] = key
+            for m in range(parts[j]):
+                pos = t + offs[j * P + m]
+                key = combine(key, BOS if pos < 0 else EOS if pos >= n else vp[<Py_ssize_t>pos * V + cols[j * P + m]])
+            out[j] = key
 
 
 cdef void _emissions(const uint64_t[:, ::1] keys, int n, int K, uint64_t mask, const double* w,
@@ -216,20 +302,36 @@ cdef void _emissions(const uint64_t[:, ::1] keys, int n, int K, uint64_t mask, c
     """E[t, c] = sum over templates j of w[(keys[t, j] + c) & mask], each row's weights
     prefetched while the previous row is summed (the reads are cache misses; this overlaps them)."""
     cdef int t, j, c, J = keys.shape[1]
-    cdef uint64_t index
+    cdef const uint64_t* row
+    cdef const double* block
+    cdef double e0, e1, e2, e3
+    cdef double* out
     if n == 0:
         return
     for j in range(J):
         prefetch(w, keys[0, j] & mask)
     for t in range(n):
         if t + 1 < n:
+            row = &keys[t + 1, 0]
             for j in range(J):
-                prefetch(w, keys[t + 1, j] & mask)
-        for c in range(K):
-            E[t, c] = 0.0
-        for j in range(J):
+                prefetch(w, row[j] & mask)
+        row = &keys[t, 0]
+        out = &E[t, 0]
+        if K == 4:
+            # The tokenizer's tag set: the block's four weights summed in registers.
+            e0 = e1 = e2 = e3 = 0.0
+            for j in range(J):
+                e0 += w[row[j] & mask]
+                e1 += w[(row[j] + 1) & mask]
+                e2 += w[(row[j] + 2) & mask]
+                e3 += w[(row[j] + 3) & mask]
+            out[0], out[1], out[2], out[3] = e0, e1, e2, e3
+        else:
             for c in range(K):
-                E[t, c] += w[(keys[t, j] + <uint64_t>c) & mask]
+                out[c] = 0.0
+            for j in range(J):
+                for c in range(K):
+                    out[c] += w[(row[j] + <uint64_t>c) & mask]
 
 
 cdef void _fill_parts(int n, int K, const double[:, ::1] E, const double[:, ::1] B, double[:, :, ::1] S) noexcept nogil:
@@ -248,6 +350,7 @@ cdef class CharFeatures:
     cdef readonly int bits, n_tags
     cdef readonly tuple templates
     cdef object seeds, n_parts, part_columns, part_offsets, bigram_keys
+    cdef readonly object vocab_table  # uint64 open-addressing table of known-token hashes (token_table)
 
     def __init__(self, int n_tags, int bits=22, templates=DEFAULT_TEMPLATES):
         if not 1 <= bits <= 32:
@@ -274,6 +377,18 @@ cdef class CharFeatures:
             for c in range(n_tags):
                 bigram[p, c] = combine(combine(seed, <uint64_t>p), <uint64_t>c)
         self.bigram_keys = bigram
+        self.vocab_table = numpy.zeros(1, dtype=numpy.uint64)
+
+    def set_vocab(self, table):
+        """Use `table` (`token_table` of the known tokens; None: no lexicon) for kpre/ksuf/klong."""
+        table = numpy.zeros(1, dtype=numpy.uint64) if table is None else numpy.ascontiguousarray(table, dtype=numpy.uint64)
+        if table.ndim != 1 or table.size & (table.size - 1):
+            raise ValueError("the known-token table must be a 1-d uint64 array of a power-of-2 size")
+        self.vocab_table = table
+
+    cdef uint64_t _tmask(self):
+        # a one-slot table is "no lexicon": every token unknown
+        return 0 if self.vocab_table.size == 1 else <uint64_t>(self.vocab_table.size - 1)
 
     def shape(self, int n):
         return (n, self.n_tags + 1, self.n_tags)
@@ -286,8 +401,10 @@ cdef class CharFeatures:
         out = numpy.empty((chars.shape[0], N_VALUES), dtype=numpy.uint64)
         cdef const uint64_t[:, ::1] cv = chars
         cdef uint64_t[:, ::1] ov = out
+        cdef const uint64_t[::1] table = self.vocab_table
+        cdef uint64_t tmask = self._tmask()
         with nogil:
-            _values(cv, 0, <int>cv.shape[0], ov)
+            _values(cv, 0, <int>cv.shape[0], ov, &table[0], tmask)
         return out
 
     def keys(self, chars):
@@ -394,6 +511,8 @@ cdef class CharFeatures:
         cdef int[::1] tags = tags_arr
         cdef Py_ssize_t base
         cdef double best
+        cdef const uint64_t[::1] table = self.vocab_table
+        cdef uint64_t tmask = self._tmask()
         with nogil:
             for p in range(K + 1):
                 for c in range(K):
@@ -403,7 +522,7 @@ cdef class CharFeatures:
                 n = <int>(starts[i + 1] - base)
                 if n == 0:
                     continue
-                _values(cv, base, n, vv)
+                _values(cv, base, n, vv, &table[0], tmask)
                 _keys(vv, n, seeds, n_parts, columns, offsets, kv)
                 _emissions(kv, n, K, mask, &w[0], E)
                 _fill_parts(n, K, E, B, S)

@@ -62,6 +62,11 @@ class MultiwordExpander:
         self._by_cut: dict[str, list[int]] = {}
         self._cache: dict[str, tuple[str, ...] | None] = {}
 
+    def cache_lookup(self):
+        """A function (form, default) -> `expand(form)` if it was computed already (and is still
+        cached), else default: the fast path of a caller that expands many tokens."""
+        return self._cache.get
+
     def _index(self) -> None:
         self._by_cut = defaultdict(list)
         for r, (cut, _) in enumerate(self.rules):
