@@ -279,10 +279,11 @@ def paragraph_examples(paragraphs: Sequence[GoldParagraph], window_sentences: in
 def train_tokenizer(paths, epochs: int = 15, hash_bits: int = 22, window_sentences: int = 3,
                     templates: Sequence[str] | None = None, seed: int = 0, strict: bool = False,
                     mwt_min_types: int = 3, mwt_min_share: float = 0.6, max_sentence_tokens: int = 1000,
-                    known_min_count: int = 2, trainer=None, log=None) -> Tokenizer:
+                    known_min_count: int = 0, trainer=None, log=None) -> Tokenizer:
     """Train the character chain (averaged perceptron unless `trainer` is given: any trainer
     of `arborist.learn` with begin/epoch/prediction_weights) and the multiword expander on
-    CoNLL-U file(s)."""
+    CoNLL-U file(s). known_min_count > 0 builds the known-token table of the kpre/ksuf/klong
+    values (tokens seen that often), for templates that use them (not the default ones)."""
     from ..learn.perceptron import Perceptron
 
     start = time.perf_counter()

@@ -15,8 +15,13 @@ import numpy as np
 from ..strings import hash_string
 
 # Character classes (column CLASS of the kernel's values).
-SPACE, UPPER, LOWER, LETTER, DIGIT, PUNCT, SYMBOL, MARK, OTHER, NEWLINE = range(10)
-CLASS_NAMES = ("space", "upper", "lower", "letter", "digit", "punct", "symbol", "mark", "other", "newline")
+# Punctuation is split by role (Unicode categories): OPEN brackets and initial quotes (Ps, Pi),
+# CLOSE brackets and final quotes (Pe, Pf), DASH (Pd), other PUNCT (Po, Pc): "(" and "«" share
+# what they teach (an opening bracket before a letter starts a token) instead of sharing it
+# with "." (which often continues one: "π.μ.", "U.S.").
+SPACE, UPPER, LOWER, LETTER, DIGIT, PUNCT, SYMBOL, MARK, OTHER, NEWLINE, OPEN, CLOSE, DASH = range(13)
+CLASS_NAMES = ("space", "upper", "lower", "letter", "digit", "punct", "symbol", "mark", "other", "newline",
+               "open", "close", "dash")
 BMP = 0x10000
 
 
@@ -34,6 +39,12 @@ def char_class(ch: str) -> int:
     cat = unicodedata.category(ch)
     if cat[0] == "N":
         return DIGIT
+    if cat in ("Ps", "Pi"):
+        return OPEN
+    if cat in ("Pe", "Pf"):
+        return CLOSE
+    if cat == "Pd":
+        return DASH
     if cat[0] == "P":
         return PUNCT
     if cat[0] == "S":
