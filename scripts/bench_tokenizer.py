@@ -100,9 +100,10 @@ def timed_tokenize(tok: Tokenizer, text: str, repeats: int):
 def run(treebank: str, args) -> dict:
     base = os.path.join(CORPORA, treebank)
     train, dev = (os.path.join(base, f"{treebank}-ud-{part}.conllu") for part in ("train", "dev"))
-    tok = train_tokenizer(train, epochs=args.epochs, hash_bits=args.hash_bits, window_sentences=args.window)
+    tok = train_tokenizer(train, epochs=args.epochs, hash_bits=args.hash_bits, window_sentences=args.window,
+                          margin=args.margin)
     result = {"treebank": treebank, "epochs": args.epochs, "hash_bits": args.hash_bits,
-              "window_sentences": args.window, "train_seconds": round(tok.info["train_seconds"], 2),
+              "window_sentences": args.window, "margin": args.margin, "train_seconds": round(tok.info["train_seconds"], 2),
               "train_examples": tok.info["examples"], "unaligned_sentences": tok.info["unaligned_sentences"],
               "templates": len(tok.chain.templates)}
     with tempfile.TemporaryDirectory() as tmp:
@@ -142,6 +143,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=15)
     parser.add_argument("--hash-bits", type=int, default=22)
     parser.add_argument("--window", type=int, default=3, help="sentences per training example")
+    parser.add_argument("--margin", type=float, default=100.0, help="cost-augmented perceptron margin (0: plain)")
     parser.add_argument("--repeats", type=int, default=3, help="timed tokenize runs (the best is reported)")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     args = parser.parse_args()

@@ -473,3 +473,55 @@ def test_known_token_features():
     # no table: every token unknown
     plain = CharacterChain(12).features.values(make_example("(οι").chars)
     assert not plain[:, col["klong"]].any() and not plain[:, col["kpre"]].any()
+
+
+def _tiny_examples():
+    texts = ["Hi, you. Go now.", "It is. We go, now.", "Go, you. Hi now.", "(Go) now."]
+    examples = []
+    for text in texts:
+        tags = []
+        for i, ch in enumerate(text):
+            if ch == " ":
+                tags.append(O)
+            elif i == 0 or text[i - 2:i] == ". ":
+                tags.append(S)
+            elif ch in ",.()" or text[i - 1] in " (":
+                tags.append(B)
+            else:
+                tags.append(I)
+        examples.append(make_example(text, tags))
+    return examples
+
+
+def test_margin_perceptron_zero_margin_is_the_perceptron():
+    from arborist.tokenizer.learn import MarginPerceptron
+    examples = _tiny_examples()
+    chain = CharacterChain(14)
+    plain, margin0 = Perceptron(seed=3), MarginPerceptron(0.0, seed=3)
+    for trainer in (plain, margin0):
+        trainer.begin(chain, examples, 14)
+        for _ in range(3):
+            trainer.epoch(chain, examples)
+    np.testing.assert_array_equal(plain.prediction_weights().array, margin0.prediction_weights().array)
+
+
+def test_margin_perceptron_separates_with_a_margin():
+    from arborist.tokenizer.learn import MarginPerceptron
+    examples = _tiny_examples()
+    chain = CharacterChain(16)
+    trainer = MarginPerceptron(5.0, seed=1)
+    trainer.begin(chain, examples, 16)
+    for _ in range(30):
+        metrics = trainer.epoch(chain, examples)
+    assert metrics["updates"] == 0  # every example beats every other tagging by 5 per wrong tag
+    w = trainer.weights
+    for x in examples:
+        scores = chain.scores(x, w)
+        gold_score = (scores * chain.indicator(x, x.tags)).sum()  # w is the last (not averaged) vector
+        best = chain.argmax(x, scores + 5.0 * chain.part_cost(x, x.tags))
+        assert np.array_equal(best, x.tags)
+        # ...so any single wrong tag costs at least the margin
+        for t in range(x.n):
+            other = x.tags.copy()
+            other[t] = (other[t] + 1) % 4
+            assert gold_score - (scores * chain.indicator(x, other)).sum() >= 5.0 - 1e-9

@@ -279,12 +279,13 @@ def paragraph_examples(paragraphs: Sequence[GoldParagraph], window_sentences: in
 def train_tokenizer(paths, epochs: int = 15, hash_bits: int = 22, window_sentences: int = 3,
                     templates: Sequence[str] | None = None, seed: int = 0, strict: bool = False,
                     mwt_min_types: int = 3, mwt_min_share: float = 0.6, max_sentence_tokens: int = 1000,
-                    known_min_count: int = 0, trainer=None, log=None) -> Tokenizer:
+                    known_min_count: int = 0, margin: float = 100.0, trainer=None, log=None) -> Tokenizer:
     """Train the character chain (averaged perceptron unless `trainer` is given: any trainer
     of `arborist.learn` with begin/epoch/prediction_weights) and the multiword expander on
     CoNLL-U file(s). known_min_count > 0 builds the known-token table of the kpre/ksuf/klong
     values (tokens seen that often), for templates that use them (not the default ones)."""
     from ..learn.perceptron import Perceptron
+    from .learn import MarginPerceptron
 
     start = time.perf_counter()
     paragraphs = read_paragraphs(paths)
@@ -294,7 +295,8 @@ def train_tokenizer(paths, epochs: int = 15, hash_bits: int = 22, window_sentenc
         raise ValueError(f"{paths}: no sentence of the training data aligns with its text")
     chain = CharacterChain(hash_bits, templates, known_tokens(
         t.form for p in paragraphs for s in p.sentences for t in s.tokens) if known_min_count else None)
-    trainer = trainer or Perceptron(seed=seed)
+    if trainer is None:
+        trainer = MarginPerceptron(margin, seed=seed) if margin else Perceptron(seed=seed)
     trainer.begin(chain, examples, hash_bits)
     history = []
     for epoch in range(epochs):
@@ -307,6 +309,7 @@ def train_tokenizer(paths, epochs: int = 15, hash_bits: int = 22, window_sentenc
         (t.form, t.words or None) for p in paragraphs for s in p.sentences for t in s.tokens)
     info = {"train": [str(p) for p in (paths if isinstance(paths, (list, tuple)) else [paths])],
             "epochs": epochs, "window_sentences": window_sentences, "examples": len(examples),
+            "trainer": trainer.settings(),
             "unaligned_sentences": len(problems), "unaligned_examples": problems[:10],
             "train_seconds": time.perf_counter() - start, "history": history}
     return Tokenizer(chain, weights, expander, max_sentence_tokens, info)
