@@ -15,6 +15,7 @@ Saved state (no pickle): `weights.npy` (the averaged weights, float64 2**hash_bi
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -158,37 +159,50 @@ class Tokenizer:
         return docs
 
     def _tokenize_paragraphs(self, pending) -> None:
+        # Tokens, sentences and paragraphs hold no reference cycles: the cyclic collector
+        # would only rescan the growing heap of new objects (tens of thousands a call), so
+        # it is paused while they are made.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self._tokenize_paragraphs_gc_off(pending)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _tokenize_paragraphs_gc_off(self, pending) -> None:
         texts = [doc.text[a:b] for doc, a, b in pending]
         tags, starts = self.chain.tag_concat(texts, self.weights)
         joined = "".join(texts)
         cps = code_points(joined)
         ts, te, sent, after, first = decode_spans(cps, char_classes(cps), tags, starts, self.max_sentence_tokens)
-        expand = self.expander.expand
+        # Batch offsets -> document offsets: each paragraph's tokens shift by its start in
+        # its document minus its start in the batch. Everything per token is built by
+        # comprehensions over whole arrays (the per-token Python cost bounds the speed).
+        counts = np.diff(first)
+        shifts = np.array([a for _, a, _ in pending], dtype=np.int64) - starts[:-1]
+        shift = np.repeat(shifts, counts)
+        ts_l, te_l = ts.tolist(), te.tolist()
+        forms = [joined[a:b] for a, b in zip(ts_l, te_l)]
         cached = self.expander.cache_lookup()  # the expander's answers so far: a dict lookup per token
-        ts_l, te_l, after_l = ts.tolist(), te.tolist(), after.tolist()
-        sent_l = np.flatnonzero(sent).tolist()
-        first_l, starts_l = first.tolist(), starts.tolist()
-        s = 0  # index into sent_l
+        words = [cached(f, MISSING) for f in forms]
+        expand = self.expander.expand
+        for k in [k for k, w in enumerate(words) if w is MISSING]:
+            words[k] = expand(forms[k])
+        tokens = list(map(Token, forms, (ts + shift).tolist(), (te + shift).tolist(), after.tolist(), words))
+        sentence_starts = np.flatnonzero(sent).tolist()
+        first_l = first.tolist()
+        s = 0  # index into sentence_starts
         for p, (doc, a, b) in enumerate(pending):
             paragraph = Paragraph(a, b)
             doc.paragraphs.append(paragraph)
-            k0, k1 = first_l[p], first_l[p + 1]
-            shift = a - starts_l[p]  # batch offset -> document offset
-            while s < len(sent_l) and sent_l[s] < k0:
-                s += 1
-            while s < len(sent_l) and sent_l[s] < k1:
-                s0 = sent_l[s]
-                s1 = sent_l[s + 1] if s + 1 < len(sent_l) and sent_l[s + 1] < k1 else k1
-                tokens = []
-                for k in range(s0, s1):
-                    a0, b0 = ts_l[k], te_l[k]
-                    form = joined[a0:b0]
-                    words = cached(form, MISSING)
-                    if words is MISSING:
-                        words = expand(form)
-                    tokens.append(Token(form, a0 + shift, b0 + shift, after_l[k], words))
-                paragraph.sentences.append(
-                    Sentence(joined[ts_l[s0]:te_l[s1 - 1]], ts_l[s0] + shift, te_l[s1 - 1] + shift, tokens))
+            k1 = first_l[p + 1]
+            shift_p = int(shifts[p])
+            while s < len(sentence_starts) and sentence_starts[s] < k1:
+                s0 = sentence_starts[s]
+                s1 = sentence_starts[s + 1] if s + 1 < len(sentence_starts) and sentence_starts[s + 1] < k1 else k1
+                paragraph.sentences.append(Sentence(joined[ts_l[s0]:te_l[s1 - 1]], ts_l[s0] + shift_p,
+                                                    te_l[s1 - 1] + shift_p, tokens[s0:s1]))
                 s += 1
 
     # -- state ----------------------------------------------------------------
