@@ -149,7 +149,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--treebanks", default=",".join(TREEBANKS))
     parser.add_argument("--epochs", type=int, default=15)
-    parser.add_argument("--hash-bits", type=int, default=22)
+    parser.add_argument("--hash-bits", type=int, default=20)
     parser.add_argument("--window", type=int, default=3, help="sentences per training example")
     parser.add_argument("--margin", type=float, default=100.0, help="cost-augmented perceptron margin (0: plain)")
     parser.add_argument("--repeats", type=int, default=3, help="timed tokenize runs (the best is reported)")

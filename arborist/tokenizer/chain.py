@@ -69,7 +69,7 @@ def make_example(text: str, tags=None, source: str = "<text>", line: int = 0) ->
 class CharacterChain:
     name = "character-chain"
 
-    def __init__(self, hash_bits: int = 22, templates: Sequence[str] | None = None, vocab_table=None):
+    def __init__(self, hash_bits: int = 20, templates: Sequence[str] | None = None, vocab_table=None):
         """`vocab_table`: the known-token table (`known_tokens`), None for none."""
         self.tags = TAGS
         self.templates = tuple(DEFAULT_TEMPLATES if templates is None else templates)

@@ -91,16 +91,12 @@ def code_points(text: str) -> np.ndarray:
 
 def char_values(cps: np.ndarray) -> np.ndarray:
     """(n, 4) uint64: code point, lowercase code point, class, script of each code point."""
+    from .features import fill_char_values  # the compiled kernel (this module is imported by it)
+
     lower, cls, script = _tables()
-    cps = np.asarray(cps, dtype=np.uint32)
+    cps = np.ascontiguousarray(cps, dtype=np.uint32)
     out = np.empty((len(cps), 4), dtype=np.uint64)
-    out[:, 0] = cps
-    big = cps >= BMP
-    idx = np.where(big, 0, cps)
-    out[:, 1] = lower[idx]
-    out[:, 2] = cls[idx]
-    out[:, 3] = script[idx]
-    for i in np.flatnonzero(big):
+    for i in fill_char_values(cps, lower, cls, script, out):
         cp = int(cps[i])
         try:
             ch = chr(cp)

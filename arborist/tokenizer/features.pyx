@@ -612,3 +612,25 @@ def decode_spans(const uint32_t[::1] cps, const uint8_t[::1] cls, const int8_t[:
                 after[k - 1] = True
         first[n_texts] = k
     return tok_start_arr[:k], tok_end_arr[:k], sent_arr[:k], after_arr[:k], first_arr
+
+
+def fill_char_values(const uint32_t[::1] cps, const uint32_t[::1] lower, const uint8_t[::1] cls,
+                     const uint64_t[::1] script, uint64_t[:, ::1] out):
+    """out[i] = (cp, lower[cp], cls[cp], script[cp]) for every code point below len(lower) (the
+    tables of `chars`); returns the indices of the others (above the BMP) for the caller."""
+    cdef Py_ssize_t i, n = cps.shape[0], size = lower.shape[0], n_big = 0
+    cdef uint32_t cp
+    big_arr = numpy.empty(n, dtype=numpy.intp)
+    cdef Py_ssize_t[::1] big = big_arr
+    with nogil:
+        for i in range(n):
+            cp = cps[i]
+            out[i, 0] = cp
+            if cp < size:
+                out[i, 1] = lower[cp]
+                out[i, 2] = cls[cp]
+                out[i, 3] = script[cp]
+            else:
+                big[n_big] = i
+                n_big += 1
+    return big_arr[:n_big]
