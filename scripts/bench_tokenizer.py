@@ -83,8 +83,9 @@ def mwt_reproduction(gold_path: str, docs) -> dict:
                     system[(token.start, token.end)] = tuple(w.lower() for w in token.words)
     right = sum(1 for k, v in gold.items() if system.get(k) == v)
     return {"gold": len(gold), "system": len(system), "reproduced": right,
-            "recall": 100.0 * right / max(len(gold), 1),
-            "precision": 100.0 * sum(1 for k, v in system.items() if gold.get(k) == v) / max(len(system), 1)}
+            # None when there is nothing to count (hu_szeged has no multiword tokens)
+            "recall": 100.0 * right / len(gold) if gold else None,
+            "precision": 100.0 * sum(1 for k, v in system.items() if gold.get(k) == v) / len(system) if system else None}
 
 
 def timed_tokenize(tok: Tokenizer, text: str, repeats: int):
@@ -162,7 +163,7 @@ def main() -> None:
             json.dump(result, f, indent=2)
         d, r = result["dev"], result["round_trip"]
         print(f"{treebank}: dev Tokens {d['Tokens']:.2f} Sentences {d['Sentences']:.2f} Words {d['Words']:.2f} | "
-              f"round trip {r['Tokens']:.2f} / {r['Sentences']:.2f} / {r['Words']:.2f} (MWT {r['mwt']['recall']:.2f}) | "
+              f"round trip {r['Tokens']:.2f} / {r['Sentences']:.2f} / {r['Words']:.2f} (MWT {r['mwt']['recall']}) | "
               f"train {result['train_seconds']}s | {result['dev_words_per_second']} / "
               f"{result['train_words_per_second']} w/s wall, {result['train_words_per_cpu_second']} w/cpu-s | "
               f"meets {result['meets']}", flush=True)
