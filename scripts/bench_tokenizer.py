@@ -3,7 +3,8 @@ with the official CoNLL 2018 scorer, and measure the round trip on the training 
 
     python scripts/bench_tokenizer.py [--treebanks en_ewt,el_gdt] [--epochs 10] [--hash-bits 22]
 
-For each treebank, writes scripts/results/tokenizer_<treebank>.json with:
+For each treebank, writes scripts/results/tokenizer_<treebank>.json (with --fast, the faster
+feature set FAST_TEMPLATES: tokenizer_<treebank>_fast.json) with:
   dev:        Tokens / Sentences / Words F1 of the scorer on dev (raw text from ud_raw_text.py)
   round_trip: the same three F1 on the training text (the model tokenizing what it was
               trained on), plus the share of gold multiword tokens reproduced with their words
@@ -29,6 +30,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from arborist.tokenizer import Tokenizer, read_paragraphs, train_tokenizer, write_conllu  # noqa: E402
+from arborist.tokenizer.features import FAST_TEMPLATES  # noqa: E402
 
 CORPORA = "/work/shared/corpora/ud"
 TOOLS = "/work/shared/tools"
@@ -104,11 +106,11 @@ def run(treebank: str, args) -> dict:
     base = os.path.join(CORPORA, treebank)
     train, dev = (os.path.join(base, f"{treebank}-ud-{part}.conllu") for part in ("train", "dev"))
     tok = train_tokenizer(train, epochs=args.epochs, hash_bits=args.hash_bits, window_sentences=args.window,
-                          margin=args.margin)
+                          margin=args.margin, templates=FAST_TEMPLATES if args.fast else None)
     result = {"treebank": treebank, "epochs": args.epochs, "hash_bits": args.hash_bits,
               "window_sentences": args.window, "margin": args.margin, "train_seconds": round(tok.info["train_seconds"], 2),
               "train_examples": tok.info["examples"], "unaligned_sentences": tok.info["unaligned_sentences"],
-              "templates": len(tok.chain.templates)}
+              "templates": len(tok.chain.templates), "template_set": "fast" if args.fast else "default"}
     with tempfile.TemporaryDirectory() as tmp:
         for part, gold in (("dev", dev), ("train", train)):
             text = raw_text(gold, os.path.join(tmp, f"{part}.txt"))
@@ -153,12 +155,14 @@ def main() -> None:
     parser.add_argument("--hash-bits", type=int, default=20)
     parser.add_argument("--window", type=int, default=3, help="sentences per training example")
     parser.add_argument("--margin", type=float, default=100.0, help="cost-augmented perceptron margin (0: plain)")
+    parser.add_argument("--fast", action="store_true",
+                        help="the FAST_TEMPLATES feature set; results go to tokenizer_<treebank>_fast.json")
     parser.add_argument("--repeats", type=int, default=3, help="timed tokenize runs (the best is reported)")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     args = parser.parse_args()
     for treebank in args.treebanks.split(","):
         result = run(treebank, args)
-        path = os.path.join(args.out, f"tokenizer_{treebank}.json")
+        path = os.path.join(args.out, f"tokenizer_{treebank}{'_fast' if args.fast else ''}.json")
         with open(path, "w") as f:
             json.dump(result, f, indent=2)
         d, r = result["dev"], result["round_trip"]

@@ -1,9 +1,10 @@
 """The markdown table of scripts/results/tokenizer_<treebank>.json (written by bench_tokenizer.py).
 
-    python scripts/tokenizer_table.py
+    python scripts/tokenizer_table.py [--fast]
 """
 import json
 import os
+import sys
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 TREEBANKS = ("en_ewt", "el_gdt", "hu_szeged", "tr_imst", "it_partut")
@@ -14,7 +15,8 @@ def main() -> None:
           "| train s | words/s wall (median) | words/CPU-s |")
     print("|---|---|---|---|---|---|---|---|")
     for tb in TREEBANKS:
-        path = os.path.join(RESULTS, f"tokenizer_{tb}.json")
+        suffix = "_fast" if "--fast" in sys.argv[1:] else ""
+        path = os.path.join(RESULTS, f"tokenizer_{tb}{suffix}.json")
         if not os.path.exists(path):
             continue
         with open(path) as f:

@@ -90,6 +90,13 @@ DEFAULT_TEMPLATES = (
     "chunk|pos", "prefix", "prefix|low", "suffix", "rev|cls", "prev|cp",
 )
 
+# A faster set (30 templates; 11-57% more words per CPU second measured on a shared machine): without the outer character
+# unigrams, the right 4-gram, the script bigram, the chunk shape by position and one
+# class/character conjunction. Measured on dev (bench_tokenizer.py --fast): Words F1 -0.04
+# (el_gdt), 0 (it_partut), -0.04 (tr_imst), -0.07 (en_ewt).
+FAST_TEMPLATES = tuple(t for t in DEFAULT_TEMPLATES
+                       if t not in ("low-3", "low+3", "four+3", "scr-1|scr", "shape|pos", "cls|low+1"))
+
 cdef uint64_t BOS = hash_string("<char-bos>")
 cdef uint64_t EOS = hash_string("<char-eos>")
 cdef uint64_t SPACE_V = hash_string("<space>")
