@@ -525,3 +525,24 @@ def test_margin_perceptron_separates_with_a_margin():
             other = x.tags.copy()
             other[t] = (other[t] + 1) % 4
             assert gold_score - (scores * chain.indicator(x, other)).sum() >= 5.0 - 1e-9
+
+
+@pytest.mark.parametrize("make_trainer,epochs", [
+    (lambda: __import__("arborist.learn.perceptron", fromlist=["SWVP"]).SWVP(seed=0), 15),
+    (lambda: __import__("arborist.learn.eg", fromlist=["EG"]).EG("crf", C=10.0, eta=0.5, seed=0), 15),
+    (lambda: __import__("arborist.learn.eg", fromlist=["EG"]).EG("m3n", C=10.0, seed=0), 15),
+    (lambda: __import__("arborist.learn.baselines", fromlist=["SGD"]).SGD(C=1.0, eta0=0.1, seed=0), 15),
+    (lambda: __import__("arborist.learn.medn", fromlist=["MaxEnDNet"]).MaxEnDNet(
+        prior="gaussian", C=10.0, inner_epochs=2, eta=0.5, seed=0), 8),
+], ids=["swvp", "eg-crf", "eg-m3n", "sgd", "medn"])
+def test_every_trainer_trains_the_chain(make_trainer, epochs):
+    """The trainers of arborist.learn see only the protocol: each one fits the tiny examples."""
+    examples = _tiny_examples()
+    chain = CharacterChain(14)
+    trainer = make_trainer()
+    trainer.begin(chain, examples, 14)
+    for _ in range(epochs):
+        trainer.epoch(chain, examples)
+    w = trainer.prediction_weights()
+    right = sum(int((chain.argmax(x, chain.scores(x, w)) == x.tags).sum()) for x in examples)
+    assert right / sum(x.n for x in examples) > 0.95
