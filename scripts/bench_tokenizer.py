@@ -29,8 +29,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from arborist.tokenizer import Tokenizer, read_paragraphs, train_tokenizer, write_conllu  # noqa: E402
-from arborist.tokenizer.features import FAST_TEMPLATES  # noqa: E402
+from arborist.tokenizer.features import FAST_TEMPLATES
+
+from arborist.tokenizer import Tokenizer, read_paragraphs, train_tokenizer, write_conllu
 
 CORPORA = "/work/shared/corpora/ud"
 TOOLS = "/work/shared/tools"
@@ -52,7 +53,7 @@ def score(gold: str, system: str) -> dict:
                          check=True, capture_output=True, text=True).stdout
     figures = {}
     for name in ("Tokens", "Sentences", "Words"):
-        m = re.search(rf"^{name}\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)", out, re.M)
+        m = re.search(rf"^{name}\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)", out, re.MULTILINE)
         figures[name] = {"precision": float(m.group(1)), "recall": float(m.group(2)), "f1": float(m.group(3))}
     return figures
 
@@ -106,9 +107,9 @@ def run(treebank: str, args) -> dict:
     base = os.path.join(CORPORA, treebank)
     train, dev = (os.path.join(base, f"{treebank}-ud-{part}.conllu") for part in ("train", "dev"))
     tok = train_tokenizer(train, epochs=args.epochs, hash_bits=args.hash_bits, window_sentences=args.window,
-                          margin=args.margin, templates=FAST_TEMPLATES if args.fast else None)
+                          margin=args.margin, templates=FAST_TEMPLATES if args.fast else None, join=args.join)
     result = {"treebank": treebank, "epochs": args.epochs, "hash_bits": args.hash_bits,
-              "window_sentences": args.window, "margin": args.margin, "train_seconds": round(tok.info["train_seconds"], 2),
+              "window_sentences": args.window, "margin": args.margin, "join": args.join, "train_seconds": round(tok.info["train_seconds"], 2),
               "train_examples": tok.info["examples"], "unaligned_sentences": tok.info["unaligned_sentences"],
               "templates": len(tok.chain.templates), "template_set": "fast" if args.fast else "default"}
     with tempfile.TemporaryDirectory() as tmp:
@@ -157,6 +158,8 @@ def main() -> None:
     parser.add_argument("--margin", type=float, default=100.0, help="cost-augmented perceptron margin (0: plain)")
     parser.add_argument("--fast", action="store_true",
                         help="the FAST_TEMPLATES feature set; results go to tokenizer_<treebank>_fast.json")
+    parser.add_argument("--join", default="space", choices=("space", "spaceafter"),
+                        help="how training paragraphs join sentences (see paragraph_examples)")
     parser.add_argument("--repeats", type=int, default=3, help="timed tokenize runs (the best is reported)")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     args = parser.parse_args()

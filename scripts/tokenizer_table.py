@@ -23,7 +23,7 @@ def main() -> None:
             r = json.load(f)
         d, rt, t = r["dev"], r["round_trip"], r["targets"]
         mwt = "n/a" if rt["mwt"]["recall"] is None else f"{rt['mwt']['recall']:.2f}"
-        mark = lambda ok: "" if ok else " **miss**"  # noqa: E731
+        mark = lambda ok: "" if ok else " **miss**"
         print(f"| {tb} | {d['Tokens']:.2f} | {d['Sentences']:.2f} ({t['sentences_f1']}){mark(r['meets']['sentences_f1'])} "
               f"| {d['Words']:.2f} ({t['words_f1']}){mark(r['meets']['words_f1'])} "
               f"| {rt['Tokens']:.2f} / {rt['Sentences']:.2f} / {rt['Words']:.2f} / {mwt} "

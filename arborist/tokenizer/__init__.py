@@ -4,15 +4,52 @@
 kernel), `MultiwordExpander` (lexicon and suffix rules), and the `Tokenizer` API that
 turns raw texts into documents and CoNLL-U.
 """
-from .api import (Document, Paragraph, Sentence, Token, Tokenizer, conllu_lines, decode_tags,
-                  paragraph_examples, split_paragraphs, train_tokenizer, write_conllu)
+from .api import (
+                  Document,
+                  Paragraph,
+                  Sentence,
+                  Token,
+                  Tokenizer,
+                  conllu_lines,
+                  decode_tags,
+                  paragraph_examples,
+                  split_paragraphs,
+                  train_tokenizer,
+                  write_conllu,
+)
 from .chain import TAGS, CharacterChain, CharExample, known_tokens, make_example
-from .corpus import GoldParagraph, GoldSentence, GoldToken, align, paragraph_texts, read_paragraphs
+from .corpus import (
+                  GoldParagraph,
+                  GoldSentence,
+                  GoldToken,
+                  align,
+                  paragraph_texts,
+                  read_paragraphs,
+)
 from .mwt import MultiwordExpander
 
 __all__ = [
-    "CharExample", "CharacterChain", "Document", "GoldParagraph", "GoldSentence", "GoldToken",
-    "MultiwordExpander", "Paragraph", "Sentence", "TAGS", "Token", "Tokenizer", "align",
-    "conllu_lines", "decode_tags", "known_tokens", "make_example", "paragraph_examples", "paragraph_texts",
-    "read_paragraphs", "split_paragraphs", "train_tokenizer", "write_conllu",
+                  "TAGS",
+                  "CharExample",
+                  "CharacterChain",
+                  "Document",
+                  "GoldParagraph",
+                  "GoldSentence",
+                  "GoldToken",
+                  "MultiwordExpander",
+                  "Paragraph",
+                  "Sentence",
+                  "Token",
+                  "Tokenizer",
+                  "align",
+                  "conllu_lines",
+                  "decode_tags",
+                  "known_tokens",
+                  "make_example",
+                  "paragraph_examples",
+                  "paragraph_texts",
+                  "read_paragraphs",
+                  "split_paragraphs",
+                  "train_tokenizer",
+                  "write_conllu",
 ]

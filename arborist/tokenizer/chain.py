@@ -18,8 +18,8 @@ context either side) decoded by one GIL-free kernel call per group of windows.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -94,7 +94,7 @@ class CharacterChain:
                 "templates": list(self.templates)}
 
     @classmethod
-    def from_config(cls, config: dict, vocab_table=None) -> "CharacterChain":
+    def from_config(cls, config: dict, vocab_table=None) -> CharacterChain:
         if tuple(config.get("tags", TAGS)) != TAGS:
             raise ValueError(f"character chain tags must be {TAGS}, got {config.get('tags')}")
         return cls(config["hash_bits"], config.get("templates"), vocab_table)

@@ -91,7 +91,9 @@ def code_points(text: str) -> np.ndarray:
 
 def char_values(cps: np.ndarray) -> np.ndarray:
     """(n, 4) uint64: code point, lowercase code point, class, script of each code point."""
-    from .features import fill_char_values  # the compiled kernel (this module is imported by it)
+    from .features import (
+        fill_char_values,  # the compiled kernel (this module is imported by it)
+    )
 
     lower, cls, script = _tables()
     cps = np.ascontiguousarray(cps, dtype=np.uint32)

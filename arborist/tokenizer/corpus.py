@@ -12,8 +12,8 @@ sentence boundary itself, which is what the training examples (`char_examples`) 
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
 
 
 @dataclass(slots=True)
@@ -73,7 +73,7 @@ def read_sentences(path) -> Iterator[tuple[GoldSentence, bool, bool]]:
                 elif "=" in body:
                     key, value = body.split("=", 1)
                     # `# text = ...` keeps its spaces except the one after "=".
-                    value = value[1:] if value.startswith(" ") else value
+                    value = value.removeprefix(" ")
                     comments.setdefault(key.strip(), value)
                 continue
             cols = line.split("\t")

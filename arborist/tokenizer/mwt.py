@@ -26,7 +26,7 @@ Serialized as plain JSON (`to_json` / `from_json`).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 MAX_CUT = 12  # longest suffix a rule rewrites
 CONTEXT_CHARS = 2  # characters before a rule's cut its statistics may condition on
@@ -79,14 +79,14 @@ class MultiwordExpander:
         contexts are the statistics keys to try, most specific first: the rule with the
         CONTEXT_CHARS, then fewer, characters before its cut, and whether its first word
         (stem + replacement) is a known standalone word."""
-        for k in range(0, min(MAX_CUT, len(low) - 1) + 1):
+        for k in range(min(MAX_CUT, len(low) - 1) + 1):
             cut = low[len(low) - k:]
             for r in self._by_cut.get(cut, ()):
                 known = (low[:len(low) - k] + self.rules[r][1][0]) in self.vocab
                 yield r, [f"{r}|{int(known)}|{low[max(0, len(low) - k - extra):len(low) - k]}"
                           for extra in range(min(CONTEXT_CHARS, len(low) - k - 1), -1, -1)]
 
-    def fit(self, tokens: Iterable[tuple[str, tuple[str, ...] | None]]) -> "MultiwordExpander":
+    def fit(self, tokens: Iterable[tuple[str, tuple[str, ...] | None]]) -> MultiwordExpander:
         """tokens: (surface form, its words when a multiword token else None) of the training data."""
         seen: dict[str, Counter] = defaultdict(Counter)
         for form, words in tokens:
@@ -175,7 +175,7 @@ class MultiwordExpander:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> "MultiwordExpander":
+    def from_json(cls, data: dict) -> MultiwordExpander:
         out = cls(data["min_types"], data["min_share"])
         out.lexicon = {low: (tuple(words) if words is not None else None) for low, words in data["lexicon"].items()}
         out.rules = [(rule[0], tuple(rule[1:])) for rule in data["rules"]]
