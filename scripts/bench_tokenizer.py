@@ -107,9 +107,10 @@ def run(treebank: str, args) -> dict:
     base = os.path.join(CORPORA, treebank)
     train, dev = (os.path.join(base, f"{treebank}-ud-{part}.conllu") for part in ("train", "dev"))
     tok = train_tokenizer(train, epochs=args.epochs, hash_bits=args.hash_bits, window_sentences=args.window,
-                          margin=args.margin, templates=FAST_TEMPLATES if args.fast else None, join=args.join)
+                          margin=args.margin, templates=FAST_TEMPLATES if args.fast else None, join=args.join,
+                          design=args.design)
     result = {"treebank": treebank, "epochs": args.epochs, "hash_bits": args.hash_bits,
-              "window_sentences": args.window, "margin": args.margin, "join": args.join, "train_seconds": round(tok.info["train_seconds"], 2),
+              "window_sentences": args.window, "margin": args.margin, "join": args.join, "design": args.design, "train_seconds": round(tok.info["train_seconds"], 2),
               "train_examples": tok.info["examples"], "unaligned_sentences": tok.info["unaligned_sentences"],
               "templates": len(tok.chain.templates), "template_set": "fast" if args.fast else "default"}
     with tempfile.TemporaryDirectory() as tmp:
@@ -160,6 +161,8 @@ def main() -> None:
                         help="the FAST_TEMPLATES feature set; results go to tokenizer_<treebank>_fast.json")
     parser.add_argument("--join", default="space", choices=("space", "spaceafter"),
                         help="how training paragraphs join sentences (see paragraph_examples)")
+    parser.add_argument("--design", default="start", choices=("start", "end"),
+                        help="sentence tags: S on a sentence's first character, or E/F on its last")
     parser.add_argument("--repeats", type=int, default=3, help="timed tokenize runs (the best is reported)")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     args = parser.parse_args()

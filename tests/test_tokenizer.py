@@ -564,3 +564,42 @@ def test_every_trainer_trains_the_chain(make_trainer, epochs):
     w = trainer.prediction_weights()
     right = sum(int((chain.argmax(x, chain.scores(x, w)) == x.tags).sum()) for x in examples)
     assert right / sum(x.n for x in examples) > 0.95
+
+
+# -- the other sentence-tag design: sentence ends (O B I E F) ---------------------------
+
+def test_protocol_end_design():
+    from arborist.tokenizer.chain import E, F
+    rng = np.random.default_rng(7)
+    chain = CharacterChain(HASH_BITS, design="end")
+    assert chain.tags == ("O", "B", "I", "E", "F") and chain.n_tags == 5
+    for text, tags in (("a.", [B, F]), ("ab", [B, E]), ("x y", [B, O, F])):
+        x = make_example(text, tags)
+        labels = all_labels(len(text), 5)
+        scores = rng.normal(size=chain.shape(len(text))) * 2.0
+        check_protocol(chain, x, scores, labels, labels[int(rng.integers(len(labels)))], hamming, rng, HASH_BITS)
+
+
+def test_decode_rules_end_design():
+    from arborist.tokenizer.chain import E, F
+
+    def spans_end(text, tags):
+        ts, te, sent, _ = decode_tags(code_points(text), np.array(tags, dtype=np.int8), 0, 1)
+        return [text[a:b] for a, b in zip(ts, te)], sent.tolist()
+
+    # "a." ends a sentence at the one-character token ".", "b" starts the next
+    assert spans_end("a. b", [B, F, O, B]) == (["a", ".", "b"], [True, False, True])
+    # E inside a token ends the sentence after that token
+    assert spans_end("ab cd ef", [B, E, O, B, I, O, B, I]) == (["ab", "cd", "ef"], [True, True, False])
+    # an end tagged on a space still ends the sentence
+    assert spans_end("ab cd", [B, I, E, B, I]) == (["ab", "cd"], [True, True])
+
+
+def test_examples_end_design(tmp_path):
+    path = tmp_path / "a.conllu"
+    path.write_text(CONLLU, encoding="utf-8")
+    (first, second) = paragraph_examples(read_paragraphs(path), design="end")
+    assert "".join("OBIEF"[t] for t in first.tags) == "BIIIOBIIIOBIIIFOBIF"
+    assert "".join("OBIEF"[t] for t in second.tags) == "BIE"
+    chain = CharacterChain.from_config(CharacterChain(12, design="end").config())
+    assert chain.design == "end" and chain.n_tags == 5

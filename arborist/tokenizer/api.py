@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .chain import B, CharacterChain, CharExample, I, O, S, known_tokens, make_example
+from .chain import B, DESIGNS, E, F, I, O, S, CharacterChain, CharExample, known_tokens, make_example
 from .chars import OTHER, _tables, code_points
 from .corpus import GoldParagraph, align, read_paragraphs
 from .features import decode_spans
@@ -106,13 +106,13 @@ def char_classes(cps: np.ndarray) -> np.ndarray:
     return cls
 
 
-def decode_tags(cps: np.ndarray, tags: np.ndarray, max_sentence_tokens: int = 0):
+def decode_tags(cps: np.ndarray, tags: np.ndarray, max_sentence_tokens: int = 0, design: int = 0):
     """Token (start, end) arrays, the sentence-start flag and space-after flag of each token,
     from the character tags of one text (`features.decode_spans`)."""
     cps = np.ascontiguousarray(cps, dtype=np.uint32)
     starts = np.array([0, len(cps)], dtype=np.int64)
     ts, te, sent, after, _ = decode_spans(cps, char_classes(cps), np.ascontiguousarray(tags, dtype=np.int8),
-                                          starts, max_sentence_tokens)
+                                          starts, max_sentence_tokens, design)
     return ts, te, sent, after
 
 
@@ -175,7 +175,8 @@ class Tokenizer:
         tags, starts = self.chain.tag_concat(texts, self.weights)
         joined = "".join(texts)
         cps = code_points(joined)
-        ts, te, sent, after, first = decode_spans(cps, char_classes(cps), tags, starts, self.max_sentence_tokens)
+        ts, te, sent, after, first = decode_spans(cps, char_classes(cps), tags, starts, self.max_sentence_tokens,
+                                                  self.chain.design_id)
         # Batch offsets -> document offsets: each paragraph's tokens shift by its start in
         # its document minus its start in the batch. Everything per token is built by
         # comprehensions over whole arrays (the per-token Python cost bounds the speed).
@@ -235,7 +236,7 @@ class Tokenizer:
 JOINS = ("space", "spaceafter")
 
 
-def _window_example(window, join: str) -> CharExample:
+def _window_example(window, join: str, design: str = "start") -> CharExample:
     """The example of consecutive (sentence, token spans) of a paragraph: their texts joined
     (see `paragraph_examples`), O/B/I/S from the spans."""
     texts, tags = [], []
@@ -248,15 +249,18 @@ def _window_example(window, join: str) -> CharExample:
         texts.append(sentence.text)
         y = np.full(len(sentence.text), O, dtype=np.int32)
         for k, (a, b) in enumerate(spans):
-            y[a] = S if k == 0 else B
+            y[a] = S if k == 0 and design == "start" else B
             y[a + 1:b] = I
+        if design == "end":
+            a, b = spans[-1]
+            y[b - 1] = F if b - a == 1 else E
         tags.append(y)
     first = window[0][0]
     return make_example("".join(texts), np.concatenate(tags), first.source, first.line)
 
 
 def paragraph_examples(paragraphs: Sequence[GoldParagraph], window_sentences: int = 3, strict: bool = False,
-                       problems: list | None = None, join: str = "space") -> list[CharExample]:
+                       problems: list | None = None, join: str = "space", design: str = "start") -> list[CharExample]:
     """Training examples: windows of `window_sentences` consecutive sentences of a paragraph,
     each window starting with the previous one's last sentence (so every sentence boundary
     is seen in context), their texts joined by a space (as `ud_raw_text.py` joins them), each character tagged
@@ -265,9 +269,12 @@ def paragraph_examples(paragraphs: Sequence[GoldParagraph], window_sentences: in
     `problems`). join="spaceafter" joins a sentence to the next without a space when its last
     token has SpaceAfter=No (the text as written; 77 of 10,082 boundaries of en_ewt's training
     paragraphs, none in the other four treebanks) instead of always with one (the raw text
-    `ud_raw_text.py` gives at test time)."""
+    `ud_raw_text.py` gives at test time). design: the tag set of `CharacterChain` ("start":
+    S on a sentence's first character; "end": E/F on its last)."""
     if join not in JOINS:
         raise ValueError(f"join must be one of {JOINS}, got {join!r}")
+    if design not in DESIGNS:
+        raise ValueError(f"design must be one of {tuple(DESIGNS)}, got {design!r}")
     examples: list[CharExample] = []
     for paragraph in paragraphs:
         window: list = []
@@ -281,7 +288,7 @@ def paragraph_examples(paragraphs: Sequence[GoldParagraph], window_sentences: in
                 if problems is not None:
                     problems.append(str(error))
                 if len(window) > 1 or (window and not carried):
-                    examples.append(_window_example(window, join))
+                    examples.append(_window_example(window, join, design))
                 window = []  # the text around a left-out sentence is not contiguous
                 continue
             if not spans:
@@ -289,22 +296,22 @@ def paragraph_examples(paragraphs: Sequence[GoldParagraph], window_sentences: in
             window.append((sentence, spans))
             carried = False
             if len(window) >= window_sentences:
-                examples.append(_window_example(window, join))
+                examples.append(_window_example(window, join, design))
                 # The next window starts with this one's last sentence: every boundary between
                 # two sentences of a paragraph is then inside some window, with its left
                 # context (a window's first sentence follows START and no previous chunk).
                 window = window[-1:]
                 carried = True
         if len(window) > 1 or (window and not carried):
-            examples.append(_window_example(window, join))
+            examples.append(_window_example(window, join, design))
     return examples
 
 
 def train_tokenizer(paths, epochs: int = 15, hash_bits: int = 20, window_sentences: int = 3,
                     templates: Sequence[str] | None = None, seed: int = 0, strict: bool = False,
                     mwt_min_types: int = 3, mwt_min_share: float = 0.6, max_sentence_tokens: int = 1000,
-                    known_min_count: int = 0, margin: float = 100.0, join: str = "space", trainer=None,
-                    log=None) -> Tokenizer:
+                    known_min_count: int = 0, margin: float = 100.0, join: str = "space", design: str = "start",
+                    trainer=None, log=None) -> Tokenizer:
     """Train the character chain (averaged perceptron unless `trainer` is given: any trainer
     of `arborist.learn` with begin/epoch/prediction_weights) and the multiword expander on
     CoNLL-U file(s). known_min_count > 0 builds the known-token table of the kpre/ksuf/klong
@@ -315,11 +322,12 @@ def train_tokenizer(paths, epochs: int = 15, hash_bits: int = 20, window_sentenc
     start = time.perf_counter()
     paragraphs = read_paragraphs(paths)
     problems: list[str] = []
-    examples = paragraph_examples(paragraphs, window_sentences, strict, problems, join)
+    examples = paragraph_examples(paragraphs, window_sentences, strict, problems, join, design)
     if not examples:
         raise ValueError(f"{paths}: no sentence of the training data aligns with its text")
     chain = CharacterChain(hash_bits, templates, known_tokens(
-        t.form for p in paragraphs for s in p.sentences for t in s.tokens) if known_min_count else None)
+        (t.form for p in paragraphs for s in p.sentences for t in s.tokens), known_min_count)
+        if known_min_count else None, design)
     if trainer is None:
         trainer = MarginPerceptron(margin, seed=seed) if margin else Perceptron(seed=seed)
     trainer.begin(chain, examples, hash_bits)

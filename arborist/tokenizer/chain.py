@@ -30,6 +30,11 @@ from .features import CONTEXT, DEFAULT_TEMPLATES, CharFeatures, token_table
 
 TAGS = ("O", "B", "I", "S")
 O, B, I, S = range(4)
+# The other design (`design="end"`): a sentence ends at a tagged character, E (inside a token)
+# or F (a token's first character, a one-character token: "."), instead of starting at S.
+END_TAGS = ("O", "B", "I", "E", "F")
+E, F = 3, 4
+DESIGNS = {"start": TAGS, "end": END_TAGS}
 WINDOW = 8192          # characters a window keeps
 MARGIN = max(CONTEXT, 256)  # context either side: exact features, and the Viterbi paths have merged
 BATCH_CHARS = 1 << 20  # characters per kernel call (bounds the memory of one call)
@@ -69,11 +74,17 @@ def make_example(text: str, tags=None, source: str = "<text>", line: int = 0) ->
 class CharacterChain:
     name = "character-chain"
 
-    def __init__(self, hash_bits: int = 20, templates: Sequence[str] | None = None, vocab_table=None):
-        """`vocab_table`: the known-token table (`known_tokens`), None for none."""
-        self.tags = TAGS
+    def __init__(self, hash_bits: int = 20, templates: Sequence[str] | None = None, vocab_table=None,
+                 design: str = "start"):
+        """`vocab_table`: the known-token table (`known_tokens`), None for none. `design`: "start"
+        (tags O B I S, the default) or "end" (O B I E F, see END_TAGS)."""
+        if design not in DESIGNS:
+            raise ValueError(f"design must be one of {tuple(DESIGNS)}, got {design!r}")
+        self.design = design
+        self.design_id = 0 if design == "start" else 1  # `features.decode_spans`
+        self.tags = DESIGNS[design]
         self.templates = tuple(DEFAULT_TEMPLATES if templates is None else templates)
-        self.features = CharFeatures(len(TAGS), hash_bits, self.templates)
+        self.features = CharFeatures(len(self.tags), hash_bits, self.templates)
         self.features.set_vocab(vocab_table)
         self._valid: dict[int, np.ndarray] = {}
 
@@ -91,13 +102,15 @@ class CharacterChain:
 
     def config(self) -> dict:
         return {"structure": self.name, "tags": list(self.tags), "hash_bits": self.hash_bits,
-                "templates": list(self.templates)}
+                "templates": list(self.templates), "design": self.design}
 
     @classmethod
     def from_config(cls, config: dict, vocab_table=None) -> CharacterChain:
-        if tuple(config.get("tags", TAGS)) != TAGS:
-            raise ValueError(f"character chain tags must be {TAGS}, got {config.get('tags')}")
-        return cls(config["hash_bits"], config.get("templates"), vocab_table)
+        design = config.get("design", "start")
+        if design not in DESIGNS or tuple(config.get("tags", DESIGNS[design])) != DESIGNS[design]:
+            raise ValueError(f"character chain design {design!r} with tags {config.get('tags')}: "
+                             f"expected one of {DESIGNS}")
+        return cls(config["hash_bits"], config.get("templates"), vocab_table, design)
 
     def shape(self, n: int) -> tuple[int, ...]:
         return (n, self.n_tags + 1, self.n_tags)

@@ -552,19 +552,41 @@ cdef inline bint _inner_space(uint32_t cp) noexcept nogil:
     return cp == 0x20 or cp == 0xA0 or cp == 0x2009 or cp == 0x202F
 
 
+cdef inline int _role(int8_t tg, int design) noexcept nogil:
+    """0 outside a token, 1 a token's first character, 2 a later character. Tags: design 0
+    (sentence starts) O B I S = 0 1 2 3; design 1 (sentence ends) O B I E F = 0 1 2 3 4,
+    E an inside and F a first character that end a sentence."""
+    if tg <= 2:
+        return tg
+    if design == 0:
+        return 1
+    return 2 if tg == 3 else 1
+
+
+cdef inline bint _starts_sentence(int8_t tg, int design) noexcept nogil:
+    return design == 0 and tg == 3
+
+
+cdef inline bint _ends_sentence(int8_t tg, int design) noexcept nogil:
+    return design == 1 and (tg == 3 or tg == 4)
+
+
 def decode_spans(const uint32_t[::1] cps, const uint8_t[::1] cls, const int8_t[::1] tags,
-                 const int64_t[::1] starts, int max_sentence_tokens=0):
-    """Tokens and sentences of every text of a batch from its character tags (O B I S = 0 1 2 3),
-    text i being characters starts[i]..starts[i+1]-1. Returns (token_start, token_end,
-    sentence_start, space_after, first_token) arrays: offsets into the batch, whether a token
-    starts a sentence and is followed by whitespace (or ends its text), and text i's tokens
-    first_token[i]..first_token[i+1]-1.
+                 const int64_t[::1] starts, int max_sentence_tokens=0, int design=0):
+    """Tokens and sentences of every text of a batch from its character tags (`_role`: design 0
+    O B I S, design 1 O B I E F), text i being characters starts[i]..starts[i+1]-1. Returns
+    (token_start, token_end, sentence_start, space_after, first_token) arrays: offsets into the
+    batch, whether a token starts a sentence and is followed by whitespace (or ends its text),
+    and text i's tokens first_token[i]..first_token[i+1]-1.
 
     Whatever the tags, the output is valid for the scorer: every non-space character is in a
     token (a non-space O continues the token before it, or starts one); whitespace never
-    starts or ends a token, and only an inner space between two characters tagged I stays
-    inside one; a sentence start tagged on whitespace moves to the next token; a text's first
-    token starts a sentence; with max_sentence_tokens > 0 a sentence is cut at that length."""
+    starts or ends a token, and only an inner space between two characters tagged inside stays
+    inside one; a sentence start (or end) tagged on whitespace makes the next token start a
+    sentence, as does a sentence end anywhere in a token; a text's first token starts a
+    sentence; with max_sentence_tokens > 0 a sentence is cut at that length."""
+    if design not in (0, 1):
+        raise ValueError(f"design must be 0 (sentence starts) or 1 (sentence ends), got {design}")
     cdef Py_ssize_t n_texts = starts.shape[0] - 1
     if cps.shape[0] != cls.shape[0] or cps.shape[0] != tags.shape[0] or n_texts < 0 \
             or starts[n_texts] != cps.shape[0]:
@@ -579,6 +601,7 @@ def decode_spans(const uint32_t[::1] cps, const uint8_t[::1] cls, const int8_t[:
     cdef uint8_t[::1] sent = sent_arr.view(numpy.uint8), after = after_arr.view(numpy.uint8)
     cdef Py_ssize_t i, j, p0, p1, k = 0, since = 0
     cdef int8_t tg
+    cdef int role
     cdef bint ws, in_token, pending
     with nogil:
         for j in range(n_texts):
@@ -589,11 +612,13 @@ def decode_spans(const uint32_t[::1] cps, const uint8_t[::1] cls, const int8_t[:
             since = 0
             for i in range(p0, p1):
                 tg = tags[i]
+                role = _role(tg, design)
                 ws = cls[i] == CLS_SPACE or cls[i] == CLS_NEWLINE
                 if ws:
-                    if tg == 3:
+                    if _starts_sentence(tg, design) or _ends_sentence(tg, design):
                         pending = True
-                    if (in_token and tg == 2 and _inner_space(cps[i]) and i + 1 < p1 and tags[i + 1] == 2
+                    if (in_token and role == 2 and _inner_space(cps[i]) and i + 1 < p1
+                            and _role(tags[i + 1], design) == 2
                             and cls[i + 1] != CLS_SPACE and cls[i + 1] != CLS_NEWLINE):
                         continue
                     if in_token:
@@ -601,17 +626,19 @@ def decode_spans(const uint32_t[::1] cps, const uint8_t[::1] cls, const int8_t[:
                         after[k - 1] = True
                         in_token = False
                     continue
-                if in_token and (tg == 2 or tg == 0):
+                if in_token and (role == 2 or role == 0):
+                    if _ends_sentence(tg, design):
+                        pending = True
                     continue
                 if in_token:
                     te[k - 1] = i
                     after[k - 1] = False
                 ts[k] = i
                 since += 1
-                if tg == 3 or pending or (max_sentence_tokens > 0 and since > max_sentence_tokens):
+                if _starts_sentence(tg, design) or pending or (max_sentence_tokens > 0 and since > max_sentence_tokens):
                     sent[k] = True
                     since = 1
-                pending = False
+                pending = _ends_sentence(tg, design)
                 in_token = True
                 k += 1
             if in_token:
