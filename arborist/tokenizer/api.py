@@ -25,7 +25,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .chain import B, DESIGNS, E, F, I, O, S, CharacterChain, CharExample, known_tokens, make_example
+from .chain import (
+    DESIGNS,
+    B,
+    CharacterChain,
+    CharExample,
+    E,
+    F,
+    I,
+    O,
+    S,
+    known_tokens,
+    make_example,
+)
 from .chars import OTHER, _tables, code_points
 from .corpus import GoldParagraph, align, read_paragraphs
 from .features import decode_spans
