@@ -314,7 +314,7 @@ cdef void _emissions(const uint64_t[:, ::1] keys, int n, int K, uint64_t mask, c
     cdef int t, j, c, J = keys.shape[1]
     cdef const uint64_t* row
     cdef const double* block
-    cdef double e0, e1, e2, e3
+    cdef double e0, e1, e2, e3, e4
     cdef double* out
     if n == 0:
         return
@@ -336,6 +336,16 @@ cdef void _emissions(const uint64_t[:, ::1] keys, int n, int K, uint64_t mask, c
                 e2 += w[(row[j] + 2) & mask]
                 e3 += w[(row[j] + 3) & mask]
             out[0], out[1], out[2], out[3] = e0, e1, e2, e3
+        elif K == 5:
+            # The sentence-end design's tag set.
+            e0 = e1 = e2 = e3 = e4 = 0.0
+            for j in range(J):
+                e0 += w[row[j] & mask]
+                e1 += w[(row[j] + 1) & mask]
+                e2 += w[(row[j] + 2) & mask]
+                e3 += w[(row[j] + 3) & mask]
+                e4 += w[(row[j] + 4) & mask]
+            out[0], out[1], out[2], out[3], out[4] = e0, e1, e2, e3, e4
         else:
             for c in range(K):
                 out[c] = 0.0
