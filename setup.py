@@ -15,6 +15,7 @@ MODULES = [
     "arborist.tagger.viterbi",
     "arborist.tagger.features",
     "arborist.morph.atoms",
+    "arborist.tokenizer.features",
 ]
 
 extensions = [

@@ -1,0 +1,407 @@
+"""The tokenizer the component calls: raw texts -> documents of paragraphs, sentences, tokens, words.
+
+    tok = Tokenizer.train(["en_ewt-ud-train.conllu"])      # or train_tokenizer(...)
+    docs = tok.tokenize(["Raw text. Another sentence.\\n\\nA new paragraph."])
+    write_conllu(docs, "out.conllu")
+    tok.save("dir"); Tokenizer.load("dir")
+
+A text's paragraphs are separated by blank lines (what `ud_raw_text.py` writes). Each
+paragraph is tagged by the character chain (`CharacterChain.tag_texts`: bounded windows,
+one GIL-free kernel call per group), its tags decoded into tokens and sentences
+(`decode_tags`), and every token looked up by the multiword expander.
+
+Saved state (no pickle): `weights.npy` (the averaged weights, float64 2**hash_bits),
+`vocab.npy` (the known-token hash table of the features) and `tokenizer.json` (the chain's config, the expander's lexicon and suffix rules, settings).
+"""
+from __future__ import annotations
+
+import gc
+import json
+import os
+import re
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .chain import (
+    DESIGNS,
+    B,
+    CharacterChain,
+    CharExample,
+    E,
+    F,
+    I,
+    O,
+    S,
+    known_tokens,
+    make_example,
+)
+from .chars import OTHER, _tables, code_points
+from .corpus import GoldParagraph, align, read_paragraphs
+from .features import decode_spans
+from .mwt import MultiwordExpander
+
+FORMAT = "arborist-tokenizer/1"
+MISSING = object()
+PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")  # a blank line (maybe with spaces) ends a paragraph
+
+
+@dataclass(slots=True)
+class Token:
+    form: str
+    start: int               # character offsets in the document text
+    end: int
+    space_after: bool        # whitespace follows the token (or the paragraph ends)
+    words: tuple[str, ...] | None = None  # the words of a multiword token, else None
+
+    @property
+    def word_forms(self) -> tuple[str, ...]:
+        return self.words if self.words is not None else (self.form,)
+
+
+@dataclass(slots=True)
+class Sentence:
+    text: str                # the document text from the first token's start to the last token's end
+    start: int
+    end: int
+    tokens: list[Token]
+
+    @property
+    def words(self) -> list[str]:
+        return [w for t in self.tokens for w in t.word_forms]
+
+
+@dataclass(slots=True)
+class Paragraph:
+    start: int
+    end: int
+    sentences: list[Sentence] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Document:
+    text: str
+    paragraphs: list[Paragraph] = field(default_factory=list)
+
+    @property
+    def sentences(self) -> list[Sentence]:
+        return [s for p in self.paragraphs for s in p.sentences]
+
+
+def split_paragraphs(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the non-blank paragraphs of text (separated by blank lines), trimmed of
+    surrounding whitespace."""
+    spans, pos = [], 0
+    for m in PARAGRAPH_BREAK.finditer(text):
+        spans.append((pos, m.start()))
+        pos = m.end()
+    spans.append((pos, len(text)))
+    out = []
+    for a, b in spans:
+        piece = text[a:b]
+        stripped = piece.strip()
+        if not stripped:
+            continue
+        lead = len(piece) - len(piece.lstrip())
+        out.append((a + lead, a + lead + len(stripped)))
+    return out
+
+
+def char_classes(cps: np.ndarray) -> np.ndarray:
+    """uint8 class (`chars`) of each code point; characters above the BMP are OTHER."""
+    _, cls_table, _ = _tables()
+    big = cps >= len(cls_table)
+    cls = cls_table[np.where(big, 0, cps)]
+    cls[big] = OTHER
+    return cls
+
+
+def decode_tags(cps: np.ndarray, tags: np.ndarray, max_sentence_tokens: int = 0, design: int = 0):
+    """Token (start, end) arrays, the sentence-start flag and space-after flag of each token,
+    from the character tags of one text (`features.decode_spans`)."""
+    cps = np.ascontiguousarray(cps, dtype=np.uint32)
+    starts = np.array([0, len(cps)], dtype=np.int64)
+    ts, te, sent, after, _ = decode_spans(cps, char_classes(cps), np.ascontiguousarray(tags, dtype=np.int8),
+                                          starts, max_sentence_tokens, design)
+    return ts, te, sent, after
+
+
+class Tokenizer:
+    def __init__(self, chain: CharacterChain, weights: np.ndarray, expander: MultiwordExpander,
+                 max_sentence_tokens: int = 1000, info: dict | None = None):
+        weights = np.ascontiguousarray(weights, dtype=np.float64)
+        if weights.shape != (1 << chain.hash_bits,):
+            raise ValueError(f"weights have shape {weights.shape}, the chain expects ({1 << chain.hash_bits},)")
+        self.chain = chain
+        self.weights = weights
+        self.expander = expander
+        self.max_sentence_tokens = int(max_sentence_tokens)
+        self.info = dict(info or {})
+
+    # -- training -------------------------------------------------------------
+    @classmethod
+    def train(cls, paths, **options) -> Tokenizer:
+        return train_tokenizer(paths, **options)
+
+    # -- prediction -------------------------------------------------------------
+    def tag_paragraphs(self, paragraphs: Sequence[str]) -> list[np.ndarray]:
+        return self.chain.tag_texts(paragraphs, self.weights)
+
+    def tokenize(self, texts: Iterable[str], batch_chars: int = 1 << 22) -> list[Document]:
+        """One Document per text. Paragraphs of many texts are tagged together in groups of
+        about `batch_chars` characters (so memory stays bounded however many texts come)."""
+        docs = []
+        pending: list[tuple[Document, int, int]] = []
+        size = 0
+        for text in texts:
+            if not isinstance(text, str):
+                raise TypeError(f"tokenize takes str texts, got {type(text).__name__}")
+            doc = Document(text)
+            docs.append(doc)
+            for a, b in split_paragraphs(text):
+                pending.append((doc, a, b))
+                size += b - a
+                if size >= batch_chars:
+                    self._tokenize_paragraphs(pending)
+                    pending, size = [], 0
+        if pending:
+            self._tokenize_paragraphs(pending)
+        return docs
+
+    def _tokenize_paragraphs(self, pending) -> None:
+        # Tokens, sentences and paragraphs hold no reference cycles: the cyclic collector
+        # would only rescan the growing heap of new objects (tens of thousands a call), so
+        # it is paused while they are made.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self._tokenize_paragraphs_gc_off(pending)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _tokenize_paragraphs_gc_off(self, pending) -> None:
+        texts = [doc.text[a:b] for doc, a, b in pending]
+        tags, starts = self.chain.tag_concat(texts, self.weights)
+        joined = "".join(texts)
+        cps = code_points(joined)
+        ts, te, sent, after, first = decode_spans(cps, char_classes(cps), tags, starts, self.max_sentence_tokens,
+                                                  self.chain.design_id)
+        # Batch offsets -> document offsets: each paragraph's tokens shift by its start in
+        # its document minus its start in the batch. Everything per token is built by
+        # comprehensions over whole arrays (the per-token Python cost bounds the speed).
+        counts = np.diff(first)
+        shifts = np.array([a for _, a, _ in pending], dtype=np.int64) - starts[:-1]
+        shift = np.repeat(shifts, counts)
+        ts_l, te_l = ts.tolist(), te.tolist()
+        forms = [joined[a:b] for a, b in zip(ts_l, te_l)]
+        cached = self.expander.cache_lookup()  # the expander's answers so far: a dict lookup per token
+        words = [cached(f, MISSING) for f in forms]
+        expand = self.expander.expand
+        for k in [k for k, w in enumerate(words) if w is MISSING]:
+            words[k] = expand(forms[k])
+        tokens = list(map(Token, forms, (ts + shift).tolist(), (te + shift).tolist(), after.tolist(), words))
+        sentence_starts = np.flatnonzero(sent).tolist()
+        first_l = first.tolist()
+        s = 0  # index into sentence_starts
+        for p, (doc, a, b) in enumerate(pending):
+            paragraph = Paragraph(a, b)
+            doc.paragraphs.append(paragraph)
+            k1 = first_l[p + 1]
+            shift_p = int(shifts[p])
+            while s < len(sentence_starts) and sentence_starts[s] < k1:
+                s0 = sentence_starts[s]
+                s1 = sentence_starts[s + 1] if s + 1 < len(sentence_starts) and sentence_starts[s + 1] < k1 else k1
+                paragraph.sentences.append(Sentence(joined[ts_l[s0]:te_l[s1 - 1]], ts_l[s0] + shift_p,
+                                                    te_l[s1 - 1] + shift_p, tokens[s0:s1]))
+                s += 1
+
+    # -- state ----------------------------------------------------------------
+    def to_json(self) -> dict:
+        return {"format": FORMAT, "chain": self.chain.config(), "expander": self.expander.to_json(),
+                "max_sentence_tokens": self.max_sentence_tokens, "info": self.info}
+
+    def save(self, directory) -> None:
+        os.makedirs(directory, exist_ok=True)
+        np.save(os.path.join(directory, "weights.npy"), self.weights, allow_pickle=False)
+        np.save(os.path.join(directory, "vocab.npy"), self.chain.vocab_table, allow_pickle=False)
+        with open(os.path.join(directory, "tokenizer.json"), "w", encoding="utf-8") as f:
+            json.dump(self.to_json(), f, ensure_ascii=False)
+
+    @classmethod
+    def load(cls, directory) -> Tokenizer:
+        path = os.path.join(directory, "tokenizer.json")
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        if data.get("format") != FORMAT:
+            raise ValueError(f"{path}: not a tokenizer of format {FORMAT} (format {data.get('format')!r})")
+        weights = np.load(os.path.join(directory, "weights.npy"), allow_pickle=False)
+        vocab = np.load(os.path.join(directory, "vocab.npy"), allow_pickle=False)
+        return cls(CharacterChain.from_config(data["chain"], vocab), weights,
+                   MultiwordExpander.from_json(data["expander"]), data["max_sentence_tokens"], data.get("info"))
+
+
+# -- training examples ------------------------------------------------------------
+
+JOINS = ("space", "spaceafter")
+
+
+def _window_example(window, join: str, design: str = "start") -> CharExample:
+    """The example of consecutive (sentence, token spans) of a paragraph: their texts joined
+    (see `paragraph_examples`), O/B/I/S from the spans."""
+    texts, tags = [], []
+    previous = None
+    for sentence, spans in window:
+        if texts and (join == "space" or previous.tokens[-1].space_after):
+            texts.append(" ")
+            tags.append(np.array([O], dtype=np.int32))
+        previous = sentence
+        texts.append(sentence.text)
+        y = np.full(len(sentence.text), O, dtype=np.int32)
+        for k, (a, b) in enumerate(spans):
+            y[a] = S if k == 0 and design == "start" else B
+            y[a + 1:b] = I
+        if design == "end":
+            a, b = spans[-1]
+            y[b - 1] = F if b - a == 1 else E
+        tags.append(y)
+    first = window[0][0]
+    return make_example("".join(texts), np.concatenate(tags), first.source, first.line)
+
+
+def paragraph_examples(paragraphs: Sequence[GoldParagraph], window_sentences: int = 3, strict: bool = False,
+                       problems: list | None = None, join: str = "space", design: str = "start") -> list[CharExample]:
+    """Training examples: windows of `window_sentences` consecutive sentences of a paragraph,
+    each window starting with the previous one's last sentence (so every sentence boundary
+    is seen in context), their texts joined by a space (as `ud_raw_text.py` joins them), each character tagged
+    O/B/I/S from the tokens' alignment to the text. A sentence whose tokens do not align with
+    its text raises (strict) or is left out, ending the window (its message is appended to
+    `problems`). join="spaceafter" joins a sentence to the next without a space when its last
+    token has SpaceAfter=No (the text as written; 77 of 10,082 boundaries of en_ewt's training
+    paragraphs, none in the other four treebanks) instead of always with one (the raw text
+    `ud_raw_text.py` gives at test time). design: the tag set of `CharacterChain` ("start":
+    S on a sentence's first character; "end": E/F on its last)."""
+    if join not in JOINS:
+        raise ValueError(f"join must be one of {JOINS}, got {join!r}")
+    if design not in DESIGNS:
+        raise ValueError(f"design must be one of {tuple(DESIGNS)}, got {design!r}")
+    examples: list[CharExample] = []
+    for paragraph in paragraphs:
+        window: list = []
+        carried = False  # the window holds only the last sentence of the previous window
+        for sentence in paragraph.sentences:
+            try:
+                spans = align(sentence)
+            except ValueError as error:
+                if strict:
+                    raise
+                if problems is not None:
+                    problems.append(str(error))
+                if len(window) > 1 or (window and not carried):
+                    examples.append(_window_example(window, join, design))
+                window = []  # the text around a left-out sentence is not contiguous
+                continue
+            if not spans:
+                continue
+            window.append((sentence, spans))
+            carried = False
+            if len(window) >= window_sentences:
+                examples.append(_window_example(window, join, design))
+                # The next window starts with this one's last sentence: every boundary between
+                # two sentences of a paragraph is then inside some window, with its left
+                # context (a window's first sentence follows START and no previous chunk).
+                window = window[-1:]
+                carried = True
+        if len(window) > 1 or (window and not carried):
+            examples.append(_window_example(window, join, design))
+    return examples
+
+
+def train_tokenizer(paths, epochs: int = 15, hash_bits: int = 20, window_sentences: int = 3,
+                    templates: Sequence[str] | None = None, seed: int = 0, strict: bool = False,
+                    mwt_min_types: int = 3, mwt_min_share: float = 0.6, max_sentence_tokens: int = 1000,
+                    known_min_count: int = 0, margin: float = 100.0, join: str = "space", design: str = "start",
+                    trainer=None, log=None) -> Tokenizer:
+    """Train the character chain (averaged perceptron unless `trainer` is given: any trainer
+    of `arborist.learn` with begin/epoch/prediction_weights) and the multiword expander on
+    CoNLL-U file(s). known_min_count > 0 builds the known-token table of the kpre/ksuf/klong
+    values (tokens seen that often), for templates that use them (not the default ones)."""
+    from ..learn.perceptron import Perceptron
+    from .learn import MarginPerceptron
+
+    start = time.perf_counter()
+    paragraphs = read_paragraphs(paths)
+    problems: list[str] = []
+    examples = paragraph_examples(paragraphs, window_sentences, strict, problems, join, design)
+    if not examples:
+        raise ValueError(f"{paths}: no sentence of the training data aligns with its text")
+    chain = CharacterChain(hash_bits, templates, known_tokens(
+        (t.form for p in paragraphs for s in p.sentences for t in s.tokens), known_min_count)
+        if known_min_count else None, design)
+    if trainer is None:
+        trainer = MarginPerceptron(margin, seed=seed) if margin else Perceptron(seed=seed)
+    trainer.begin(chain, examples, hash_bits)
+    history = []
+    for epoch in range(epochs):
+        metrics = trainer.epoch(chain, examples)
+        history.append({k: v for k, v in metrics.items() if isinstance(v, (int, float))})
+        if log is not None:
+            log(f"epoch {epoch + 1}: {history[-1]}")
+    weights = trainer.prediction_weights().array
+    expander = MultiwordExpander(mwt_min_types, mwt_min_share).fit(
+        (t.form, t.words or None) for p in paragraphs for s in p.sentences for t in s.tokens)
+    info = {"train": [str(p) for p in (paths if isinstance(paths, (list, tuple)) else [paths])],
+            "epochs": epochs, "window_sentences": window_sentences, "examples": len(examples),
+            "trainer": trainer.settings(), "join": join,
+            "unaligned_sentences": len(problems), "unaligned_examples": problems[:10],
+            "train_seconds": time.perf_counter() - start, "history": history}
+    return Tokenizer(chain, weights, expander, max_sentence_tokens, info)
+
+
+# -- CoNLL-U output -----------------------------------------------------------------
+
+_LINE_BREAKS = re.compile(r"[\t\n\r]")
+
+
+def conllu_lines(docs: Sequence[Document], doc_prefix: str = "doc") -> Iterable[str]:
+    """CoNLL-U lines of tokenized documents: `# newdoc` / `# newpar` / `# sent_id` / `# text`,
+    multiword tokens as `N-M` lines before their words, SpaceAfter=No in MISC, and a trivially
+    valid tree (the first word is the root, every other word depends on it) so that the
+    official scorer accepts the file before a parser fills HEAD and DEPREL."""
+    counter = 0
+    for d, doc in enumerate(docs):
+        first_in_doc = True
+        for paragraph in doc.paragraphs:
+            first_in_par = True
+            for sentence in paragraph.sentences:
+                counter += 1
+                if first_in_doc:
+                    yield f"# newdoc id = {doc_prefix}{d + 1}"
+                    first_in_doc = False
+                if first_in_par:
+                    yield "# newpar"
+                    first_in_par = False
+                yield f"# sent_id = {counter}"
+                yield "# text = " + _LINE_BREAKS.sub(" ", sentence.text)
+                word = 0
+                for token in sentence.tokens:
+                    misc = "_" if token.space_after else "SpaceAfter=No"
+                    form = _LINE_BREAKS.sub(" ", token.form)
+                    words = token.word_forms
+                    if token.words is not None:
+                        yield f"{word + 1}-{word + len(words)}\t{form}\t_\t_\t_\t_\t_\t_\t_\t{misc}"
+                        misc = "_"
+                    for w in words:
+                        word += 1
+                        head, rel = ("0", "root") if word == 1 else ("1", "dep")
+                        yield f"{word}\t{_LINE_BREAKS.sub(' ', w)}\t_\t_\t_\t_\t{head}\t{rel}\t_\t{misc}"
+                yield ""
+
+
+def write_conllu(docs: Sequence[Document], path) -> None:
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        for line in conllu_lines(docs):
+            f.write(line)
+            f.write("\n")

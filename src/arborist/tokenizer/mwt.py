@@ -1,0 +1,185 @@
+"""Multiword tokens: which surface tokens are several words, and which words.
+
+Learned from the training tokens (`fit`):
+
+* a lexicon: every lowercased surface token seen, with how often it was a multiword token
+  and its most frequent expansion (lowercased words). A seen token is expanded when it was
+  a multiword token in at least half of its occurrences (`MultiwordExpander.expand`);
+* rules for unseen tokens: every expansion seen is written as a suffix rewrite, cut ->
+  replacement ("farlo" -> "far" + "lo" is cut "lo" -> ("", "lo"): the first word is the
+  surface's stem plus "", then "lo"; "della" -> "di" + "la" is cut "ella" -> ("i", "la");
+  Turkish "elbiseli" -> "elbise" + "li" is cut "li" -> ("", "li")). Whether a rule applies
+  to an unseen token is decided by its precision on the training token *types* it could
+  apply to (the generalization to unseen words is a property of types, not of a few
+  frequent function words), conditioned on whether the rule's first word (stem + replacement) is a known
+  standalone word of the training data ("elbise" is, so "elbiseli" splits) and on the
+  CONTEXT_CHARS characters before the cut, backing off to fewer: "-rsi" verbs split
+  ("formarsi" -> "formar" + "si") where other words in "-si" do not. The most specific
+  context seen on at least `min_types` types decides; a rule applies when it was right on
+  at least `min_share` of them; of several, the most precise (then the longest cut) wins.
+
+The case pattern of the surface is put back on the lowercase words: all-caps surface ->
+all-caps words, capitalized surface -> capitalized first word.
+
+Serialized as plain JSON (`to_json` / `from_json`).
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+
+MAX_CUT = 12  # longest suffix a rule rewrites
+CONTEXT_CHARS = 2  # characters before a rule's cut its statistics may condition on
+
+
+def _rule(surface: str, words: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """(cut, replacement words): surface = stem + cut and words = (stem + repl[0],) + repl[1:]."""
+    first = words[0]
+    p = 0
+    while p < len(surface) and p < len(first) and surface[p] == first[p]:
+        p += 1
+    return surface[p:], (first[p:],) + tuple(words[1:])
+
+
+def apply_case(surface: str, words: Iterable[str]) -> tuple[str, ...]:
+    words = tuple(words)
+    letters = [c for c in surface if c.isalpha()]
+    if len(letters) > 1 and all(c.isupper() for c in letters):
+        return tuple(w.upper() for w in words)
+    if letters and surface[:1].isupper() and words:
+        return (words[0][:1].upper() + words[0][1:],) + words[1:]
+    return words
+
+
+class MultiwordExpander:
+    def __init__(self, min_types: int = 3, min_share: float = 0.6):
+        self.min_types = int(min_types)
+        self.min_share = float(min_share)
+        self.lexicon: dict[str, tuple[str, ...] | None] = {}  # lowercased surface -> words or None
+        self.rules: list[tuple[str, tuple[str, ...]]] = []    # (cut, replacement words)
+        self.precision: dict[str, float] = {}                   # "rule|known|context" -> precision
+        self.vocab: set[str] = set()                           # lowercased standalone words
+        self._by_cut: dict[str, list[int]] = {}
+        self._cache: dict[str, tuple[str, ...] | None] = {}
+
+    def cache_lookup(self):
+        """A function (form, default) -> `expand(form)` if it was computed already (and is still
+        cached), else default: the fast path of a caller that expands many tokens."""
+        return self._cache.get
+
+    def _index(self) -> None:
+        self._by_cut = defaultdict(list)
+        for r, (cut, _) in enumerate(self.rules):
+            self._by_cut[cut].append(r)
+        self._by_cut = dict(self._by_cut)
+        self._cache = {}
+
+    def _candidates(self, low: str):
+        """(rule id, contexts) of every rule whose cut ends `low` and leaves a non-empty stem;
+        contexts are the statistics keys to try, most specific first: the rule with the
+        CONTEXT_CHARS, then fewer, characters before its cut, and whether its first word
+        (stem + replacement) is a known standalone word."""
+        for k in range(min(MAX_CUT, len(low) - 1) + 1):
+            cut = low[len(low) - k:]
+            for r in self._by_cut.get(cut, ()):
+                known = (low[:len(low) - k] + self.rules[r][1][0]) in self.vocab
+                yield r, [f"{r}|{int(known)}|{low[max(0, len(low) - k - extra):len(low) - k]}"
+                          for extra in range(min(CONTEXT_CHARS, len(low) - k - 1), -1, -1)]
+
+    def fit(self, tokens: Iterable[tuple[str, tuple[str, ...] | None]]) -> MultiwordExpander:
+        """tokens: (surface form, its words when a multiword token else None) of the training data."""
+        seen: dict[str, Counter] = defaultdict(Counter)
+        for form, words in tokens:
+            seen[form.lower()][tuple(w.lower() for w in words) if words else None] += 1
+        lexicon, outcome = {}, {}
+        rule_ids: dict = {}
+        for low, counts in seen.items():
+            total = sum(counts.values())
+            multi = Counter({k: v for k, v in counts.items() if k is not None})
+            if multi and 2 * sum(multi.values()) >= total:
+                words = multi.most_common(1)[0][0]
+                lexicon[low] = words
+                rule = _rule(low, words)
+                if rule not in rule_ids and len(rule[0]) <= MAX_CUT and len(low) > len(rule[0]):
+                    rule_ids[rule] = len(rule_ids)
+                outcome[low] = rule_ids.get(rule, -1)
+            else:
+                lexicon[low] = None
+                outcome[low] = -1
+        self.rules = list(rule_ids)
+        self.vocab = {low for low, counts in seen.items() if counts[None] > 0}
+        self._index()
+        hits: Counter = Counter()
+        totals: Counter = Counter()
+        for low, right in outcome.items():
+            for r, contexts in self._candidates(low):
+                for key in contexts:
+                    totals[key] += 1
+                    hits[key] += r == right
+        # Every context with enough types, right or wrong: a specific context that says no
+        # must stop the back-off to a general one that says yes.
+        self.precision = {key: hits[key] / n for key, n in totals.items() if n >= self.min_types}
+        # Keep the multiword entries, and the seen single tokens a rule would split.
+        self.lexicon = {low: words for low, words in lexicon.items()
+                        if words is not None or self._rule_for(low) is not None}
+        self._cache = {}
+        return self
+
+    def _rule_for(self, low: str) -> int | None:
+        best, best_key = None, None
+        for r, contexts in self._candidates(low):
+            for level, key in enumerate(contexts):
+                p = self.precision.get(key)
+                if p is None:
+                    continue
+                if p >= self.min_share:
+                    rank = (p, -level, len(self.rules[r][0]))
+                    if best_key is None or rank > best_key:
+                        best, best_key = r, rank
+                break  # the most specific context with enough types decides
+        return best
+
+    def expand(self, form: str) -> tuple[str, ...] | None:
+        """The words of surface token `form` when it is a multiword token, else None."""
+        cached = self._cache.get(form, False)
+        if cached is not False:
+            return cached
+        low = form.lower()
+        if low in self.lexicon:
+            words = self.lexicon[low]
+        else:
+            r = self._rule_for(low)
+            if r is None:
+                words = None
+            else:
+                cut, repl = self.rules[r]
+                stem = low[:len(low) - len(cut)]
+                words = (stem + repl[0],) + repl[1:]
+        if words is not None:
+            words = apply_case(form, words)
+            if any(not w or w.isspace() for w in words):
+                words = None  # a rule that would leave an empty word: not a multiword token
+        if len(self._cache) > 200_000:
+            self._cache.clear()
+        self._cache[form] = words
+        return words
+
+    def to_json(self) -> dict:
+        return {
+            "min_types": self.min_types,
+            "min_share": self.min_share,
+            "lexicon": {low: (list(words) if words is not None else None) for low, words in self.lexicon.items()},
+            "rules": [[cut, *repl] for cut, repl in self.rules],
+            "precision": self.precision,
+            "vocab": sorted(self.vocab),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> MultiwordExpander:
+        out = cls(data["min_types"], data["min_share"])
+        out.lexicon = {low: (tuple(words) if words is not None else None) for low, words in data["lexicon"].items()}
+        out.rules = [(rule[0], tuple(rule[1:])) for rule in data["rules"]]
+        out.precision = {key: float(p) for key, p in data["precision"].items()}
+        out.vocab = set(data["vocab"])
+        out._index()
+        return out

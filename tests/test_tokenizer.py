@@ -1,0 +1,605 @@
+"""The tokenizer: character chain (protocol, features, batch kernel), decoding rules, multiword
+expander, raw-text reader, Tokenizer API, CoNLL-U output, robustness."""
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+import tracemalloc
+from functools import cache, lru_cache
+
+import numpy as np
+import pytest
+from arborist.tagger.viterbi import chain_argmax
+from arborist.tokenizer.features import CONTEXT, VALUES
+from arborist.weights import Weights
+from protocol import check_gradient, check_protocol
+
+from arborist.learn.perceptron import Perceptron
+from arborist.tokenizer import (
+    CharacterChain,
+    MultiwordExpander,
+    Tokenizer,
+    align,
+    conllu_lines,
+    decode_tags,
+    make_example,
+    paragraph_examples,
+    read_paragraphs,
+    split_paragraphs,
+    train_tokenizer,
+    write_conllu,
+)
+from arborist.tokenizer.chain import B, I, O, S
+from arborist.tokenizer.chars import char_values, code_points
+from arborist.tokenizer.mwt import apply_case
+
+HASH_BITS = 14
+UD = "/work/shared/corpora/ud"
+TOOLS = "/work/shared/tools"
+IT_TRAIN = os.path.join(UD, "it_partut", "it_partut-ud-train.conllu")
+SCORER = os.path.join(TOOLS, "conll18_ud_eval.py")
+
+
+@cache
+def all_labels(n: int, K: int = 4) -> tuple:
+    return tuple(np.array(y, dtype=np.int32) for y in itertools.product(range(K), repeat=n))
+
+
+def hamming(a, b) -> int:
+    return int((np.asarray(a) != np.asarray(b)).sum())
+
+
+# -- the Structure protocol ---------------------------------------------------------
+
+@pytest.mark.parametrize("text,tags", [("a", [S]), ("a.", [S, B]), ("I a", [S, O, B]), ("x. Y", [S, B, O, S])])
+def test_protocol(text, tags):
+    rng = np.random.default_rng(len(text))
+    chain = CharacterChain(HASH_BITS)
+    x = make_example(text, tags)
+    labels = all_labels(len(text))
+    assert np.array_equal(chain.gold(x), tags)
+    for _ in range(2):
+        scores = rng.normal(size=chain.shape(len(text))) * 2.0  # invalid parts random too: ignored
+        gold = labels[int(rng.integers(len(labels)))]
+        check_protocol(chain, x, scores, labels, gold, hamming, rng, HASH_BITS)
+
+
+def test_marginals_are_gradient_of_log_z():
+    chain = CharacterChain(HASH_BITS)
+    x = make_example("ab c", [S, I, O, B])
+    check_gradient(chain, x, np.random.default_rng(3).normal(size=chain.shape(4)))
+
+
+def test_perceptron_learns_a_tiny_tokenization():
+    texts = ["Hi, you. Go now.", "It is. We go, now.", "Go, you. Hi now."]
+    examples = []
+    for text in texts:
+        tags = []
+        for i, ch in enumerate(text):
+            if ch == " ":
+                tags.append(O)
+            elif i == 0 or (text[i - 2:i] == ". "):
+                tags.append(S)
+            elif ch in ",." or text[i - 1] == " ":
+                tags.append(B)
+            else:
+                tags.append(I)
+        examples.append(make_example(text, tags))
+    chain = CharacterChain(16)
+    trainer = Perceptron(seed=1)
+    trainer.begin(chain, examples, 16)
+    for _ in range(10):
+        trainer.epoch(chain, examples)
+    w = trainer.prediction_weights()
+    for x in examples:
+        assert np.array_equal(chain.argmax(x, chain.scores(x, w)), x.tags)
+
+
+# -- features and the batch kernel ---------------------------------------------------
+
+def test_batch_kernel_equals_one_text_path():
+    rng = np.random.default_rng(0)
+    chain = CharacterChain(16)
+    w = rng.normal(size=1 << 16)
+    texts = ["Hello, world.", "", "x", "Mr. Smith said: don't!  Νέα  αρχή.", "a\tb\nc", "ΑΒΓ 123 ... ???"]
+    cps = [code_points(t) for t in texts]
+    starts = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum([len(t) for t in texts], out=starts[1:])
+    batch = chain.features.tag_many(char_values(np.concatenate(cps)), starts, w)
+    weights = Weights(16, False, w)
+    for i, text in enumerate(texts):
+        one = chain.argmax(None, chain.scores(make_example(text), weights)) if text else np.zeros(0)
+        assert np.array_equal(batch[starts[i]:starts[i + 1]], one), text
+    # tag_texts (windows of whole texts) agrees too
+    for text, tags in zip(texts, chain.tag_texts(texts, w)):
+        one = chain_argmax(chain.features.score(make_example(text).chars, w))[0] if text else np.zeros(0)
+        assert np.array_equal(tags, one)
+
+
+def test_window_margin_gives_exact_features():
+    """A window with CONTEXT characters of margin gives its kept characters the features of the whole text."""
+    chain = CharacterChain(16)
+    rng = np.random.default_rng(5)
+    alphabet = list("abcXY.,'- \u00a0Ωω1")
+    text = "".join(rng.choice(alphabet, size=1500))
+    text = text[:700] + "x" * 60 + text[700:]  # a chunk longer than MAX_CHUNK across the cut
+    full = chain.features.keys(make_example(text).chars)
+    for a, b in ((300, 500), (690, 730), (0, 100), (1400, 1560)):
+        lo, hi = max(0, a - CONTEXT), min(len(text), b + CONTEXT)
+        part = chain.features.keys(make_example(text[lo:hi]).chars)
+        assert np.array_equal(part[a - lo:min(b, len(text)) - lo], full[a:min(b, len(text))])
+    # ...and with too little margin they differ somewhere (the test can fail)
+    part = chain.features.keys(make_example(text[300:500]).chars)
+    assert not np.array_equal(part, full[300:500])
+
+
+def test_long_text_windows_agree_with_one_window():
+    """Decoding a long text in windows gives the tags of decoding it whole (trained weights)."""
+    tok = small_tokenizer()
+    text = " ".join(p for p in raw_paragraphs()[:1])[:6000]
+    whole = tok.chain.tag_texts([text], tok.weights, window=len(text) + 1)[0]
+    windows = tok.chain.tag_texts([text], tok.weights, window=700)[0]
+    assert np.array_equal(whole, windows)
+
+
+def test_feature_values():
+    chain = CharacterChain(16)
+    text = "ab cd. ab"
+    vals = chain.features.values(make_example(text).chars)
+    col = {name: i for i, name in enumerate(VALUES)}
+    # the same chunk and position: the same value; different chunks: different
+    assert vals[0, col["chunk"]] == vals[7, col["chunk"]] and vals[0, col["chunk"]] != vals[3, col["chunk"]]
+    assert list(vals[3:6, col["pos"]]) == [0, 1, 2] and list(vals[3:6, col["rev"]]) == [2, 1, 0]
+    # the prefix (token so far) is empty at a chunk start, and the same string gives the same value
+    assert vals[0, col["prefix"]] == vals[3, col["prefix"]] == vals[7, col["prefix"]]
+    assert vals[1, col["prefix"]] == vals[8, col["prefix"]] != vals[4, col["prefix"]]
+    # "prev" at a chunk start is the previous chunk's value; inside a chunk a constant
+    assert vals[3, col["prev"]] == vals[0, col["chunk"]] and vals[7, col["prev"]] == vals[3, col["chunk"]]
+    assert vals[1, col["prev"]] == vals[4, col["prev"]]
+    # whitespace has one value for every chunk column
+    assert len({int(vals[2, col[c]]) for c in ("chunk", "prefix", "suffix", "prev")}) == 1
+    # lowercase: "AB" and "ab" share low and chunk but not cp
+    v2 = chain.features.values(make_example("AB").chars)
+    assert v2[0, col["low"]] == vals[0, col["low"]] and v2[0, col["cp"]] != vals[0, col["cp"]]
+    assert v2[0, col["chunk"]] == vals[0, col["chunk"]]
+
+
+def test_add_features_matches_scores_on_a_real_text():
+    chain = CharacterChain(12)
+    x = make_example("Don't stop. Go!", None)
+    rng = np.random.default_rng(2)
+    coef = rng.normal(size=chain.shape(x.n))
+    w = Weights(12, False, rng.normal(size=1 << 12))
+    delta = Weights(12, False)
+    chain.add_features(x, coef, delta, 1.0)
+    valid = chain.valid_parts(x.n)
+    assert np.isclose((coef * valid * chain.scores(x, w)).sum(), w.array @ delta.array)
+
+
+# -- decoding rules ------------------------------------------------------------------
+
+def spans(text, tags, max_sentence_tokens=0):
+    ts, te, sent, after = decode_tags(code_points(text), np.array(tags, dtype=np.int8), max_sentence_tokens)
+    return [text[a:b] for a, b in zip(ts, te)], sent.tolist(), after.tolist()
+
+
+def test_decode_rules():
+    assert spans("ab cd", [S, I, O, B, I]) == (["ab", "cd"], [True, False], [True, True])
+    # a non-space O belongs to a token; a space tagged I between tokens does not
+    assert spans("ab cd", [O, O, I, O, I])[0] == ["ab", "cd"]
+    # an inner space between characters tagged I stays (FORMs with spaces), a tab or newline never
+    assert spans("1 000", [S, I, I, I, I])[0] == ["1 000"]
+    assert spans("1\t000", [S, I, I, I, I])[0] == ["1", "000"]
+    assert spans("a\nb", [S, I, I])[0] == ["a", "b"]
+    # a sentence start tagged on a space moves to the next token; the first token starts one
+    assert spans("a. b", [B, B, S, B])[1] == [True, False, True]
+    # no space between tokens: SpaceAfter=No
+    assert spans("ab.", [S, I, B])[2] == [False, True]
+    # sentences are cut at max_sentence_tokens
+    assert spans("a b c d e", [B, O] * 4 + [B], 2)[1] == [True, False, True, False, True]
+
+
+# -- multiword tokens -----------------------------------------------------------------
+
+def test_mwt_lexicon_and_case():
+    tokens = [("della", ("di", "la"))] * 3 + [("Della", ("di", "la"))] + [("casa", None)] * 5
+    tokens += [("don't", ("do", "n't"))] * 2 + [("dont", None)]
+    exp = MultiwordExpander().fit(tokens)
+    assert exp.expand("della") == ("di", "la")
+    assert exp.expand("Della") == ("Di", "la")
+    assert exp.expand("DELLA") == ("DI", "LA")
+    assert exp.expand("casa") is None and exp.expand("dont") is None
+    assert exp.expand("Don't") == ("Do", "n't")
+    assert apply_case("Στο", ("σε", "το")) == ("Σε", "το")
+
+
+def test_mwt_lexicon_majority():
+    # seen mostly as one word: stays one word
+    exp = MultiwordExpander().fit([("al", ("a", "il"))] + [("al", None)] * 3)
+    assert exp.expand("al") is None
+    exp = MultiwordExpander().fit([("al", ("a", "il"))] * 3 + [("al", None)])
+    assert exp.expand("al") == ("a", "il")
+
+
+def test_mwt_suffix_rule_for_unseen_tokens():
+    verbs = ["far", "dir", "por", "trar", "dar", "aver", "esser", "veder"]
+    tokens = [(v + "lo", (v, "lo")) for v in verbs]
+    tokens += [(w, None) for w in ["quello", "bello", "cielo", "melo", "volo", "palo"]]  # "lo" alone is ambiguous
+    exp = MultiwordExpander(min_types=3, min_share=0.6).fit(tokens)
+    assert exp.expand("prenderlo") == ("prender", "lo")   # unseen, ends in "rlo": the rule
+    assert exp.expand("Prenderlo") == ("Prender", "lo")
+    assert exp.expand("cavallo") is None                   # "lo" without "r": not enough evidence
+    assert exp.expand("quello") is None                    # seen single
+    # Greek-style rewrite that changes the stem: cut "το" -> ("ε", "το")
+    g = MultiwordExpander(min_types=1, min_share=0.5).fit([("στο", ("σε", "το"))])
+    assert g.expand("στο") == ("σε", "το")
+    # JSON round trip keeps every decision
+    back = MultiwordExpander.from_json(exp.to_json())
+    for form in ("prenderlo", "cavallo", "quello", "farlo", "Dirlo"):
+        assert back.expand(form) == exp.expand(form)
+
+
+# -- reading CoNLL-U ------------------------------------------------------------------
+
+CONLLU = """# newdoc id = d1
+# newpar
+# sent_id = 1
+# text = Vado alla casa.
+1\tVado\tandare\tVERB\t_\t_\t0\troot\t_\t_
+2-3\talla\t_\t_\t_\t_\t_\t_\t_\t_
+2\ta\ta\tADP\t_\t_\t4\tcase\t_\t_
+3\tla\til\tDET\t_\t_\t4\tdet\t_\t_
+4\tcasa\tcasa\tNOUN\t_\t_\t1\tobl\t_\tSpaceAfter=No
+5\t.\t.\tPUNCT\t_\t_\t1\tpunct\t_\t_
+
+# sent_id = 2
+# text = Sì.
+1\tSì\tsì\tINTJ\t_\t_\t0\troot\t_\tSpaceAfter=No
+2\t.\t.\tPUNCT\t_\t_\t1\tpunct\t_\t_
+
+# newpar
+# sent_id = 3
+# text = Poi
+1\tPoi\tpoi\tADV\t_\t_\t0\troot\t_\t_
+
+"""
+
+
+def test_reader_and_examples(tmp_path):
+    path = tmp_path / "a.conllu"
+    path.write_text(CONLLU, encoding="utf-8")
+    paragraphs = read_paragraphs(path)
+    assert [len(p.sentences) for p in paragraphs] == [2, 1]
+    first = paragraphs[0].sentences[0]
+    assert [t.form for t in first.tokens] == ["Vado", "alla", "casa", "."]
+    assert first.tokens[1].words == ("a", "la") and first.tokens[2].space_after is False
+    assert align(first) == [(0, 4), (5, 9), (10, 14), (14, 15)]
+    examples = paragraph_examples(paragraphs)
+    assert [x.text for x in examples] == ["Vado alla casa. Sì.", "Poi"]
+    assert "".join("OBIS"[t] for t in examples[0].tags) == "SIIIOBIIIOBIIIBOSIB"
+    # SpaceAfter=No on a sentence's last token joins it to the next sentence as written
+    glued = CONLLU.replace("5\t.\t.\tPUNCT\t_\t_\t1\tpunct\t_\t_", "5\t.\t.\tPUNCT\t_\t_\t1\tpunct\t_\tSpaceAfter=No")
+    path.write_text(glued, encoding="utf-8")
+    joined = paragraph_examples(read_paragraphs(path), join="spaceafter")
+    assert joined[0].text == "Vado alla casa.Sì." and "".join("OBIS"[t] for t in joined[0].tags) == "SIIIOBIIIOBIIIBSIB"
+    assert paragraph_examples(read_paragraphs(path))[0].text == "Vado alla casa. Sì."
+    with pytest.raises(ValueError, match="join"):
+        paragraph_examples(paragraphs, join="newline")
+
+
+def test_reader_errors_name_file_and_line(tmp_path):
+    bad = tmp_path / "bad.conllu"
+    bad.write_text("# text = a b\n1\ta\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad\.conllu:2"):
+        read_paragraphs(bad)
+    wrong = tmp_path / "wrong.conllu"
+    wrong.write_text("# text = a c\n" + "1\ta\t_\t_\t_\t_\t0\troot\t_\t_\n2\tb\t_\t_\t_\t_\t1\tdep\t_\t_\n\n",
+                     encoding="utf-8")
+    (paragraph,) = read_paragraphs(wrong)
+    with pytest.raises(ValueError, match=r"wrong\.conllu:1: token 2 'b'"):
+        align(paragraph.sentences[0])
+    problems = []
+    assert paragraph_examples([paragraph], problems=problems) == [] and "wrong.conllu:1" in problems[0]
+    with pytest.raises(ValueError, match="wrong.conllu:1"):
+        paragraph_examples([paragraph], strict=True)
+
+
+# -- a tokenizer trained on a treebank slice -------------------------------------------
+
+SLICE_SENTENCES = 400
+
+
+def treebank_slice(path, n, out):
+    """The first n sentences of a CoNLL-U file, written to out."""
+    lines, count = [], 0
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            lines.append(line)
+            if not line.strip():
+                count += 1
+                if count == n:
+                    break
+    with open(out, "w", encoding="utf-8") as f:
+        f.writelines(lines)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _slice_path():
+    if not os.path.exists(IT_TRAIN):
+        pytest.skip(f"{IT_TRAIN} is not there (the UD treebanks are read from {UD})")
+    import tempfile
+    out = os.path.join(tempfile.mkdtemp(prefix="tok-test-"), "it_slice.conllu")
+    return treebank_slice(IT_TRAIN, SLICE_SENTENCES, out)
+
+
+@lru_cache(maxsize=1)
+def small_tokenizer() -> Tokenizer:
+    return train_tokenizer(_slice_path(), epochs=15, hash_bits=20, window_sentences=3)
+
+
+def raw_paragraphs():
+    return [" ".join(s.text for s in p.sentences) for p in read_paragraphs(_slice_path())]
+
+
+def test_round_trip_on_training_text():
+    tok = small_tokenizer()
+    paragraphs = read_paragraphs(_slice_path())
+    texts = raw_paragraphs()
+    docs = tok.tokenize(texts)
+    gold_tokens, gold_sents, gold_mwt = set(), set(), {}
+    for d, p in enumerate(paragraphs):
+        pos = 0
+        for s in p.sentences:
+            sp = align(s)
+            gold_sents.add((d, pos + sp[0][0]))
+            for t, (a, b) in zip(s.tokens, sp):
+                gold_tokens.add((d, pos + a, pos + b))
+                if t.words:
+                    gold_mwt[(d, pos + a, pos + b)] = tuple(w.lower() for w in t.words)
+            pos += len(s.text) + 1
+    sys_tokens, sys_sents, sys_mwt = set(), set(), {}
+    for d, doc in enumerate(docs):
+        for s in doc.sentences:
+            sys_sents.add((d, s.start))
+            for t in s.tokens:
+                sys_tokens.add((d, t.start, t.end))
+                if t.words:
+                    sys_mwt[(d, t.start, t.end)] = tuple(w.lower() for w in t.words)
+    assert len(gold_mwt) > 100
+    token_recall = len(gold_tokens & sys_tokens) / len(gold_tokens)
+    token_precision = len(gold_tokens & sys_tokens) / len(sys_tokens)
+    sent_recall = len(gold_sents & sys_sents) / len(gold_sents)
+    sent_precision = len(gold_sents & sys_sents) / len(sys_sents)
+    mwt = sum(sys_mwt.get(k) == v for k, v in gold_mwt.items()) / len(gold_mwt)
+    assert token_recall > 0.995 and token_precision > 0.995, (token_recall, token_precision)
+    assert sent_recall > 0.97 and sent_precision > 0.97, (sent_recall, sent_precision)
+    assert mwt > 0.99, mwt
+
+
+def test_save_load_round_trip(tmp_path):
+    tok = small_tokenizer()
+    tok.save(tmp_path / "tok")
+    assert sorted(os.listdir(tmp_path / "tok")) == ["tokenizer.json", "vocab.npy", "weights.npy"]
+    back = Tokenizer.load(tmp_path / "tok")
+    texts = raw_paragraphs()[:3] + ["Nella casa dell'uomo c'è un gatto. Poi, niente."]
+    a, b = tok.tokenize(texts), back.tokenize(texts)
+    assert [[(t.form, t.start, t.words) for s in d.sentences for t in s.tokens] for d in a] == \
+           [[(t.form, t.start, t.words) for s in d.sentences for t in s.tokens] for d in b]
+    (tmp_path / "tok" / "tokenizer.json").write_text('{"format": "other"}')
+    with pytest.raises(ValueError, match="tokenizer.json"):
+        Tokenizer.load(tmp_path / "tok")
+
+
+def test_conllu_output_format():
+    tok = small_tokenizer()
+    docs = tok.tokenize(["Vado nella casa. Sono qui.\n\nPoi vado.", "Altro."])
+    lines = list(conllu_lines(docs))
+    assert lines[0].startswith("# newdoc") and lines[1] == "# newpar" and lines[2] == "# sent_id = 1"
+    assert lines[3] == "# text = Vado nella casa."
+    assert "2-3\tnella\t_\t_\t_\t_\t_\t_\t_\t_" in lines
+    assert "2\tin\t_\t_\t_\t_\t1\tdep\t_\t_" in lines and "3\tla\t_\t_\t_\t_\t1\tdep\t_\t_" in lines
+    assert "4\tcasa\t_\t_\t_\t_\t1\tdep\t_\tSpaceAfter=No" in lines
+    assert "1\tVado\t_\t_\t_\t_\t0\troot\t_\t_" in lines
+    assert lines.count("# newpar") == 3 and sum(l.startswith("# newdoc") for l in lines) == 2
+    for line in lines:
+        assert line.startswith("#") or line == "" or len(line.split("\t")) == 10
+
+
+def test_scorer_accepts_output(tmp_path):
+    if not os.path.exists(SCORER):
+        pytest.skip(f"the official scorer is not at {SCORER}")
+    tok = small_tokenizer()
+    gold = _slice_path()
+    raw = tmp_path / "raw.txt"
+    subprocess.run([sys.executable, os.path.join(TOOLS, "ud_raw_text.py"), gold, str(raw)], check=True,
+                   capture_output=True)
+    docs = tok.tokenize([raw.read_text(encoding="utf-8")])
+    system = tmp_path / "sys.conllu"
+    write_conllu(docs, system)
+    out = subprocess.run([sys.executable, SCORER, "-v", gold, str(system)], check=False, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    words = next(line for line in out.stdout.splitlines() if line.startswith("Words"))
+    assert float(words.split("|")[3]) > 99.0, words
+
+
+# -- robustness ---------------------------------------------------------------------------
+
+def covered(doc) -> bool:
+    """Every non-space character of the text is in exactly one token, in order."""
+    chars = "".join(t.form for s in doc.sentences for t in s.tokens)
+    return "".join(chars.split()) == "".join(doc.text.split())
+
+
+@pytest.mark.parametrize("text", [
+    "", "   ", "\n\n\n", "a", ".", "?!?!...;;;,,,", "\x00\x01\x02 \x07bell\x1b[0m", "tab\there\r\nnext\rline",
+    "Ελληνικά and English и русский 中文字符 العربية 😀👍🏽", "\u200b\u200d zero\u200bwidth", "a\u2028b\u2029c\x85d",
+    "\ud800 lone surrogate", "x" * 5000, "word " * 3000, "\n\n  \n\npara one.\n\n\n\npara two.\n \n",
+])
+def test_bad_input_never_crashes(text):
+    tok = small_tokenizer()
+    (doc,) = tok.tokenize([text])
+    assert covered(doc)
+    for s in doc.sentences:
+        assert s.tokens and all(t.form and t.form.strip() == t.form for t in s.tokens)
+        for t in s.tokens:
+            assert doc.text[t.start:t.end] == t.form
+    for line in conllu_lines([doc]):
+        assert "\n" not in line and "\r" not in line
+        assert line.startswith("#") or line == "" or len(line.split("\t")) == 10
+
+
+def test_untrained_weights_do_not_crash():
+    tok = Tokenizer(CharacterChain(10), np.zeros(1 << 10), MultiwordExpander())
+    (doc,) = tok.tokenize(["Some text. More text!"])
+    assert covered(doc) and doc.sentences
+
+
+def test_two_megabyte_line_in_bounded_memory():
+    tok = small_tokenizer()
+    text = ("abcdefghij" * 200_000)  # 2 MB, no space at all
+    tracemalloc.start()
+    (doc,) = tok.tokenize([text])
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert covered(doc)
+    # the character values of one kernel call (32 bytes a character, 1 MB at most) and the
+    # int8 tags, not a score array over all 2M characters (2M x 20 x 8 bytes = 320 MB)
+    assert peak < 120e6, peak
+
+
+def test_split_paragraphs():
+    text = "one\ntwo\n\n  three \n \n\nfour"
+    assert [text[a:b] for a, b in split_paragraphs(text)] == ["one\ntwo", "three", "four"]
+    assert split_paragraphs("") == [] and split_paragraphs(" \n\n ") == []
+
+
+def test_known_token_features():
+    from arborist.tokenizer.chain import known_tokens
+    col = {name: i for i, name in enumerate(VALUES)}
+    table = known_tokens(["(", "(", "οι", "Οι", "π.μ.", "π.μ.", "once"])  # "once" is seen once: unknown
+    chain = CharacterChain(12, None, table)
+    vals = chain.features.values(make_example("(οι π.μ. once").chars)
+    assert vals[1, col["kpre"]] == 1 and vals[1, col["ksuf"]] == 1   # "(" | "οι"
+    assert vals[0, col["klong"]] == 1 and vals[1, col["klong"]] == 2
+    assert vals[2, col["kpre"]] == 0 and vals[2, col["ksuf"]] == 0   # "(ο" | "ι"
+    assert vals[4, col["klong"]] == 4 and vals[4, col["ksuf"]] == 1  # "π.μ." known whole
+    assert vals[6, col["kpre"]] == 0                                 # "π." is not a token
+    assert vals[9, col["klong"]] == 0                                # "once" seen once only
+    # no table: every token unknown
+    plain = CharacterChain(12).features.values(make_example("(οι").chars)
+    assert not plain[:, col["klong"]].any() and not plain[:, col["kpre"]].any()
+
+
+def _tiny_examples():
+    texts = ["Hi, you. Go now.", "It is. We go, now.", "Go, you. Hi now.", "(Go) now."]
+    examples = []
+    for text in texts:
+        tags = []
+        for i, ch in enumerate(text):
+            if ch == " ":
+                tags.append(O)
+            elif i == 0 or text[i - 2:i] == ". ":
+                tags.append(S)
+            elif ch in ",.()" or text[i - 1] in " (":
+                tags.append(B)
+            else:
+                tags.append(I)
+        examples.append(make_example(text, tags))
+    return examples
+
+
+def test_margin_perceptron_zero_margin_is_the_perceptron():
+    from arborist.tokenizer.learn import MarginPerceptron
+    examples = _tiny_examples()
+    chain = CharacterChain(14)
+    plain, margin0 = Perceptron(seed=3), MarginPerceptron(0.0, seed=3)
+    for trainer in (plain, margin0):
+        trainer.begin(chain, examples, 14)
+        for _ in range(3):
+            trainer.epoch(chain, examples)
+    np.testing.assert_array_equal(plain.prediction_weights().array, margin0.prediction_weights().array)
+
+
+def test_margin_perceptron_separates_with_a_margin():
+    from arborist.tokenizer.learn import MarginPerceptron
+    examples = _tiny_examples()
+    chain = CharacterChain(16)
+    trainer = MarginPerceptron(5.0, seed=1)
+    trainer.begin(chain, examples, 16)
+    for _ in range(30):
+        metrics = trainer.epoch(chain, examples)
+    assert metrics["updates"] == 0  # every example beats every other tagging by 5 per wrong tag
+    w = trainer.weights
+    for x in examples:
+        scores = chain.scores(x, w)
+        gold_score = (scores * chain.indicator(x, x.tags)).sum()  # w is the last (not averaged) vector
+        best = chain.argmax(x, scores + 5.0 * chain.part_cost(x, x.tags))
+        assert np.array_equal(best, x.tags)
+        # ...so any single wrong tag costs at least the margin
+        for t in range(x.n):
+            other = x.tags.copy()
+            other[t] = (other[t] + 1) % 4
+            assert gold_score - (scores * chain.indicator(x, other)).sum() >= 5.0 - 1e-9
+
+
+@pytest.mark.parametrize("make_trainer,epochs", [
+    (lambda: __import__("arborist.learn.perceptron", fromlist=["SWVP"]).SWVP(seed=0), 15),
+    (lambda: __import__("arborist.learn.eg", fromlist=["EG"]).EG("crf", C=10.0, eta=0.5, seed=0), 15),
+    (lambda: __import__("arborist.learn.eg", fromlist=["EG"]).EG("m3n", C=10.0, seed=0), 15),
+    (lambda: __import__("arborist.learn.baselines", fromlist=["SGD"]).SGD(C=1.0, eta0=0.1, seed=0), 15),
+    (lambda: __import__("arborist.learn.medn", fromlist=["MaxEnDNet"]).MaxEnDNet(
+        prior="gaussian", C=10.0, inner_epochs=2, eta=0.5, seed=0), 8),
+], ids=["swvp", "eg-crf", "eg-m3n", "sgd", "medn"])
+def test_every_trainer_trains_the_chain(make_trainer, epochs):
+    """The trainers of arborist.learn see only the protocol: each one fits the tiny examples."""
+    examples = _tiny_examples()
+    chain = CharacterChain(14)
+    trainer = make_trainer()
+    trainer.begin(chain, examples, 14)
+    for _ in range(epochs):
+        trainer.epoch(chain, examples)
+    w = trainer.prediction_weights()
+    right = sum(int((chain.argmax(x, chain.scores(x, w)) == x.tags).sum()) for x in examples)
+    assert right / sum(x.n for x in examples) > 0.95
+
+
+# -- the other sentence-tag design: sentence ends (O B I E F) ---------------------------
+
+def test_protocol_end_design():
+    from arborist.tokenizer.chain import E, F
+    rng = np.random.default_rng(7)
+    chain = CharacterChain(HASH_BITS, design="end")
+    assert chain.tags == ("O", "B", "I", "E", "F") and chain.n_tags == 5
+    for text, tags in (("a.", [B, F]), ("ab", [B, E]), ("x y", [B, O, F])):
+        x = make_example(text, tags)
+        labels = all_labels(len(text), 5)
+        scores = rng.normal(size=chain.shape(len(text))) * 2.0
+        check_protocol(chain, x, scores, labels, labels[int(rng.integers(len(labels)))], hamming, rng, HASH_BITS)
+
+
+def test_decode_rules_end_design():
+    from arborist.tokenizer.chain import E, F
+
+    def spans_end(text, tags):
+        ts, te, sent, _ = decode_tags(code_points(text), np.array(tags, dtype=np.int8), 0, 1)
+        return [text[a:b] for a, b in zip(ts, te)], sent.tolist()
+
+    # "a." ends a sentence at the one-character token ".", "b" starts the next
+    assert spans_end("a. b", [B, F, O, B]) == (["a", ".", "b"], [True, False, True])
+    # E inside a token ends the sentence after that token
+    assert spans_end("ab cd ef", [B, E, O, B, I, O, B, I]) == (["ab", "cd", "ef"], [True, True, False])
+    # an end tagged on a space still ends the sentence
+    assert spans_end("ab cd", [B, I, E, B, I]) == (["ab", "cd"], [True, True])
+
+
+def test_examples_end_design(tmp_path):
+    path = tmp_path / "a.conllu"
+    path.write_text(CONLLU, encoding="utf-8")
+    (first, second) = paragraph_examples(read_paragraphs(path), design="end")
+    assert "".join("OBIEF"[t] for t in first.tags) == "BIIIOBIIIOBIIIFOBIF"
+    assert "".join("OBIEF"[t] for t in second.tags) == "BIE"
+    chain = CharacterChain.from_config(CharacterChain(12, design="end").config())
+    assert chain.design == "end" and chain.n_tags == 5
