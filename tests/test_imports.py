@@ -47,7 +47,8 @@ def imports(path: Path, modules: set[str]) -> set[str]:
         for target in targets:
             while target and target not in modules:
                 target = target.rpartition(".")[0]
-            if target and target != name and target != "arborist":
+            # a package is always imported before its modules: that edge is no dependency
+            if target and target != name and not name.startswith(target + "."):
                 found.add(target)
     return found
 

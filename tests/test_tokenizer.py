@@ -32,7 +32,8 @@ from arborist.tokenizer import (
     write_conllu,
 )
 from arborist.tokenizer.chain import B, I, O, S
-from arborist.tokenizer.chars import char_values, code_points
+from arborist.tokenizer.chars import code_points
+from arborist.tokenizer.features import char_values
 from arborist.tokenizer.mwt import apply_case
 
 HASH_BITS = 14

@@ -25,7 +25,8 @@ import numpy as np
 
 from ..structure import take_positions
 from ..tagger.viterbi import chain_argmax, chain_marginals, valid_parts
-from .chars import char_values, code_points
+from .chars import code_points
+from .features import char_values
 from .features import CONTEXT, DEFAULT_TEMPLATES, CharFeatures, token_table
 
 TAGS = ("O", "B", "I", "S")

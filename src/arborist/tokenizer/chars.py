@@ -87,23 +87,3 @@ def _tables():
 def code_points(text: str) -> np.ndarray:
     """uint32 code points of text, one per character (surrogates kept as they are)."""
     return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-
-
-def char_values(cps: np.ndarray) -> np.ndarray:
-    """(n, 4) uint64: code point, lowercase code point, class, script of each code point."""
-    from .features import (
-        fill_char_values,  # the compiled kernel (this module is imported by it)
-    )
-
-    lower, cls, script = _tables()
-    cps = np.ascontiguousarray(cps, dtype=np.uint32)
-    out = np.empty((len(cps), 4), dtype=np.uint64)
-    for i in fill_char_values(cps, lower, cls, script, out):
-        cp = int(cps[i])
-        try:
-            ch = chr(cp)
-        except ValueError:  # not a code point at all: an "other" character
-            out[i, 1:] = (cp, OTHER, 0)
-            continue
-        out[i, 1:] = (char_lower(ch), char_class(ch), char_script(ch))
-    return out

@@ -50,6 +50,8 @@ import re
 
 import numpy
 
+from . import chars as _chars
+
 from ..hashing cimport combine, mix64
 from ..weights cimport Weights, touch, prefetch
 from ..strings import hash_string, hash_strings
@@ -148,7 +150,7 @@ cdef inline bint _known(uint64_t h, const uint64_t* table, uint64_t tmask) noexc
 def token_hashes(strings):
     """uint64 hash of each string's lowercase characters (as the kernel folds a chunk's `low`
     values from TOKEN_SEED): the keys of the known-token table."""
-    from .chars import char_values, code_points
+    from .chars import code_points
     out = numpy.empty(len(strings), dtype=numpy.uint64)
     cdef const uint64_t[:, ::1] cv
     cdef uint64_t h
@@ -678,3 +680,20 @@ def fill_char_values(const uint32_t[::1] cps, const uint32_t[::1] lower, const u
                 big[n_big] = i
                 n_big += 1
     return big_arr[:n_big]
+
+
+# Here rather than in `chars`, which this module imports: the kernel above fills it.
+def char_values(cps):
+    """(n, 4) uint64: code point, lowercase code point, class, script of each code point."""
+    lower, cls, script = _chars._tables()
+    cps = numpy.ascontiguousarray(cps, dtype=numpy.uint32)
+    out = numpy.empty((len(cps), 4), dtype=numpy.uint64)
+    for i in fill_char_values(cps, lower, cls, script, out):
+        cp = int(cps[i])
+        try:
+            ch = chr(cp)
+        except ValueError:  # not a code point at all: an "other" character
+            out[i, 1:] = (cp, _chars.OTHER, 0)
+            continue
+        out[i, 1:] = (_chars.char_lower(ch), _chars.char_class(ch), _chars.char_script(ch))
+    return out
