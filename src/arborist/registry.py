@@ -145,11 +145,39 @@ def multiclass(classes: list[str], hash_bits: int = 18):
     return Multiclass(classes, hash_bits=hash_bits)
 
 
+@registry.structures("arborist.Morphologizer.v1")
+def morphologizer(hash_bits: int = 22, feature_templates: list[str] | None = None,
+                  bundle_templates: list[str] | None = None, known_min_count: int = 10, joint: bool = False,
+                  upos_templates: list[str] | None = None, joint_min_count: int = 3, suffix_length: int = 5,
+                  suffix_min_count: int = 3):
+    """FEATS, one bundle per word (`arborist.morph.Morphologizer`); the bundles, candidate sets
+    and lexicons are learned from the training data and saved beside the weights."""
+    from .morph.morphologizer import Morphologizer
+
+    return Morphologizer(hash_bits, feature_templates, bundle_templates, known_min_count, joint, upos_templates,
+                         joint_min_count, suffix_length, suffix_min_count)
+
+
+@registry.structures("arborist.Lemmatizer.v1")
+def lemmatizer(hash_bits: int = 22, script_templates: list[str] | None = None,
+               suffix_templates: list[str] | None = None, prefix_templates: list[str] | None = None,
+               case_templates: list[str] | None = None, min_count: int = 1, lexicon_min_count: int = 1,
+               upos_candidates: bool = True, form_lexicon: bool = True):
+    """LEMMA, one edit script per word (`arborist.lemma.Lemmatizer`); the scripts and lexicons
+    are learned from the training data and saved beside the weights."""
+    from .lemma.lemmatizer import Lemmatizer
+
+    return Lemmatizer(hash_bits, script_templates, suffix_templates, prefix_templates, case_templates, min_count,
+                      lexicon_min_count, upos_candidates, form_lexicon)
+
+
 # The component kinds of this package.
 from .components.labeler import Labeler  # noqa: E402
+from .components.lemmatizer import Lemmatizer  # noqa: E402
+from .components.morphologizer import Morphologizer  # noqa: E402
 from .components.parser import Parser  # noqa: E402
 from .components.pruner import Pruner  # noqa: E402
 from .components.tagger import Tagger  # noqa: E402
 
-for _kind in (Tagger, Pruner, Parser, Labeler):
+for _kind in (Tagger, Morphologizer, Lemmatizer, Pruner, Parser, Labeler):
     registry.components(_kind.kind, func=_kind)

@@ -1,0 +1,89 @@
+"""What the lemmatizer and morphologizer kinds share: a per-word choice structure
+(`arborist.morph.choice.CandidateModel`) that writes one token column, whose learned
+state (classes, candidate sets, lexicons) is saved beside its weights, and whose score
+is the accuracy of that column on all words and on words unseen in training."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from ..component import Component, ModelError
+from ..morph.choice import conll_column
+from ..sentence import ROOT, Sentence, SentenceBatch
+from ..strings import hash_strings
+
+
+class WordChoice(Component):
+    """One class per word; `column` is the CoNLL-U column it writes, `row` its Sentence row."""
+
+    column = ""
+    conll_index = 0  # the column's index in a CoNLL-U line
+    row = 0
+    jackknifed = True
+
+    @property
+    def writes(self) -> tuple[str, ...]:
+        return (self.column,)
+
+    @property
+    def score_key(self) -> str:
+        return f"dev_{self.column}"
+
+    def examples(self, sentences, training: bool = False) -> list:
+        return self.structure.examples(sentences, training=training)
+
+    def predict(self, x):
+        return self.structure.predict_sentence(x, self.weights)
+
+    def apply(self, sentence: Sentence, value: list[str]) -> Sentence:
+        if len(value) != sentence.n:
+            raise ValueError(f"{len(value)} values for a sentence of {sentence.n} words")
+        attrs = sentence.attrs.copy()
+        attrs[self.row] = hash_strings([ROOT] + list(value))
+        return replace(sentence, attrs=attrs)
+
+    def column_values(self, value: list[str]) -> dict[str, list[str]]:
+        return {self.column: value}
+
+    def score(self, gold, parsed, unseen=None) -> dict:
+        right = right_unseen = words = unseen_words = 0
+        for g, p in zip(gold, parsed):
+            ok = np.array([a == b for a, b in zip(p.values[self.name], conll_column(g, self.conll_index))], dtype=bool)
+            new = unseen(g) if unseen is not None else np.zeros(g.n, dtype=bool)
+            right += int(ok.sum())
+            right_unseen += int(ok[new].sum())
+            words += g.n
+            unseen_words += int(new.sum())
+        pct = lambda a, b: 100.0 * a / b if b else 0.0
+        return {"words": words, "sentences": len(gold), self.column: pct(right, words),
+                f"{self.column}_unseen": pct(right_unseen, unseen_words), "unseen_words": unseen_words}
+
+    # -- saving: the weights, and the learned state in NAME.state/ -----------------------
+    def registry_call(self) -> dict:
+        settings = {k: v for k, v in self.structure.config().items() if k not in self.learned}
+        call = {"@structures": self.structures[0], **{k: v for k, v in settings.items() if k != "structure"}}
+        entry = {"name": self.name, "kind": self.kind, "structure": call}
+        if self.trainer_call is not None:
+            entry["trainer"] = self.trainer_call
+        return entry | {"info": self.info}
+
+    learned: tuple[str, ...] = ()  # the config() entries that training learns (saved in NAME.state/)
+
+    def save(self, directory: Path) -> None:
+        super().save(directory)
+        self.structure.save(directory / f"{self.name}.state")
+
+    @classmethod
+    def load(cls, directory: Path, name: str, structure, info=None, weights_file=None, mmap=False):
+        state = directory / f"{name}.state"
+        try:
+            learned = type(structure).load(state)
+        except (OSError, ValueError, KeyError, TypeError, EOFError) as e:
+            raise ModelError(f"{state}: cannot read the learned state ({type(e).__name__}: {e})") from None
+        expected = {k: v for k, v in structure.config().items() if k not in cls.learned}
+        got = {k: v for k, v in learned.config().items() if k not in cls.learned}
+        if expected != got:
+            raise ModelError(f"{state}: the learned state does not match meta.json's entry of {name}")
+        return super().load(directory, name, learned, info, weights_file, mmap)

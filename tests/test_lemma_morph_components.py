@@ -1,0 +1,108 @@
+"""The lemmatizer and morphologizer as pipeline components: trained by `arborist train` on
+jackknifed UPOS, with the parser on their jackknifed LEMMA and FEATS; scored by `arborist
+evaluate`; written by `arborist parse` and set in spaCy; saved and loaded with their
+learned state."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from arborist.cli import app
+from arborist.corpus import read_corpus
+from arborist.model import load
+from arborist.morph.choice import conll_column
+from arborist.train import load_config, train
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "corpora" / "sample"
+EXTRA = """
+[components.feats]
+
+[components.feats.structure]
+@structures = "arborist.Morphologizer.v1"
+hash_bits = 16
+
+[components.feats.trainer]
+@trainers = "arborist.Perceptron.v1"
+seed = 0
+
+[components.lemma]
+
+[components.lemma.structure]
+@structures = "arborist.Lemmatizer.v1"
+hash_bits = 16
+
+[components.lemma.trainer]
+@trainers = "arborist.Perceptron.v1"
+seed = 0
+"""
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    from trackers import Quiet
+
+    root = tmp_path_factory.mktemp("lemma_morph")
+    text = (REPO / "configs" / "quickstart.cfg").read_text().replace("\n[components.parser]\n",
+                                                                     EXTRA + "\n[components.parser]\n", 1)
+    (root / "full.cfg").write_text(text)
+    overrides = {"paths.train": str(SAMPLE / "sample-train.conllu"), "paths.dev": str(SAMPLE / "sample-dev.conllu"),
+                 "training.max_epochs": 2, "training.jackknife_folds": 2}
+    pipeline, report = train(load_config(root / "full.cfg", overrides), root / "run", Quiet())
+    return root, pipeline, report
+
+
+def test_trained_in_pipeline_order_with_jackknifed_inputs(run):
+    root, pipeline, report = run
+    assert list(pipeline.components) == ["upos", "xpos", "feats", "lemma", "parser", "labeler"]
+    assert report["components"]["feats"]["kind"] == "morphologizer"
+    assert report["components"]["lemma"]["key"] == "dev_lemma"
+    jackknife = np.load(root / "run" / "checkpoint" / "jackknife.npz")
+    assert {"upos_values", "xpos_values", "feats_values", "lemma_values"} <= set(jackknife.files)
+    assert report["components"]["lemma"]["best"] > 80 and report["components"]["feats"]["best"] > 70
+
+
+def test_evaluate_and_parse_give_lemmas_and_feats(run, tmp_path):
+    root, pipeline, report = run
+    result = CliRunner().invoke(app, ["evaluate", str(root / "run"), str(SAMPLE / "sample-dev.conllu"), "--json"])
+    assert result.exit_code == 0, result.output
+    scores = json.loads(result.stdout)
+    assert scores["lemma"] == pytest.approx(report["components"]["lemma"]["best"])
+    assert {"feats", "feats_unseen", "lemma_unseen", "uas", "las"} <= set(scores)
+    result = CliRunner().invoke(app, ["parse", str(root / "run"), str(SAMPLE / "sample-dev.conllu"), "-d",
+                                      str(tmp_path / "out"), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    gold = read_corpus(SAMPLE / "sample-dev.conllu")
+    parsed = read_corpus(tmp_path / "out" / "sample-dev.conllu")
+    expected = pipeline.annotate_many(gold)
+    for g, p, e in zip(gold, parsed, expected):
+        assert conll_column(p, 2) == e.columns["lemma"] and conll_column(p, 5) == e.columns["feats"]
+    assert any(conll_column(p, 2) != conll_column(g, 2) for p, g in zip(parsed, gold))  # predicted, not copied
+
+
+def test_save_load_and_spacy_keep_their_learned_state(run, tmp_path):
+    from arborist.batch import spacy_pipeline
+
+    root, pipeline, _ = run
+    loaded = load(root / "run")
+    dev = read_corpus(SAMPLE / "sample-dev.conllu")
+    for a, b in zip(pipeline.annotate_many(dev), loaded.annotate_many(dev)):
+        assert a.columns == b.columns and np.array_equal(a.heads, b.heads)
+    nlp = spacy_pipeline(loaded)
+    nlp.to_disk(tmp_path / "nlp")
+    import spacy
+
+    again = spacy.load(tmp_path / "nlp")
+    from spacy.tokens import Doc
+
+    x = dev[0]
+    doc = Doc(again.vocab, words=x.forms[1:])
+    for name, proc in again.pipeline:
+        doc = proc(doc)
+    expected = loaded.annotate(x)
+    assert [t.lemma_ for t in doc] == expected.columns["lemma"]
+    assert [str(t.morph) or "_" for t in doc] == [f if f != "_" else "_" for f in expected.columns["feats"]]
