@@ -331,8 +331,12 @@ def treebank_slice(path, n, out):
 def _slice_path():
     if not os.path.exists(IT_TRAIN):
         pytest.skip(f"{IT_TRAIN} is not there (the UD treebanks are read from {UD})")
+    import atexit
+    import shutil
     import tempfile
-    out = os.path.join(tempfile.mkdtemp(prefix="tok-test-"), "it_slice.conllu")
+    directory = tempfile.mkdtemp(prefix="tok-test-")
+    atexit.register(shutil.rmtree, directory, True)
+    out = os.path.join(directory, "it_slice.conllu")
     return treebank_slice(IT_TRAIN, SLICE_SENTENCES, out)
 
 
