@@ -132,6 +132,8 @@ def parse(
 
     if fmt not in FORMATS:
         _fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if lang is not None:
+        _check_lang(lang)
     try:
         pipeline = load(model)
     except ModelError as e:
@@ -152,8 +154,11 @@ def parse(
         except ImportError as e:
             _fail(f"--engine ray needs Ray: pip install \"arborist[ray]\" ({e})")
     elif engine == "local":
-        report = parse_files(pipeline, jobs, fmt, model_path=model, lang=lang, gold_tags=gold_tags,
-                             n_process=n_process, overwrite=overwrite, progress=progress)
+        try:
+            report = parse_files(pipeline, jobs, fmt, model_path=model, lang=lang, gold_tags=gold_tags,
+                                 n_process=n_process, overwrite=overwrite, progress=progress)
+        except OSError as e:  # the output side: a full disk (ENOSPC), a read-only filesystem (EROFS)
+            _fail(_os_error(e, output_dir))
     else:
         _fail(f"--engine must be local or ray, got {engine!r}")
     speed = f", {report.words / report.seconds:,.0f} words/s" if report.seconds > 0 else ""
@@ -180,6 +185,8 @@ def package(
 
     if output_dir.exists() and not overwrite:
         _fail(f"{output_dir} exists (--overwrite replaces it)")
+    if lang is not None:
+        _check_lang(lang)
     try:
         pipeline = load(model)
         nlp = spacy_pipeline(pipeline, lang)
@@ -189,9 +196,30 @@ def package(
 
     # `spacy package` turns this into the package's dependency: the components live in arborist
     nlp.meta["requirements"] = [f"arborist>={__version__}"]
-    write_directory(output_dir, nlp.to_disk)
+    try:
+        write_directory(output_dir, nlp.to_disk)
+    except OSError as e:
+        _fail(_os_error(e, output_dir))
     typer.echo(f"spaCy pipeline ({', '.join(nlp.pipe_names)}) written to {output_dir}; "
                f"load it with spacy.load({str(output_dir)!r})", err=True)
+
+
+def _check_lang(lang: str) -> None:
+    """A --lang spaCy has a tokenizer for, or a clean error."""
+    import spacy.util
+
+    try:
+        spacy.util.get_lang_class(lang)
+    except ImportError:
+        _fail(f"--lang {lang}: spaCy has no language {lang!r} (a code such as en, de, el, hu, it, tr)")
+
+
+def _os_error(error: OSError, where) -> str:
+    """`file: reason` of an OSError, with what it means for the two that end a run."""
+    import errno
+
+    meaning = {errno.ENOSPC: " (the disk is full)", errno.EROFS: " (the filesystem is read-only)"}
+    return f"{error.filename or where}: {error.strerror or error}{meaning.get(error.errno, '')}"
 
 
 def main():  # pragma: no cover

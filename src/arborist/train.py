@@ -220,6 +220,12 @@ class Training:
                         else [])
         tracker.message(f"train: {len(self.train_set)} sentences, {sum(s.n for s in self.train_set)} words; "
                         f"dev: {len(self.dev_set)} sentences")
+        folds = self.settings["jackknife_folds"]
+        jackknifed = [s.name for s in self.specs.values() if s.probe.jackknifed]
+        if folds and jackknifed and len(self.train_set) < folds:
+            raise ValueError(f"{self.settings['train_path']}: {len(self.train_set)} training sentences, fewer than "
+                             f"training.jackknife_folds = {folds}: jackknifing {', '.join(jackknifed)} needs a "
+                             "sentence in every fold (set jackknife_folds = 0 to train on gold columns)")
         vocabulary = (np.unique(np.concatenate([x.attrs[FORM, 1:] for x in self.train_set])) if self.train_set
                       else None)
         self.pipeline = Pipeline(vocabulary=vocabulary, info={"config": self.config_text})
