@@ -242,6 +242,38 @@ def token_misc(token, space_after: bool) -> str:
     return merge_misc(misc, item) if item else misc
 
 
+def tokenized_conllu(sentence, parsed, paragraph: int, k: int, newdoc: str | None) -> str:
+    """CoNLL-U of one sentence of the model's tokenizer (`arborist.tokenizer.api.Sentence`) with
+    its annotation: multiword tokens as `N-M` lines before their words, SpaceAfter=No on the
+    surface token, the predicted columns on the words."""
+    out = []
+    if newdoc is not None:
+        out.append(f"# newdoc id = {newdoc}\n")
+    if k == 1:
+        out.append("# newpar\n")
+    out.append(f"# sent_id = {paragraph}.{k}\n# text = {' '.join(sentence.text.split())}\n")
+    columns = parsed.columns
+    heads, deprels = parsed.heads, parsed.deprels
+    m = 0
+    for t in sentence.tokens:
+        misc = "_" if t.space_after else "SpaceAfter=No"
+        words = t.word_forms
+        if t.words is not None:
+            out.append(f"{m + 1}-{m + len(words)}\t{t.form}\t_\t_\t_\t_\t_\t_\t_\t{misc}\n")
+        for w in words:
+            own = misc if t.words is None else "_"
+            if "misc" in columns:
+                own = merge_misc(own, columns["misc"][m])
+            values = [str(m + 1), w] + [columns[c][m] if c in columns else "_" for c in ("lemma", "upos", "xpos",
+                                                                                       "feats")]
+            values += [str(int(heads[m + 1])) if heads is not None else "_",
+                       deprels[m + 1] if deprels is not None else "_", "_", own]
+            out.append("\t".join(values) + "\n")
+            m += 1
+    out.append("\n")
+    return "".join(out)
+
+
 def sentence_doc(vocab, sentence, heads, deprels, tags: dict):
     """A Doc of an annotated CoNLL-U sentence (for JSON and HTML output of CoNLL-U input)."""
     from spacy.parts_of_speech import IDS as UNIVERSAL_POS
@@ -279,6 +311,8 @@ class Annotator:
         kind, items = payload
         if kind == "conllu":
             return self.conllu(items)
+        if self.fmt == "conllu" and self.pipeline.writer("form") is not None:
+            return self.tokenized(items, name)
         texts = (text for _, text in items)
         out, words = [], 0
         with self.vocabulary_zone():
@@ -286,6 +320,19 @@ class Annotator:
                 words += len(doc) - int(doc.to_array(IS_SPACE).sum())
                 out.append(self.render(doc, paragraph, name if paragraph == 1 else None))
         return "".join(out), words
+
+    def tokenized(self, items, name: str) -> tuple[str, int]:
+        """CoNLL-U of paragraphs tokenized by the model's own tokenizer (its text stage): its
+        tokens, multiword tokens and sentences, annotated by the other components."""
+        documents = self.pipeline.tokenize([text for _, text in items])
+        sentences = [x for _, xs in documents for x in xs]
+        parsed = iter(self.pipeline.annotate_many(sentences, self.gold_tags))
+        out = []
+        for (paragraph, _), (doc, xs) in zip(items, documents):
+            for k, (tokens, x) in enumerate(zip(doc.sentences, xs), start=1):
+                out.append(tokenized_conllu(tokens, next(parsed), paragraph, k, name if paragraph == 1 and k == 1
+                                            else None))
+        return "".join(out), sum(x.n for x in sentences)
 
     def vocabulary_zone(self):
         """A context for a chunk's Docs. spaCy keeps every word it sees in its vocabulary:

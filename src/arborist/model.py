@@ -152,7 +152,8 @@ class Pipeline:
 
     def stage(self, gold_tags: bool = False, tag_only: bool = False) -> list[Component]:
         """The components that run: all; the tree stage only (`gold_tags`); or the tagging stage."""
-        components = list(self.components.values())
+        # the text stage (a tokenizer, which reads raw text) runs before: `tokenize`
+        components = [c for c in self.components.values() if "text" not in c.reads]
         if tag_only:
             return [c for c in components if c.tagging]
         if gold_tags:
@@ -203,6 +204,19 @@ class Pipeline:
                 batch = []
         if batch:
             yield from self.annotate_many(batch, gold_tags)
+
+    def tokenize(self, texts: list[str]) -> list[tuple[object, list[Sentence]]]:
+        """(document, its sentences as `Sentence`s of words) of each raw text, by the pipeline's
+        text stage (the component that writes FORM); a multiword token's words are words of
+        the sentence. None when the pipeline has no text stage."""
+        tokenizer = self.writer("form")
+        if tokenizer is None:
+            return None
+        out = []
+        for doc in tokenizer.tokenize(texts):
+            out.append((doc, [Sentence.from_columns([w for t in s.tokens for w in t.word_forms])
+                              for s in doc.sentences]))
+        return out
 
     def tag(self, sentence: Sentence) -> Sentence:
         """The sentence with the tagging stage's predictions (nothing else runs)."""

@@ -129,12 +129,14 @@ from .learn.baselines import SGD  # noqa: E402
 from .learn.eg import EG  # noqa: E402
 from .learn.medn import MaxEnDNet  # noqa: E402
 from .learn.perceptron import SWVP, Perceptron  # noqa: E402
+from .tokenizer.learn import MarginPerceptron  # noqa: E402
 
 registry.trainers("arborist.Perceptron.v1", func=Perceptron)
 registry.trainers("arborist.SWVP.v1", func=SWVP)
 registry.trainers("arborist.EG.v1", func=EG)
 registry.trainers("arborist.SGD.v1", func=SGD)
 registry.trainers("arborist.MaxEnDNet.v1", func=MaxEnDNet)
+registry.trainers("arborist.MarginPerceptron.v1", func=MarginPerceptron)
 
 
 @registry.structures("arborist.Multiclass.v1")
@@ -171,6 +173,19 @@ def lemmatizer(hash_bits: int = 22, script_templates: list[str] | None = None,
                       lexicon_min_count, upos_candidates, form_lexicon)
 
 
+@registry.structures("arborist.Tokenizer.v1")
+def tokenizer(hash_bits: int = 20, templates: list[str] | None = None, design: str = "start",
+              window_sentences: int = 3, join: str = "space", mwt_min_types: int = 3, mwt_min_share: float = 0.6,
+              max_sentence_tokens: int = 1000):
+    """A tokenizer's character chain (`arborist.tokenizer`): tags O/B/I/S per character; its
+    multiword expansions are learned from the training sentences. Training examples are windows
+    of `window_sentences` sentences of a paragraph, joined as `join` says."""
+    from .tokenizer.chain import TokenizerChain
+
+    return TokenizerChain(hash_bits, _templates(templates, None) if templates is not None else None, design,
+                          window_sentences, join, mwt_min_types, mwt_min_share, max_sentence_tokens)
+
+
 # The component kinds of this package.
 from .components.labeler import Labeler  # noqa: E402
 from .components.lemmatizer import Lemmatizer  # noqa: E402
@@ -178,6 +193,7 @@ from .components.morphologizer import Morphologizer  # noqa: E402
 from .components.parser import Parser  # noqa: E402
 from .components.pruner import Pruner  # noqa: E402
 from .components.tagger import Tagger  # noqa: E402
+from .components.tokenizer import Tokenizer  # noqa: E402
 
-for _kind in (Tagger, Morphologizer, Lemmatizer, Pruner, Parser, Labeler):
+for _kind in (Tokenizer, Tagger, Morphologizer, Lemmatizer, Pruner, Parser, Labeler):
     registry.components(_kind.kind, func=_kind)

@@ -220,3 +220,34 @@ class CharacterChain:
         for k, (i, lo, hi, a, b) in enumerate(group):
             base = text_starts[i]
             out[base + a:base + b] = tags[starts[k] + (a - lo):starts[k] + (b - lo)]
+
+
+class TokenizerChain(CharacterChain):
+    """The character chain of a tokenizer component (`arborist.Tokenizer.v1`): the chain
+    (the Structure trainers train) with what a tokenizer learns besides its weights, the
+    multiword-token expander, and how its training examples are made."""
+
+    def __init__(self, hash_bits: int = 20, templates: Sequence[str] | None = None, design: str = "start",
+                 window_sentences: int = 3, join: str = "space", mwt_min_types: int = 3,
+                 mwt_min_share: float = 0.6, max_sentence_tokens: int = 1000):
+        from .mwt import MultiwordExpander
+
+        super().__init__(hash_bits, templates, None, design)
+        if window_sentences < 1 or max_sentence_tokens < 1:
+            raise ValueError("window_sentences and max_sentence_tokens must be at least 1")
+        self.window_sentences, self.join = int(window_sentences), join
+        self.max_sentence_tokens = int(max_sentence_tokens)
+        self.expander = MultiwordExpander(mwt_min_types, mwt_min_share)
+
+    def registry_call(self) -> dict:
+        return {"@structures": "arborist.Tokenizer.v1", "hash_bits": self.hash_bits, "templates": list(self.templates),
+                "design": self.design, "window_sentences": self.window_sentences, "join": self.join,
+                "mwt_min_types": self.expander.min_types, "mwt_min_share": self.expander.min_share,
+                "max_sentence_tokens": self.max_sentence_tokens}
+
+    def initialize(self, sentences) -> None:
+        """Learn the multiword expansions of the training sentences (their CoNLL-U lines)."""
+        from .corpus import gold_paragraphs
+
+        self.expander.fit((t.form, t.words or None) for p in gold_paragraphs(sentences) for s in p.sentences
+                          for t in s.tokens)

@@ -47,64 +47,82 @@ def _space_after(misc: str) -> bool:
 
 def read_sentences(path) -> Iterator[tuple[GoldSentence, bool, bool]]:
     """(sentence, starts a new paragraph, starts a new document) for every sentence of the file."""
-    source = str(path)
     with open(path, encoding="utf-8") as f:
-        comments: dict[str, str] = {}
-        newpar = newdoc = False
-        tokens: list[GoldToken] = []
-        first = 0
-        mwt_end = 0            # last word id of the multiword token being read
-        mwt: GoldToken | None = None
-        for number, raw in enumerate(f, 1):
-            line = raw.rstrip("\n").rstrip("\r")
-            if not line.strip():
-                if tokens:
-                    yield _sentence(tokens, comments, source, first), newpar, newdoc
-                tokens, comments, newpar, newdoc, first, mwt, mwt_end = [], {}, False, False, 0, None, 0
-                continue
-            if not first:
-                first = number
-            if line.startswith("#"):
-                body = line[1:].strip()
-                if body.startswith("newpar"):
-                    newpar = True
-                elif body.startswith("newdoc"):
-                    newdoc = newpar = True
-                elif "=" in body:
-                    key, value = body.split("=", 1)
-                    # `# text = ...` keeps its spaces except the one after "=".
-                    value = value.removeprefix(" ")
-                    comments.setdefault(key.strip(), value)
-                continue
-            cols = line.split("\t")
-            if len(cols) != 10:
-                raise ValueError(f"{source}:{number}: expected 10 tab-separated columns, got {len(cols)}")
-            wid, form, misc = cols[0], cols[1], cols[9]
-            if "." in wid:
-                continue  # an empty node: no surface text
-            if "-" in wid:
-                try:
-                    lo, hi = (int(v) for v in wid.split("-"))
-                except ValueError:
-                    raise ValueError(f"{source}:{number}: bad multiword token id {wid!r}") from None
-                if hi < lo:
-                    raise ValueError(f"{source}:{number}: multiword token range {wid} ends before it starts")
-                mwt = GoldToken(form, _space_after(misc), ())
-                mwt_end = hi
-                tokens.append(mwt)
-                continue
+        yield from read_lines(f, str(path))
+
+
+def gold_paragraphs(sentences) -> list[GoldParagraph]:
+    """The paragraphs of sentences read by `arborist.corpus` (each keeps its CoNLL-U lines,
+    comments included): what a tokenizer component trains and is scored on."""
+    paragraphs: list[GoldParagraph] = []
+    current = None
+    for sentence in sentences:
+        for gold, newpar, newdoc in read_lines(sentence.lines, sentence.source, sentence.first_line):
+            if current is None or newpar:
+                current = GoldParagraph(new_doc=newdoc or current is None)
+                paragraphs.append(current)
+            current.sentences.append(gold)
+    return paragraphs
+
+
+def read_lines(f, source: str, first_number: int = 1) -> Iterator[tuple[GoldSentence, bool, bool]]:
+    """`read_sentences` of an iterable of lines; `first_number` is the first line's number."""
+    comments: dict[str, str] = {}
+    newpar = newdoc = False
+    tokens: list[GoldToken] = []
+    first = 0
+    mwt_end = 0            # last word id of the multiword token being read
+    mwt: GoldToken | None = None
+    for number, raw in enumerate(f, first_number):
+        line = raw.rstrip("\n").rstrip("\r")
+        if not line.strip():
+            if tokens:
+                yield _sentence(tokens, comments, source, first), newpar, newdoc
+            tokens, comments, newpar, newdoc, first, mwt, mwt_end = [], {}, False, False, 0, None, 0
+            continue
+        if not first:
+            first = number
+        if line.startswith("#"):
+            body = line[1:].strip()
+            if body.startswith("newpar"):
+                newpar = True
+            elif body.startswith("newdoc"):
+                newdoc = newpar = True
+            elif "=" in body:
+                key, value = body.split("=", 1)
+                # `# text = ...` keeps its spaces except the one after "=".
+                value = value.removeprefix(" ")
+                comments.setdefault(key.strip(), value)
+            continue
+        cols = line.split("\t")
+        if len(cols) != 10:
+            raise ValueError(f"{source}:{number}: expected 10 tab-separated columns, got {len(cols)}")
+        wid, form, misc = cols[0], cols[1], cols[9]
+        if "." in wid:
+            continue  # an empty node: no surface text
+        if "-" in wid:
             try:
-                number_id = int(wid)
+                lo, hi = (int(v) for v in wid.split("-"))
             except ValueError:
-                raise ValueError(f"{source}:{number}: bad word id {wid!r}") from None
-            if mwt is not None and number_id <= mwt_end:
-                mwt.words = mwt.words + (form,)
-                if number_id == mwt_end:
-                    mwt = None
-                continue
-            tokens.append(GoldToken(form, _space_after(misc), None))
-        if tokens:
-            yield _sentence(tokens, comments, source, first), newpar, newdoc
+                raise ValueError(f"{source}:{number}: bad multiword token id {wid!r}") from None
+            if hi < lo:
+                raise ValueError(f"{source}:{number}: multiword token range {wid} ends before it starts")
+            mwt = GoldToken(form, _space_after(misc), ())
+            mwt_end = hi
+            tokens.append(mwt)
+            continue
+        try:
+            number_id = int(wid)
+        except ValueError:
+            raise ValueError(f"{source}:{number}: bad word id {wid!r}") from None
+        if mwt is not None and number_id <= mwt_end:
+            mwt.words = mwt.words + (form,)
+            if number_id == mwt_end:
+                mwt = None
+            continue
+        tokens.append(GoldToken(form, _space_after(misc), None))
+    if tokens:
+        yield _sentence(tokens, comments, source, first), newpar, newdoc
 
 
 def _sentence(tokens, comments, source, first) -> GoldSentence:
