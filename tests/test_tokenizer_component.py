@@ -74,3 +74,37 @@ def test_parse_on_text_passes_the_official_scorer(run, tmp_path):
     assert score.returncode == 0, score.stderr
     rows = {line.split("|")[0].strip(): line.split("|") for line in score.stdout.splitlines() if "|" in line}
     assert float(rows["Tokens"][3]) > 95 and float(rows["Sentences"][3]) > 80 and float(rows["UAS"][3]) > 50
+
+
+@pytest.mark.skipif(not (TOOLS / "conll18_ud_eval.py").exists(), reason="needs ../shared/tools")
+def test_evaluate_raw_text_equals_the_official_scorer(run, tmp_path):
+    """`arborist evaluate --raw-text` parses the gold file's own text and gives the official
+    scorer's F1 for every metric (udapi's eval.Conll18, and spans for tokens and sentences)."""
+    from arborist.raw_text import raw_text, score
+
+    gold = SAMPLE / "sample-dev.conllu"
+    result = CliRunner().invoke(app, ["evaluate", str(run / "run"), str(gold), "--raw-text", "--json"])
+    assert result.exit_code == 0, result.output
+    ours = json.loads(result.stdout[result.stdout.index("{"):])
+    # the same text as ud_raw_text.py builds
+    expected_text = tmp_path / "expected.txt"
+    subprocess.run([sys.executable, str(TOOLS / "ud_raw_text.py"), str(gold), str(expected_text)], check=True,
+                   capture_output=True)
+    assert raw_text(gold) == expected_text.read_text(encoding="utf-8")
+    # a system file that differs from gold in tags, lemmas and labels
+    system = []
+    for line in gold.read_text(encoding="utf-8").split("\n"):
+        columns = line.split("\t")
+        if len(columns) == 10 and columns[0].isdigit() and int(columns[0]) % 3 == 0:
+            columns[2], columns[3], columns[7] = "zz", "X", "dep"
+        system.append("\t".join(columns))
+    (tmp_path / "system.conllu").write_text("\n".join(system), encoding="utf-8")
+    official = subprocess.run([sys.executable, str(TOOLS / "conll18_ud_eval.py"), "-v", str(gold),
+                               str(tmp_path / "system.conllu")], capture_output=True, text=True)
+    assert official.returncode == 0, official.stderr
+    mine = score(gold, tmp_path / "system.conllu")
+    rows = {l.split("|")[0].strip(): float(l.split("|")[3]) for l in official.stdout.splitlines()[2:] if "|" in l}
+    assert rows["UPOS"] < 90 and rows["Lemmas"] < 90  # the comparison has differences to find
+    for metric, f1 in rows.items():
+        assert mine[metric]["f1"] == pytest.approx(f1, abs=0.006), metric
+    assert set(ours) == set(rows)

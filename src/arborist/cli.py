@@ -49,12 +49,30 @@ def evaluate(
     gold: Path = typer.Argument(..., exists=True, dir_okay=False, help="gold CoNLL-U file"),
     gold_tags: bool = typer.Option(False, "--gold-tags", help="parse with the file's own UPOS/XPOS, not predicted tags"),
     as_json: bool = typer.Option(False, "--json", help="print scores as JSON"),
+    raw_text: bool = typer.Option(False, "--raw-text", help="parse the gold file's own text (tokenizing and "
+                                  "splitting it too) and score it as the CoNLL 2018 shared task does"),
 ):
     """Tag and parse a gold CoNLL-U file with the model; print tag accuracy (all words and
     words unseen in training) and UAS, LAS and exact match with the predicted tags."""
     from .corpus import CorpusError, read_conllu
     from .model import ModelError, load
 
+    if raw_text:
+        from .raw_text import evaluate_raw_text
+
+        try:
+            pipeline = load(model)
+            list(read_conllu(gold, require_heads=True))  # a malformed gold file fails here, with its line
+            table = evaluate_raw_text(pipeline, model, gold)
+        except (CorpusError, ModelError, OSError, ValueError) as e:
+            _fail(str(e))
+        if as_json:
+            typer.echo(json.dumps(table, indent=2))
+            return
+        typer.echo(f"{'metric':<11}{'precision':>10}{'recall':>10}{'F1':>10}")
+        for metric, values in table.items():
+            typer.echo(f"{metric:<11}{values['precision']:>10.2f}{values['recall']:>10.2f}{values['f1']:>10.2f}")
+        return
     try:
         pipeline = load(model)
         scores = evaluate_pipeline(pipeline, read_conllu(gold, require_heads=True), gold_tags)
