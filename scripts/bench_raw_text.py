@@ -1,0 +1,84 @@
+"""A whole pipeline on a treebank's dev raw text, scored by the official CoNLL 2018 scorer.
+
+    python scripts/bench_raw_text.py --treebank en_ewt MODEL [--tokenizer TOKENIZER_MODEL]
+
+Builds the raw text of the dev file with `../shared/tools/ud_raw_text.py`, runs `arborist
+parse` on it (one process: tokenizing, sentence splitting, tagging, lemmas and features,
+parsing, labeling, CoNLL-U), and scores the output with `../shared/tools/conll18_ud_eval.py`.
+`--tokenizer`: add the tokenizer component of another model (`configs/tokenizer.cfg`) to
+MODEL first; without one, a model without a tokenizer uses spaCy's. Writes
+scripts/results/raw_text_<treebank>.json with every metric's F1, words/s, and UDPipe 1's
+published UD 2.5 figures for comparison (test sets, raw text).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SHARED = HERE.parent.parent / "shared"
+# UDPipe 1 (UD 2.5 models), raw text, test sets: the figures the issues compare with.
+UDPIPE1 = {
+    "en_ewt": {"Words": 98.9, "Sentences": 77.4, "Lemmas": 96.4, "UFeats": 95.4},
+    "el_gdt": {"Words": 99.9, "Sentences": 90.2, "Lemmas": 94.6, "UFeats": 90.3},
+    "hu_szeged": {"Words": 99.8, "Sentences": 95.9, "Lemmas": 88.5, "UFeats": 88.1},
+    "tr_imst": {"Words": 98.3, "Sentences": 97.0, "Lemmas": 90.0, "UFeats": 88.5},
+    "it_partut": {"Words": 99.7, "Sentences": 100.0, "Lemmas": 96.5, "UFeats": 96.3},
+}
+
+
+def assemble(model: str, tokenizer: str, directory: Path) -> str:
+    """MODEL with TOKENIZER's tokenizer component, saved in `directory`."""
+    from arborist.model import load
+
+    pipeline = load(model)
+    for name, component in load(tokenizer).components.items():
+        if "text" in component.reads:
+            pipeline.add(name, component)
+    pipeline.save(directory / "model")
+    return str(directory / "model")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("model")
+    ap.add_argument("--treebank", default="en_ewt")
+    ap.add_argument("--tokenizer", help="a model whose tokenizer component to use")
+    ap.add_argument("--output", help="default: scripts/results/raw_text_<treebank>.json")
+    args = ap.parse_args()
+    gold = SHARED / "corpora" / "ud" / args.treebank / f"{args.treebank}-ud-dev.conllu"
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        text = tmp / f"{args.treebank}-dev.txt"
+        subprocess.run([sys.executable, str(SHARED / "tools" / "ud_raw_text.py"), str(gold), str(text)], check=True,
+                       capture_output=True)
+        model = assemble(args.model, args.tokenizer, tmp) if args.tokenizer else args.model
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "arborist.cli", "parse", model, str(text), "--output-dir",
+                               str(tmp / "out"), "--no-progress"], capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        if done.returncode != 0:
+            raise SystemExit(done.stderr[-2000:])
+        speed = re.search(r"([\d,]+) words, ([\d,]+) words/s", done.stderr)
+        scored = subprocess.run([sys.executable, str(SHARED / "tools" / "conll18_ud_eval.py"), "-v", str(gold),
+                                 str(tmp / "out" / f"{args.treebank}-dev.conllu")], capture_output=True, text=True,
+                                check=True)
+    f1 = {line.split("|")[0].strip(): float(line.split("|")[3]) for line in scored.stdout.splitlines()[2:]
+          if "|" in line}
+    result = {"treebank": args.treebank, "model": args.model, "tokenizer": args.tokenizer or "the model's own "
+              "(spaCy's rule tokenizer and sentencizer when it has none)", "f1": f1,
+              "words": int(speed.group(1).replace(",", "")), "words_per_second": int(speed.group(2).replace(",", "")),
+              "wall_s": round(wall, 1), "udpipe1_ud25_test": UDPIPE1.get(args.treebank)}
+    output = Path(args.output or HERE / "results" / f"raw_text_{args.treebank}.json")
+    output.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
