@@ -195,8 +195,16 @@ def spacy_pipeline(pipeline: Pipeline, lang: str | None = None):
 
     from .spacy_components import ArboristComponent  # noqa: F401  (registers the factories)
 
-    nlp = spacy.blank(lang or pipeline.lang)
-    nlp.add_pipe("sentencizer")
+    if pipeline.writer("form") is not None:  # the model's own tokenizer and sentence splitter
+        from .spacy_components import ArboristTokenizer
+
+        config = {"nlp": {"tokenizer": {"@tokenizers": "arborist.Tokenizer.v1", "model": None}}}
+        nlp = spacy.blank(lang or pipeline.lang, config=config)
+        nlp.tokenizer.set_model(pipeline)
+        assert isinstance(nlp.tokenizer, ArboristTokenizer)
+    else:
+        nlp = spacy.blank(lang or pipeline.lang)
+        nlp.add_pipe("sentencizer")
     if pipeline.taggers:
         nlp.add_pipe("arborist_tagger").set_model(pipeline)
     nlp.add_pipe("arborist_parser").set_model(pipeline)
@@ -221,12 +229,20 @@ def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None) -> 
         if paragraph is not None:
             out.append(f"# sent_id = {paragraph}.{k}\n")
         out.append(f"# text = {' '.join(sent.text.split())}\n")
+        inside_until = 0  # the last word of the multiword token being written: its words get no SpaceAfter
         for j, t in enumerate(words, start=1):
+            mwt = t._.arborist_mwt if t.has_extension("arborist_mwt") else None
+            if mwt is not None:  # a multiword token of the model's tokenizer: its surface form first
+                last = t.i + mwt[1] - 1
+                after = doc[last].whitespace_ or (last + 1 < len(doc) and doc[last + 1].is_space)
+                out.append(f"{j}-{j + mwt[1] - 1}\t{mwt[0]}\t_\t_\t_\t_\t_\t_\t_\t"
+                           f"{'_' if after else 'SpaceAfter=No'}\n")
+                inside_until = j + mwt[1] - 1
             head = t.head
             while head.is_space and head.head.i != head.i:  # never from our parser; other parsers may
                 head = head.head
             head_id = 0 if head.i == t.i else ids.get(head.i, 0)
-            after = t.whitespace_ or (t.i + 1 < len(doc) and doc[t.i + 1].is_space)
+            after = j <= inside_until or t.whitespace_ or (t.i + 1 < len(doc) and doc[t.i + 1].is_space)
             out.append("\t".join((
                 str(j), t.text, t.lemma_ or "_", t.pos_ or "_", t.tag_ or "_", str(t.morph) or "_",
                 str(head_id), to_ud_label(t.dep_) if t.dep_ else "_", "_", token_misc(t, after),

@@ -376,6 +376,91 @@ class ArboristParser(ArboristComponent):
             doc.from_array([HEAD, DEP], values)
 
 
+# -- the tokenizer ------------------------------------------------------------------
+MWT_EXTENSION = "arborist_mwt"  # on a multiword token's first word: (surface form, number of words)
+
+
+class ArboristTokenizer:
+    """spaCy's tokenizer from the model's text stage (the component that writes FORM): its
+    sentences set the Doc's sentence starts, and the words of a multiword token ("don't":
+    "do", "n't") are the Doc's tokens, the first of them carrying the surface token in
+    `token._.arborist_mwt` for CoNLL-U output. Serialized like the components."""
+
+    def __init__(self, vocab, model: Optional[str] = None):
+        self.vocab = vocab
+        self.model_path = model
+        self._model: Pipeline | None = None
+        if not Token.has_extension(MWT_EXTENSION):
+            Token.set_extension(MWT_EXTENSION, default=None)
+
+    @property
+    def arborist(self) -> Pipeline:
+        if self._model is None:
+            if not self.model_path:
+                raise ValueError("[tokenizer] no model: give it a model path or load a pipeline saved with it")
+            self.set_model(load(self.model_path))
+        return self._model
+
+    def set_model(self, pipeline: Pipeline) -> None:
+        subset = pipeline.subset(lambda c: "text" in c.reads)
+        if subset.writer("form") is None:
+            raise ModelError("[tokenizer] the model has no tokenizer component")
+        self._model = subset
+
+    def __call__(self, text: str) -> Doc:
+        return self.pipe_docs([text])[0]
+
+    def pipe(self, texts: Iterable[str], batch_size: int = 1000) -> Iterator[Doc]:
+        for batch in minibatch(texts, size=batch_size):
+            yield from self.pipe_docs(batch)
+
+    def pipe_docs(self, texts: list[str]) -> list[Doc]:
+        out = []
+        for document in self.arborist.writer("form").tokenize(list(texts)):
+            words, spaces, starts, mwt = [], [], [], []
+            for sentence in document.sentences:
+                for i, token in enumerate(sentence.tokens):
+                    forms = token.word_forms
+                    for j, word in enumerate(forms):
+                        words.append(word)
+                        spaces.append(token.space_after and j == len(forms) - 1)
+                        starts.append(i == 0 and j == 0)
+                        mwt.append((token.form, len(forms)) if token.words is not None and j == 0 else None)
+            doc = Doc(self.vocab, words=words, spaces=spaces, sent_starts=starts or None)
+            for k, value in enumerate(mwt):
+                if value is not None:
+                    doc[k]._.set(MWT_EXTENSION, value)
+            out.append(doc)
+        return out
+
+    def to_disk(self, path, *, exclude=tuple()) -> None:
+        self.arborist.save(path)
+
+    def from_disk(self, path, *, exclude=tuple()) -> "ArboristTokenizer":
+        self.set_model(load(path))
+        return self
+
+    def to_bytes(self, *, exclude=tuple()) -> bytes:
+        with tempfile.TemporaryDirectory() as tmp:
+            directory = self.arborist.save(Path(tmp) / "model")
+            return srsly.msgpack_dumps({p.name: p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()})
+
+    def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "ArboristTokenizer":
+        files = srsly.msgpack_loads(bytes_data)
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, data in files.items():
+                if Path(name).name != name:
+                    raise ModelError(f"[tokenizer] invalid file name {name!r} in the serialized model")
+                (Path(tmp) / name).write_bytes(data)
+            return self.from_disk(tmp)
+
+
+@spacy_registry.tokenizers("arborist.Tokenizer.v1")
+def make_arborist_tokenizer(model: Optional[str] = None) -> Callable:
+    """The model's tokenizer as spaCy's (`[nlp.tokenizer] @tokenizers = "arborist.Tokenizer.v1"`)."""
+    return lambda nlp: ArboristTokenizer(nlp.vocab, model)
+
+
 # -- scorers ------------------------------------------------------------------------
 def tagger_score(examples: Iterable[Example], attributes: Iterable[str] = ("pos", "tag"), **kwargs) -> dict:
     """pos_acc and tag_acc (spaCy's `Scorer.score_token_attr`) of the attributes a tagger sets."""
