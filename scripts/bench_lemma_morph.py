@@ -266,6 +266,27 @@ def measure_speed(sentences, morph, w_morph, lem, w_lem, passes=3):
             "words_per_cpu_second": words / max(cpu, 1e-9), "passes": passes}
 
 
+def table(directory: Path, treebanks, tag: str = "") -> str:
+    """Markdown: official Lemmas/UFeats (target), unseen words, with gold UPOS, UPOS, speed."""
+    rows = ["| treebank | Lemmas (target) | UFeats (target) | Lemmas / UFeats unseen | with gold UPOS | UPOS "
+            "| train s (morph + lemma) | words/s wall | words/CPU-s |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name in treebanks:
+        path = directory / f"lemma_morph_{name}{tag}.json"
+        if not path.exists():
+            continue
+        r = json.loads(path.read_text(encoding="utf-8"))
+        o, g, sp = r["official"], r.get("with_gold_upos", {}), r["speed"]
+        t = r["targets"]
+        mark = lambda v, target: f"{v:.2f} ({target}{'' if v >= target else ', miss'})"
+        rows.append(f"| {name} | {mark(o['Lemmas'], t['Lemmas'])} | {mark(o['UFeats'], t['UFeats'])} "
+                    f"| {r['lemmas_unseen']:.2f} / {r['ufeats_unseen']:.2f} "
+                    f"| {g.get('lemmas_all', float('nan')):.2f} / {g.get('ufeats_all', float('nan')):.2f} | {o['UPOS']:.2f} "
+                    f"| {r['morphologizer']['train_seconds']:.0f} + {r['lemmatizer']['train_seconds']:.0f} "
+                    f"| {sp['words_per_second']:,.0f} | {sp['words_per_cpu_second']:,.0f} |")
+    return "\n".join(rows)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--treebanks", nargs="+", default=list(TREEBANKS))
@@ -284,7 +305,11 @@ def main():
     parser.add_argument("--cache", default="/tmp/arborist_lemma_morph_cache")
     parser.add_argument("--out", default=str(ROOT_DIR / "scripts" / "results"))
     parser.add_argument("--tag", default="", help="suffix of the result file name (variants)")
+    parser.add_argument("--table", action="store_true", help="print the Markdown table of the result files and exit")
     args = parser.parse_args()
+    if args.table:
+        print(table(Path(args.out), args.treebanks, args.tag))
+        return
     for name in args.treebanks:
         result = run(name, args)
         path = Path(args.out) / f"lemma_morph_{name}{args.tag}.json"
