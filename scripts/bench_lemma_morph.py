@@ -182,7 +182,7 @@ def run(name, args):
             pos += s.n
         dev_p = retagged
     lem = Lemmatizer(hash_bits=args.bits, min_count=args.min_count, lexicon_min_count=args.lexicon_min_count,
-                     upos_candidates=not args.no_upos_candidates)
+                     upos_candidates=args.upos_candidates)
     start = time.perf_counter()
     lem.initialize(train_p)
     lemma_ok = lambda pred: [p == g or g == "_" for p, g in zip(pred, gold_lemmas)]
@@ -298,7 +298,8 @@ def main():
     parser.add_argument("--suffix-length", type=int, default=5)
     parser.add_argument("--suffix-min-count", type=int, default=3)
     parser.add_argument("--joint", action="store_true", help="joint UPOS+FEATS classes; the lemmatizer reads their UPOS")
-    parser.add_argument("--no-upos-candidates", action="store_true")
+    parser.add_argument("--upos-candidates", action="store_true",
+                        help="lemma candidates: only the scripts seen with the word's UPOS")
     parser.add_argument("--min-count", type=int, default=1)
     parser.add_argument("--lexicon-min-count", type=int, default=1)
     parser.add_argument("--max-train", type=int, default=0)
