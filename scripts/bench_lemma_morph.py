@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import os
 import platform
 import sys
@@ -266,6 +267,11 @@ def measure_speed(sentences, morph, w_morph, lem, w_lem, passes=3):
             "words_per_cpu_second": words / max(cpu, 1e-9), "passes": passes}
 
 
+def f2(value: float) -> str:
+    """Two decimals, truncated (figures are never rounded up)."""
+    return f"{math.floor(value * 100) / 100:.2f}"
+
+
 def table(directory: Path, treebanks, tag: str = "") -> str:
     """Markdown: official Lemmas/UFeats (target), unseen words, with gold UPOS, UPOS, speed."""
     rows = ["| treebank | Lemmas (target) | UFeats (target) | Lemmas / UFeats unseen | with gold UPOS | UPOS "
@@ -278,12 +284,12 @@ def table(directory: Path, treebanks, tag: str = "") -> str:
         r = json.loads(path.read_text(encoding="utf-8"))
         o, g, sp = r["official"], r.get("with_gold_upos", {}), r["speed"]
         t = r["targets"]
-        mark = lambda v, target: f"{v:.2f} ({target}{'' if v >= target else ', miss'})"
+        mark = lambda v, target: f"{f2(v)} ({target}{'' if v >= target else ', miss'})"
         rows.append(f"| {name} | {mark(o['Lemmas'], t['Lemmas'])} | {mark(o['UFeats'], t['UFeats'])} "
-                    f"| {r['lemmas_unseen']:.2f} / {r['ufeats_unseen']:.2f} "
-                    f"| {g.get('lemmas_all', float('nan')):.2f} / {g.get('ufeats_all', float('nan')):.2f} | {o['UPOS']:.2f} "
+                    f"| {f2(r['lemmas_unseen'])} / {f2(r['ufeats_unseen'])} "
+                    f"| {f2(g.get('lemmas_all', float('nan')))} / {f2(g.get('ufeats_all', float('nan')))} | {f2(o['UPOS'])} "
                     f"| {r['morphologizer']['train_seconds']:.0f} + {r['lemmatizer']['train_seconds']:.0f} "
-                    f"| {sp['words_per_second']:,.0f} | {sp['words_per_cpu_second']:,.0f} |")
+                    f"| {int(sp['words_per_second']):,} | {int(sp['words_per_cpu_second']):,} |")
     return "\n".join(rows)
 
 
@@ -317,8 +323,8 @@ def main():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(result, indent=1), encoding="utf-8")
         o, sp = result["official"], result["speed"]
-        print(f"{name}: Lemmas {o['Lemmas']:.2f} (unseen {result['lemmas_unseen']:.2f}) UFeats {o['UFeats']:.2f} "
-              f"(unseen {result['ufeats_unseen']:.2f}) UPOS {o['UPOS']:.2f} | targets {TARGETS[name]} | "
+        print(f"{name}: Lemmas {f2(o['Lemmas'])} (unseen {f2(result['lemmas_unseen'])}) UFeats {f2(o['UFeats'])} "
+              f"(unseen {f2(result['ufeats_unseen'])}) UPOS {f2(o['UPOS'])} | targets {TARGETS[name]} | "
               f"train morph {result['morphologizer']['train_seconds']:.0f}s lemma {result['lemmatizer']['train_seconds']:.0f}s "
               f"| {sp['words_per_second']:.0f} w/s, {sp['words_per_cpu_second']:.0f} w/cpu-s (predict only {sp['predict_only_words_per_second']:.0f})", flush=True)
 
