@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import os
 import platform
 import sys
@@ -182,7 +183,7 @@ def run(name, args):
             pos += s.n
         dev_p = retagged
     lem = Lemmatizer(hash_bits=args.bits, min_count=args.min_count, lexicon_min_count=args.lexicon_min_count,
-                     upos_candidates=not args.no_upos_candidates)
+                     upos_candidates=args.upos_candidates)
     start = time.perf_counter()
     lem.initialize(train_p)
     lemma_ok = lambda pred: [p == g or g == "_" for p, g in zip(pred, gold_lemmas)]
@@ -266,6 +267,32 @@ def measure_speed(sentences, morph, w_morph, lem, w_lem, passes=3):
             "words_per_cpu_second": words / max(cpu, 1e-9), "passes": passes}
 
 
+def f2(value: float) -> str:
+    """Two decimals, truncated (figures are never rounded up)."""
+    return f"{math.floor(value * 100) / 100:.2f}"
+
+
+def table(directory: Path, treebanks, tag: str = "") -> str:
+    """Markdown: official Lemmas/UFeats (target), unseen words, with gold UPOS, UPOS, speed."""
+    rows = ["| treebank | Lemmas (target) | UFeats (target) | Lemmas / UFeats unseen | with gold UPOS | UPOS "
+            "| train s (morph + lemma) | words/s wall | words/CPU-s |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name in treebanks:
+        path = directory / f"lemma_morph_{name}{tag}.json"
+        if not path.exists():
+            continue
+        r = json.loads(path.read_text(encoding="utf-8"))
+        o, g, sp = r["official"], r.get("with_gold_upos", {}), r["speed"]
+        t = r["targets"]
+        mark = lambda v, target: f"{f2(v)} ({target}{'' if v >= target else ', miss'})"
+        rows.append(f"| {name} | {mark(o['Lemmas'], t['Lemmas'])} | {mark(o['UFeats'], t['UFeats'])} "
+                    f"| {f2(r['lemmas_unseen'])} / {f2(r['ufeats_unseen'])} "
+                    f"| {f2(g.get('lemmas_all', float('nan')))} / {f2(g.get('ufeats_all', float('nan')))} | {f2(o['UPOS'])} "
+                    f"| {r['morphologizer']['train_seconds']:.0f} + {r['lemmatizer']['train_seconds']:.0f} "
+                    f"| {int(sp['words_per_second']):,} | {int(sp['words_per_cpu_second']):,} |")
+    return "\n".join(rows)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--treebanks", nargs="+", default=list(TREEBANKS))
@@ -277,22 +304,27 @@ def main():
     parser.add_argument("--suffix-length", type=int, default=5)
     parser.add_argument("--suffix-min-count", type=int, default=3)
     parser.add_argument("--joint", action="store_true", help="joint UPOS+FEATS classes; the lemmatizer reads their UPOS")
-    parser.add_argument("--no-upos-candidates", action="store_true")
+    parser.add_argument("--upos-candidates", action="store_true",
+                        help="lemma candidates: only the scripts seen with the word's UPOS")
     parser.add_argument("--min-count", type=int, default=1)
     parser.add_argument("--lexicon-min-count", type=int, default=1)
     parser.add_argument("--max-train", type=int, default=0)
     parser.add_argument("--cache", default="/tmp/arborist_lemma_morph_cache")
     parser.add_argument("--out", default=str(ROOT_DIR / "scripts" / "results"))
     parser.add_argument("--tag", default="", help="suffix of the result file name (variants)")
+    parser.add_argument("--table", action="store_true", help="print the Markdown table of the result files and exit")
     args = parser.parse_args()
+    if args.table:
+        print(table(Path(args.out), args.treebanks, args.tag))
+        return
     for name in args.treebanks:
         result = run(name, args)
         path = Path(args.out) / f"lemma_morph_{name}{args.tag}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(result, indent=1), encoding="utf-8")
         o, sp = result["official"], result["speed"]
-        print(f"{name}: Lemmas {o['Lemmas']:.2f} (unseen {result['lemmas_unseen']:.2f}) UFeats {o['UFeats']:.2f} "
-              f"(unseen {result['ufeats_unseen']:.2f}) UPOS {o['UPOS']:.2f} | targets {TARGETS[name]} | "
+        print(f"{name}: Lemmas {f2(o['Lemmas'])} (unseen {f2(result['lemmas_unseen'])}) UFeats {f2(o['UFeats'])} "
+              f"(unseen {f2(result['ufeats_unseen'])}) UPOS {f2(o['UPOS'])} | targets {TARGETS[name]} | "
               f"train morph {result['morphologizer']['train_seconds']:.0f}s lemma {result['lemmatizer']['train_seconds']:.0f}s "
               f"| {sp['words_per_second']:.0f} w/s, {sp['words_per_cpu_second']:.0f} w/cpu-s (predict only {sp['predict_only_words_per_second']:.0f})", flush=True)
 

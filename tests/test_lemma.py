@@ -116,7 +116,7 @@ def test_candidates_are_exactly_the_applicable_scripts(toy):
 
 
 def test_upos_restricts_candidates_to_scripts_seen_with_it(toy):
-    lem = Lemmatizer(hash_bits=BITS, lexicon_min_count=0)
+    lem = Lemmatizer(hash_bits=BITS, lexicon_min_count=0, upos_candidates=True)
     lem.initialize(toy)
     batch = SentenceBatch.from_sentences(toy)
     attrs = batch.attrs[:, batch.words]
@@ -134,7 +134,7 @@ def test_upos_restricts_candidates_to_scripts_seen_with_it(toy):
     # "went" -> "go" was seen with VERB only: no candidate of a NOUN "went".
     assert lem.script_index[edit.extract("went", "go")] not in [
         k for k in lem.applicable("went") if k in seen["NOUN"]]
-    free = Lemmatizer(hash_bits=BITS, lexicon_min_count=0, upos_candidates=False)
+    free = Lemmatizer(hash_bits=BITS, lexicon_min_count=0)  # the default: no UPOS restriction
     free.initialize(toy)
     cand_set, set_start, set_classes, _ = free._candidates(attrs, batch.text_of, False)
     for i, form in enumerate(forms):
