@@ -164,7 +164,7 @@ def morphologizer(hash_bits: int = 22, feature_templates: list[str] | None = Non
 def lemmatizer(hash_bits: int = 22, script_templates: list[str] | None = None,
                suffix_templates: list[str] | None = None, prefix_templates: list[str] | None = None,
                case_templates: list[str] | None = None, min_count: int = 1, lexicon_min_count: int = 1,
-               upos_candidates: bool = True, form_lexicon: bool = True):
+               upos_candidates: bool = False, form_lexicon: bool = True):
     """LEMMA, one edit script per word (`arborist.lemma.Lemmatizer`); the scripts and lexicons
     are learned from the training data and saved beside the weights."""
     from .lemma.lemmatizer import Lemmatizer
