@@ -341,6 +341,14 @@ def _alive(pid: int) -> bool:
 BEST_MODEL = "model-best"  # inside a training output directory, as `spacy train` names it
 
 
+def read_json(path: Path, what: str, error: type = ModelError):
+    """The JSON of a file arborist wrote; anything else is an `error` naming the file."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise error(f"{path}: unreadable {what} ({type(e).__name__}: {e})") from None
+
+
 def read_meta(path: Path) -> tuple[Path, dict, list[dict]]:
     """(the model directory, meta.json, its component entries in format 3); a training
     output directory stands for its model-best."""
@@ -351,10 +359,7 @@ def read_meta(path: Path) -> tuple[Path, dict, list[dict]]:
     meta_path = path / "meta.json"
     if not meta_path.is_file():
         raise ModelError(f"{path}: not an arborist model (no meta.json)")
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
-        raise ModelError(f"{meta_path}: unreadable meta.json ({type(e).__name__}: {e})") from None
+    meta = read_json(meta_path, "meta.json")
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ModelError(f"{meta_path}: not an arborist model (no 'format': '{FORMAT}' entry)")
     if not isinstance(meta.get("info", {}), (dict, type(None))):

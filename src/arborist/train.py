@@ -45,7 +45,7 @@ from confection import Config
 
 from .component import Component
 from .corpus import read_corpus
-from .model import BEST_MODEL, Pipeline, annotate, load, recover_directory, write_directory
+from .model import BEST_MODEL, Pipeline, annotate, load, read_json, recover_directory, write_directory
 from .registry import component_kind, kind_for_structure, registry
 from .sentence import FORM
 from .tracking import trackers_for, tracking_settings
@@ -115,10 +115,7 @@ def load_checkpoint(directory: Path) -> tuple[dict, dict]:
     path = directory / "state.json"
     if not path.is_file():
         raise ValueError(f"{directory}: no checkpoint to resume from (state.json missing)")
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
-        raise ValueError(f"{path}: unreadable checkpoint state ({type(e).__name__}: {e})") from None
+    state = read_json(path, "checkpoint state", ValueError)
     if not isinstance(state, dict) or any(not isinstance(state.get(k), t) for k, t in CHECKPOINT_STATE.items()):
         raise ValueError(f"{path}: not a checkpoint state (an object with {', '.join(CHECKPOINT_STATE)})")
     try:

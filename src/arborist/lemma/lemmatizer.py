@@ -24,9 +24,8 @@ import numpy as np
 from ..morph.atoms import U64Map, pair_keys
 from ..morph.values import NOT_FOUND
 from ..morph.choice import CandidateModel, KeyIndex, conll_column, csr
-from ..morph.morphologizer import load_state, save_state
 from ..sentence import FORM, LEMMA, ROOT, UPOS, Sentence
-from ..strings import hash_string, hash_strings
+from ..strings import hash_strings
 from . import scripts as edit
 
 LEMMA_COLUMN = 2
@@ -304,10 +303,3 @@ class Lemmatizer(CandidateModel):
                                                          "upos_start", "upos_scripts", "form_keys", "form_scripts")}
         m._set_scripts([edit.decode(t) for t in config["scripts"]])
         return m
-
-    def save(self, directory) -> None:
-        save_state(directory, self.config(), self.arrays())
-
-    @classmethod
-    def load(cls, directory) -> "Lemmatizer":
-        return cls.from_state(*load_state(directory))

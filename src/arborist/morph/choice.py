@@ -15,7 +15,9 @@ morphologizer are this structure with their own classes, atoms and candidates.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -266,3 +268,26 @@ class CandidateModel(AtomChoice):
         return self.tables.predict_many(values, np.ascontiguousarray(batch.word_starts, dtype=np.int64),
                                         cand_set, set_start, set_classes, forced, w.array)
 
+    # -- state: config.json and one .npy per array (no pickle) ----------------
+    def save(self, directory) -> None:
+        save_state(directory, self.config(), self.arrays())
+
+    @classmethod
+    def load(cls, directory):
+        return cls.from_state(*load_state(directory))
+
+
+def save_state(directory, config: dict, arrays: dict[str, np.ndarray]) -> None:
+    """config.json and one .npy per array (no pickle)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "config.json").write_text(json.dumps(config, ensure_ascii=False, indent=1), encoding="utf-8")
+    for name, array in arrays.items():
+        np.save(directory / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
+
+
+def load_state(directory) -> tuple[dict, dict[str, np.ndarray]]:
+    directory = Path(directory)
+    config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    arrays = {p.stem: np.load(p, allow_pickle=False) for p in directory.glob("*.npy")}
+    return config, arrays

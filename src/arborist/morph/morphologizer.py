@@ -14,10 +14,8 @@ learns to choose among them for the words the dictionary does not cover.
 """
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from dataclasses import replace
-from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -25,7 +23,7 @@ import numpy as np
 from ..sentence import FEATS, FORM, UPOS, Sentence
 from ..strings import hash_string, hash_strings
 from .atoms import pair_keys
-from .choice import CandidateModel, KeyIndex, conll_column, csr
+from .choice import CandidateModel, KeyIndex, conll_column, csr, load_state, save_state  # noqa: F401
 from .values import SUFFIX_LENGTHS, VALUE_STRINGS
 
 MISSING = "_"
@@ -300,26 +298,3 @@ class Morphologizer(CandidateModel):
                                                          "set_classes")}
         m._set_classes(config["classes"])
         return m
-
-    def save(self, directory) -> None:
-        save_state(directory, self.config(), self.arrays())
-
-    @classmethod
-    def load(cls, directory) -> "Morphologizer":
-        return cls.from_state(*load_state(directory))
-
-
-def save_state(directory, config: dict, arrays: dict[str, np.ndarray]) -> None:
-    """config.json and one .npy per array (no pickle)."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "config.json").write_text(json.dumps(config, ensure_ascii=False, indent=1), encoding="utf-8")
-    for name, array in arrays.items():
-        np.save(directory / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
-
-
-def load_state(directory) -> tuple[dict, dict[str, np.ndarray]]:
-    directory = Path(directory)
-    config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
-    arrays = {p.stem: np.load(p, allow_pickle=False) for p in directory.glob("*.npy")}
-    return config, arrays
