@@ -191,7 +191,7 @@ def set_entry(index, key, value):
 
 
 @pytest.mark.parametrize("edit, expected", [
-    pytest.param(set_entry(1, "kind", "lemmatizer"), "unknown model kind 'lemmatizer'", id="unknown-kind"),
+    pytest.param(set_entry(1, "kind", "telepathy"), "unknown model kind 'telepathy'", id="unknown-kind"),
     pytest.param(set_entry(1, "kind", None), "unknown model kind None", id="no-kind"),
     pytest.param(set_entry(0, "name", "../xpos"), "invalid component name '../xpos'", id="path-name"),
     pytest.param(set_entry(0, "name", "x pos"), "invalid component name 'x pos'", id="space-name"),
