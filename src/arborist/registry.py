@@ -104,13 +104,13 @@ def pruner(hash_bits: int = 22, single_root: bool = True, templates: list[str] |
 
 @registry.structures("arborist.LinearChain.v1")
 def linear_chain(attribute: str = "upos", order: int = 1, hash_bits: int = 22, tags: list[str] | None = None,
-                 templates: list[str] | None = None):
+                 templates: list[str] | None = None, missing_tag: bool = False):
     """A tagger's structure; without `tags`, the tag set is read from the training data; without
     `templates`, the emission templates are `arborist.tagger.features.EMISSION_TEMPLATES`."""
     from .tagger.chain import LinearChain
 
     return LinearChain(tags, attribute=attribute, order=order, hash_bits=hash_bits,
-                       templates=None if templates is None else _templates(templates, None))
+                       templates=None if templates is None else _templates(templates, None), missing_tag=missing_tag)
 
 
 @registry.structures("arborist.ArcLabels.v1")

@@ -36,14 +36,18 @@ class LinearChain:
     name = "chain"
 
     def __init__(self, tags: Sequence[str] | None = None, attribute: str = "upos", order: int = 1,
-                 hash_bits: int = 22, templates: Sequence[str] | None = None):
+                 hash_bits: int = 22, templates: Sequence[str] | None = None, missing_tag: bool = False):
         """`tags=None` leaves the tag set to `initialize`, which reads it from the training data.
-        `templates`: the emission templates (`features.EMISSION_TEMPLATES` when None)."""
+        `templates`: the emission templates (`features.EMISSION_TEMPLATES` when None).
+        `missing_tag`: '_' (no tag) is a tag like the others, for a treebank that leaves the
+        column empty for some words or all (hu_szeged's XPOS); a training choice only, so the
+        registry call, whose tag set then holds '_', does not record it."""
         if attribute not in ATTRIBUTES:
             raise ValueError(f"chain attribute must be one of {ATTRIBUTES}, got {attribute!r}")
         if order not in (1, 2):
             raise ValueError(f"chain order must be 1 or 2, got {order!r}")
         self.attribute = attribute
+        self.missing_tag = bool(missing_tag)
         self.order = int(order)
         self._hash_bits = int(hash_bits)
         self.templates = tuple(EMISSION_TEMPLATES if templates is None else templates)
@@ -67,14 +71,15 @@ class LinearChain:
         self._valid.clear()
 
     def initialize(self, sentences: Iterable[Sentence]) -> None:
-        """Take the tag set (sorted; '_', a missing tag, is not one) from the training sentences,
-        unless the chain was given its tags."""
+        """Take the tag set (sorted; '_', a missing tag, is not one unless `missing_tag`) from the
+        training sentences, unless the chain was given its tags."""
         if self.features is not None:
             return
         tags: set[str] = set()
         for x in sentences:
             tags.update(_column(x, self.attribute))
-        tags.discard(MISSING)
+        if not self.missing_tag:
+            tags.discard(MISSING)
         if not tags:
             raise ValueError(f"no {self.attribute.upper()} tags in the training sentences "
                              f"(every {self.attribute.upper()} is '_')")
