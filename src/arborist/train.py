@@ -43,6 +43,7 @@ import numpy as np
 from confection import Config
 
 from .component import Component
+from .confidence import describe_fit
 from .corpus import read_corpus
 from .model import BEST_MODEL, Pipeline, annotate, load, write_directory
 from .registry import component_kind, kind_for_structure, registry
@@ -58,6 +59,7 @@ TRAINING_DEFAULTS = {
     "patience": 0,
     "max_train_sentences": 0,
     "jackknife_folds": 10,
+    "calibrate": True,
 }
 COMPONENT_TRAINING = ("max_epochs", "patience")  # what [components.NAME.training] may override
 COMPONENT_ENTRIES = {"kind", "structure", "trainer", "training"}
@@ -251,6 +253,24 @@ class Training:
             self.tracker.message(report)
         _train_component(spec.name, component, trainer, train_x, dev_x, self, limits,
                          self.arrays if resuming else None, self.state if resuming else None)
+        if dev_x and self.settings["calibrate"]:
+            self.calibrate(spec.name, dev_x)
+
+    def calibrate(self, name: str, dev_x: list) -> None:
+        """Fit the best epoch's temperature on dev (`Component.calibrate`), for the
+        probabilities of its predictions; kept in its meta.json info."""
+        component = self.pipeline.components.get(name)
+        if component is None or not component.confidence_column:
+            return
+        start = time.perf_counter()
+        fit = component.calibrate(dev_x, self.dev_set)
+        if fit is None:
+            return
+        self.report["components"][name]["calibration"] = fit
+        self.tracker.message(describe_fit(name, fit) + f", {time.perf_counter() - start:.1f} s")
+        if self.output is not None:
+            self.pipeline.save(self.output / BEST_MODEL)
+            (self.output / "training.json").write_text(json.dumps(self.report, indent=2) + "\n", encoding="utf-8")
 
     # -- inputs ------------------------------------------------------------------------
     def train_inputs(self, name: str, component: Component) -> list:

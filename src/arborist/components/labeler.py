@@ -39,6 +39,19 @@ class Labeler(Component):
     def apply(self, sentence: Sentence, value: list[str]) -> Sentence:
         return replace(sentence, deprels=list(value))
 
+    # -- probabilities: the softmax over labels of each arc of the tree it labels ---------
+    confidence_column = "deprel"
+
+    def word_probabilities(self, x, scores) -> np.ndarray:
+        return self.structure.marginals(x, scores)[0][1:]
+
+    def predicted_classes(self, batch: SentenceBatch, predicted, i: int) -> np.ndarray:
+        return np.asarray(predicted[int(batch.starts[i]) + 1:int(batch.starts[i + 1])], dtype=np.intp)
+
+    def gold_classes(self, x, gold: Sentence) -> np.ndarray:
+        ids = self.structure.label_ids
+        return np.array([ids.get(d, -1) for d in gold.deprels[1:]], dtype=np.intp)
+
     def score(self, gold, parsed, unseen=None) -> dict:
         # the heads it labeled: the parser's when the pipeline has one, else the input's
         return attachment_scores((g, p.heads if p.heads is not None else p.sentence.heads, p.values[self.name])
