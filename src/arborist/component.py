@@ -209,18 +209,38 @@ class Component:
                 yield self.word_probabilities(x, s.scores(x, self.weights) / t)
 
     def confidences(self, batch: SentenceBatch, predicted: np.ndarray, k: int = 0) -> dict[str, Confidence]:
-        """{column: Confidence} of its prediction for the batch (empty for a kind without
-        probabilities). Computed sentence by sentence from the same examples and weights as
-        the prediction, so only when asked for."""
-        column = self.confidence_column
-        if not column:
+        """{column: Confidence} of its prediction `predicted` for the batch (empty for a kind
+        without probabilities), computed sentence by sentence from the same examples and
+        weights as the prediction."""
+        if not self.confidence_column:
             return {}
+        sentences = [batch.sentence(i) for i in range(batch.n_sentences)]
+        return self._confidence(batch, predicted, list(self.distributions(self.examples(sentences))), k)
+
+    def annotate_confident(self, batch: SentenceBatch, k: int = 0) -> tuple[np.ndarray | None, dict[str, Confidence]]:
+        """`annotate` and `confidences` in one pass: each sentence's scores are computed once,
+        for its argmax and its marginals (so the probabilities cost the marginals, not a
+        second scoring). The prediction is the argmax of the same scores as `annotate`'s."""
+        if not self.confidence_column:
+            return self.annotate(batch), {}
+        s, t = self.structure, self.temperature
+        sentences = [batch.sentence(i) for i in range(batch.n_sentences)]
+        parts, distributions = [], []
+        for x in self.examples(sentences):
+            scores = s.scores(x, self.weights)
+            parts.append(s.argmax(x, scores))
+            distributions.append(self.word_probabilities(x, scores / t) if x.n else np.zeros((0, 1)))
+        predicted = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+        self.write_batch(batch, predicted)
+        return predicted, self._confidence(batch, predicted, distributions, k)
+
+    def _confidence(self, batch: SentenceBatch, predicted: np.ndarray, distributions: list, k: int
+                    ) -> dict[str, Confidence]:
         n_columns = batch.attrs.shape[1]
         prob = np.full(n_columns, np.nan)
         top = np.full((n_columns, k), -1, dtype=np.int64)
         top_prob = np.zeros((n_columns, k))
-        sentences = [batch.sentence(i) for i in range(batch.n_sentences)]
-        for i, p in enumerate(self.distributions(self.examples(sentences))):
+        for i, p in enumerate(distributions):
             a, b = int(batch.starts[i]) + 1, int(batch.starts[i + 1])
             if b == a:
                 continue
@@ -231,7 +251,7 @@ class Component:
                 order = np.argsort(-p, axis=1, kind="stable")[:, :kk]
                 top[a:b, :kk] = order
                 top_prob[a:b, :kk] = np.take_along_axis(p, order, axis=1)
-        return {column: Confidence(prob, top, top_prob, self.candidate_names)}
+        return {self.confidence_column: Confidence(prob, top, top_prob, self.candidate_names)}
 
     def calibrate(self, inputs: Sequence[Sentence], gold: Sequence[Sentence]) -> dict | None:
         """Fit its temperature on dev by maximum likelihood: the T that maximizes the sum over

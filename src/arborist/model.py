@@ -86,8 +86,8 @@ def annotate(components: list[Component], sentences: list[Sentence], confidence:
     kernel reads what the components before it wrote into the batch. `confidence=k` (k >= 0)
     also gives each sentence its `confidences`, with each word's k most probable values."""
     batch = SentenceBatch.from_sentences(sentences)
-    predicted = annotate_batch(components, batch)
-    probabilities = confidences(components, batch, predicted, confidence) if confidence is not None else {}
+    probabilities: dict[str, Confidence] = {}
+    predicted = annotate_batch(components, batch, confidence, probabilities)
     out = []
     for i, sentence in enumerate(sentences):
         parsed = Parsed(sentence)
@@ -110,27 +110,24 @@ def annotate(components: list[Component], sentences: list[Sentence], confidence:
     return out
 
 
-def annotate_batch(components: list[Component], batch: SentenceBatch) -> dict[str, np.ndarray]:
+def annotate_batch(components: list[Component], batch: SentenceBatch, confidence: int | None = None,
+                   found: dict | None = None) -> dict[str, np.ndarray]:
     """{component name: its prediction} for the batch; each stage runs in one region
     without the GIL where its structure has a batch kernel, so threads sharing a pipeline
-    run in parallel."""
+    run in parallel. With `confidence=k`, each component that gives probabilities predicts
+    with them instead (`Component.annotate_confident`), and `found` receives {column:
+    Confidence} over the batch's columns."""
     predicted = {}
     for component in components:
-        result = component.annotate(batch)
+        if confidence is None:
+            result = component.annotate(batch)
+        else:
+            result, conf = component.annotate_confident(batch, confidence)
+            if found is not None:
+                found.update(conf)
         if result is not None:
             predicted[component.name] = result
     return predicted
-
-
-def confidences(components: list[Component], batch: SentenceBatch, predicted: dict[str, np.ndarray], k: int = 0
-                ) -> dict[str, Confidence]:
-    """{column: Confidence} over the batch's columns, of every component that predicted the
-    batch and gives probabilities (after `annotate_batch`, whose batch it reads)."""
-    out: dict[str, Confidence] = {}
-    for component in components:
-        if component.name in predicted:
-            out.update(component.confidences(batch, predicted[component.name], k))
-    return out
 
 
 class Pipeline:
@@ -190,11 +187,13 @@ class Pipeline:
         the batch's rows are updated with what the components wrote."""
         return annotate_batch(self.stage(gold_tags, tag_only), batch)
 
-    def confidences(self, batch: SentenceBatch, predicted: dict[str, np.ndarray], k: int = 0,
-                    gold_tags: bool = False, tag_only: bool = False) -> dict[str, Confidence]:
-        """{column: Confidence} of the batch `annotate_batch` annotated into `predicted`: the
+    def annotate_confident(self, batch: SentenceBatch, k: int = 0, gold_tags: bool = False, tag_only: bool = False
+                           ) -> tuple[dict[str, np.ndarray], dict[str, Confidence]]:
+        """`annotate_batch` with probabilities: ({name: prediction}, {column: Confidence}), the
         probability of each word's predicted head, label, tag..., and its k most probable."""
-        return confidences(self.stage(gold_tags, tag_only), batch, predicted, k)
+        found: dict[str, Confidence] = {}
+        predicted = annotate_batch(self.stage(gold_tags, tag_only), batch, k, found)
+        return predicted, found
 
     def annotate_many(self, sentences: list[Sentence], gold_tags: bool = False, tag_only: bool = False,
                       confidence: int | None = None) -> list[Parsed]:

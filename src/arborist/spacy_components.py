@@ -193,12 +193,10 @@ class ArboristComponent(Pipe):
                                         if c.confidence_column))
         self._model = subset
 
-    def set_confidences(self, docs: list[Doc], batch: "DocBatch", predicted: dict) -> None:
+    def set_confidences(self, docs: list[Doc], batch: "DocBatch", found: dict) -> None:
         """With `probabilities`: each word's `token._.<column>_prob` and, with k_best,
-        `token._.<column>_candidates`, and `token._.arc_prob` (head times label)."""
-        model = self.arborist
-        found = model.confidences(batch.batch, predicted, self.k_best, gold_tags=not self.tagging,
-                                  tag_only=self.tagging)
+        `token._.<column>_candidates`, and `token._.arc_prob` (head times label), from
+        {column: Confidence} over the batch's columns."""
         if not found:
             return
         columns = np.flatnonzero(batch.column_token >= 0)
@@ -340,9 +338,11 @@ class ArboristTagger(ArboristComponent):
     def set_annotations(self, docs: list[Doc], batch: DocBatch) -> None:
         model = self.arborist
         strings = docs[0].vocab.strings
-        predicted = model.annotate_batch(batch.batch)
         if self.probabilities:
-            self.set_confidences(docs, batch, predicted)
+            predicted, found = model.annotate_confident(batch.batch, self.k_best)
+            self.set_confidences(docs, batch, found)
+        else:
+            predicted = model.annotate_batch(batch.batch)
         attrs, extensions = [], {}
         for component in model.components.values():
             if component.name not in predicted:
@@ -402,9 +402,11 @@ class ArboristParser(ArboristComponent):
     def set_annotations(self, docs: list[Doc], batch: DocBatch) -> None:
         model = self.arborist
         strings = docs[0].vocab.strings
-        predicted = model.annotate_batch(batch.batch, gold_tags=True)
         if self.probabilities:
-            self.set_confidences(docs, batch, predicted)
+            predicted, found = model.annotate_confident(batch.batch, self.k_best, gold_tags=True)
+            self.set_confidences(docs, batch, found)
+        else:
+            predicted = model.annotate_batch(batch.batch, gold_tags=True)
         parser, labeler = model.writer("head"), model.writer("deprel")
         root, default = strings.add(ROOT_LABEL), strings.add(DEFAULT_LABEL)
         n_tokens = len(batch.space)

@@ -43,7 +43,10 @@ class Labeler(Component):
     confidence_column = "deprel"
 
     def word_probabilities(self, x, scores) -> np.ndarray:
-        return self.structure.marginals(x, scores)[0][1:]
+        # the structure's marginals (a softmax per word), without its log Z
+        z = scores[1:] - scores[1:].max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
 
     def predicted_classes(self, batch: SentenceBatch, predicted, i: int) -> np.ndarray:
         return np.asarray(predicted[int(batch.starts[i]) + 1:int(batch.starts[i + 1])], dtype=np.intp)

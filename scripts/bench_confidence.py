@@ -1,0 +1,182 @@
+"""Calibration, filtering and speed of arborist's confidences (issue 27).
+
+For each model given (NAME=MODEL_DIR), on a gold dev file:
+- calibration of the head (and, with a labeler, label and labeled-arc) probabilities:
+  expected calibration error over equal-width bins, and the reliability diagram's bins;
+  "in_sample" uses the model's own temperature (fitted on this dev set by `arborist train`
+  or `arborist calibrate`); "held_out" fits the temperature on one half of the dev
+  sentences and measures on the other (both ways, pooled), so that the figure does not
+  rest on fitting and measuring on the same words; "uncalibrated" is temperature 1;
+- the accuracy-coverage curve: UAS of the arcs whose head probability is >= t, and the
+  share of words they cover;
+- parse speed: the argmax-only parse and the parse with probabilities (k = 3), best of
+  `--repeats` runs each, on the same sentences (`Pipeline.annotate_many`).
+
+Writes scripts/results/confidence_<name>.json and a reliability diagram
+scripts/results/confidence_<name>.png per model.
+
+    python scripts/bench_confidence.py --dev ../shared/corpora/ud/en_ewt/en_ewt-ud-dev.conllu \\
+        en_ewt_perceptron=models/en_perc
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from arborist.confidence import coverage_curve, expected_calibration_error, reliability, upstream_inputs
+from arborist.corpus import read_corpus
+from arborist.model import load
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def gather(pipeline, gold, gold_tags):
+    """Per column: (probability of the prediction, correct) over every word."""
+    parsed = list(pipeline.parse(gold, gold_tags, batch_size=64, confidence=0))
+    out = {}
+    head_ok = np.concatenate([np.asarray(p.heads[1:]) == g.heads[1:] for p, g in zip(parsed, gold)])
+    head_p = np.concatenate([p.confidences["head"].prob for p in parsed])
+    out["head"] = (head_p, head_ok)
+    if parsed[0].deprels is not None and "deprel" in parsed[0].confidences:
+        label_ok = np.concatenate([np.array([a == b for a, b in zip(p.deprels[1:], g.deprels[1:])])
+                                   for p, g in zip(parsed, gold)])
+        label_p = np.concatenate([p.confidences["deprel"].prob for p in parsed])
+        out["deprel"] = (label_p, label_ok)
+        out["arc"] = (head_p * label_p, head_ok & label_ok)
+    for column in ("upos", "xpos"):
+        if column in parsed[0].confidences:
+            ok = np.concatenate([np.array([a == b for a, b in zip(p.sentence.upos[1:] if column == "upos"
+                                                                  else p.sentence.xpos[1:],
+                                                                  g.upos[1:] if column == "upos" else g.xpos[1:])])
+                                 for p, g in zip(parsed, gold)])
+            out[column] = (np.concatenate([p.confidences[column].prob for p in parsed]), ok)
+    return out
+
+
+def held_out(pipeline, gold, gold_tags, bins):
+    """ECE per column with the temperatures fitted on the other half of the dev sentences."""
+    halves = [gold[0::2], gold[1::2]]
+    saved = {n: dict(c.info) for n, c in pipeline.components.items()}
+    pooled: dict[str, list] = {}
+    temperatures = []
+    for fit_on, measure_on in ((0, 1), (1, 0)):
+        components = list(pipeline.components.values())
+        temps = {}
+        for i, component in enumerate(components):
+            if component.confidence_column:
+                fit = component.calibrate(upstream_inputs(components[:i], halves[fit_on]), halves[fit_on])
+                temps[component.name] = fit["temperature"] if fit else None
+        temperatures.append(temps)
+        for column, (p, ok) in gather(pipeline, halves[measure_on], gold_tags).items():
+            pooled.setdefault(column, [[], []])
+            pooled[column][0].append(p)
+            pooled[column][1].append(ok)
+        for n, c in pipeline.components.items():
+            c.info = dict(saved[n])
+    return {column: expected_calibration_error(np.concatenate(p), np.concatenate(ok), bins)
+            for column, (p, ok) in pooled.items()}, temperatures
+
+
+def timing(pipeline, gold, gold_tags, repeats):
+    def run(confidence):
+        best = math.inf
+        for _ in range(repeats):
+            start = time.perf_counter()
+            for _ in pipeline.parse(gold, gold_tags, batch_size=64, confidence=confidence):
+                pass
+            best = min(best, time.perf_counter() - start)
+        return best
+
+    words = sum(x.n for x in gold)
+    argmax, probs = run(None), run(3)
+    return {"words": words, "argmax_seconds": argmax, "probs_seconds": probs, "ratio": probs / argmax,
+            "argmax_words_per_second": words / argmax, "probs_words_per_second": words / probs}
+
+
+def plot(name, reliabilities, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 5))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="perfect calibration")
+    for label, rows in reliabilities.items():
+        xs = [r["mean_prob"] for r in rows if r["words"]]
+        ys = [r["accuracy"] for r in rows if r["words"]]
+        ax.plot(xs, ys, marker="o", label=label)
+    ax.set_xlabel("mean predicted probability (bin)")
+    ax.set_ylabel("accuracy (bin)")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_title(f"Reliability: {name}")
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("models", nargs="+", help="NAME=MODEL_DIR")
+    ap.add_argument("--dev", required=True, type=Path)
+    ap.add_argument("--bins", type=int, default=15)
+    ap.add_argument("--gold-tags", action="store_true", help="parse with the dev file's own tags")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--no-held-out", action="store_true", help="skip the split-half temperature fit (slow at "
+                    "second order)")
+    ap.add_argument("--no-timing", action="store_true")
+    args = ap.parse_args()
+    gold = read_corpus(args.dev, require_heads=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    for spec in args.models:
+        name, _, path = spec.partition("=")
+        pipeline = load(path)
+        temps = {n: c.temperature for n, c in pipeline.components.items() if c.confidence_column}
+        result = {"model": path, "dev": str(args.dev), "sentences": len(gold), "bins": args.bins,
+                  "gold_tags": args.gold_tags, "temperatures": temps, "columns": {}}
+        data = gather(pipeline, gold, args.gold_tags)
+        saved = {n: dict(c.info) for n, c in pipeline.components.items()}
+        for c in pipeline.components.values():
+            c.info.pop("temperature", None)
+        raw = gather(pipeline, gold, args.gold_tags)
+        for n, c in pipeline.components.items():
+            c.info = saved[n]
+        reliabilities = {}
+        for column, (p, ok) in data.items():
+            rows = reliability(p, ok, args.bins)
+            reliabilities[column] = rows
+            result["columns"][column] = {
+                "words": int(len(p)), "accuracy": float(ok.mean()),
+                "ece": expected_calibration_error(p, ok, args.bins),
+                "ece_uncalibrated": expected_calibration_error(*raw[column], args.bins),
+                "mean_prob": float(p.mean()), "reliability": rows,
+                "coverage": coverage_curve(p, ok)}
+        if not args.no_held_out:
+            ece, fitted = held_out(pipeline, gold, args.gold_tags, args.bins)
+            for column, value in ece.items():
+                result["columns"][column]["ece_held_out"] = value
+            result["held_out_temperatures"] = fitted
+        if not args.no_timing:
+            result["timing"] = timing(pipeline, gold, args.gold_tags, args.repeats)
+        out = RESULTS / f"confidence_{name}.json"
+        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        plot(name, {c: r for c, r in reliabilities.items() if c in ("head", "deprel", "arc")}
+             or reliabilities, RESULTS / f"confidence_{name}.png")
+        head = result["columns"]["head"]
+        at90 = next(r for r in head["coverage"] if r["threshold"] == 0.9)
+        print(f"{name}: T={temps} head ECE {head['ece']:.4f} (uncalibrated {head['ece_uncalibrated']:.4f}"
+              + (f", held-out {head['ece_held_out']:.4f}" if "ece_held_out" in head else "")
+              + f"), UAS {100 * head['accuracy']:.2f}; p>=0.9: {100 * at90['coverage']:.1f}% of words, "
+              f"{100 * (at90['accuracy'] or 0):.2f}% correct"
+              + (f"; parse {result['timing']['ratio']:.2f}x argmax time" if "timing" in result else ""),
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
