@@ -198,6 +198,12 @@ class Component:
         """(n,) the class index of each word's gold value (-1 where it has none)."""
         raise NotImplementedError
 
+    def possible_classes(self, x) -> np.ndarray | None:
+        """(n, C) bool: the classes the structure can give each word of example x (None: all).
+        A gold value it cannot give (an arc a pruner removed) has probability 0 at every
+        temperature, so `calibrate` leaves such words out."""
+        return None
+
     def distributions(self, examples: Sequence, temperature: float | None = None):
         """`word_probabilities` of each example at `temperature` (default: its own)."""
         t = self.temperature if temperature is None else temperature
@@ -258,13 +264,25 @@ class Component:
         words of log P_T(gold value), P_T from the structure's marginals of scores / T.
         `inputs`: the dev sentences as the components before it leave them; `gold`: the
         same sentences with their gold columns. Stores T in `info` (saved in meta.json) and
-        returns {"temperature", "nll_before", "nll_after", "words"}, or None when the kind
+        returns {"temperature", "nll_before", "nll_after", "words", "impossible" (words left
+        out: see `possible_classes`)}, or None when the kind
         gives no probabilities or no word has a gold value."""
         if not self.confidence_column:
             return None
         examples = self.examples(list(inputs))
         s = self.structure
-        cached = [(x, s.scores(x, self.weights), self.gold_classes(x, g)) for x, g in zip(examples, gold) if x.n]
+        cached, impossible = [], 0
+        for x, g in zip(examples, gold):
+            if not x.n:
+                continue
+            classes = np.array(self.gold_classes(x, g), dtype=np.intp)
+            possible = self.possible_classes(x)
+            if possible is not None:
+                known = np.flatnonzero(classes >= 0)
+                out = known[~possible[known, classes[known]]]
+                impossible += len(out)
+                classes[out] = -1
+            cached.append((x, s.scores(x, self.weights), classes))
         words = sum(int((c >= 0).sum()) for _, _, c in cached)
         if not words:
             return None
@@ -284,7 +302,8 @@ class Component:
         result = minimize_scalar(nll, bounds=(-6.0, 6.0), method="bounded", options={"xatol": 1e-3})
         log_t, after = (float(result.x), float(result.fun)) if result.fun < before else (0.0, before)
         self.info["temperature"] = math.exp(log_t)
-        return {"temperature": self.info["temperature"], "nll_before": before, "nll_after": after, "words": words}
+        return {"temperature": self.info["temperature"], "nll_before": before, "nll_after": after, "words": words,
+                "impossible": impossible}
 
     # -- saving -----------------------------------------------------------------------------
     def registry_call(self) -> dict:

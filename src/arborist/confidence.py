@@ -104,7 +104,9 @@ def calibrate_pipeline(pipeline: Pipeline, gold: Sequence[Sentence], log: Callab
 
 
 def describe_fit(name: str, fit: dict) -> str:
-    return (f"{name}: temperature {fit['temperature']:.4g} on {fit['words']} dev words "
+    left_out = f", {fit['impossible']} left out whose gold value the structure cannot give" \
+        if fit.get("impossible") else ""
+    return (f"{name}: temperature {fit['temperature']:.4g} on {fit['words']} dev words{left_out} "
             f"(negative log-likelihood per word {fit['nll_before']:.4f} -> {fit['nll_after']:.4f})")
 
 

@@ -103,3 +103,7 @@ class Parser(Component):
 
     def gold_classes(self, x, gold: Sentence) -> np.ndarray:
         return np.asarray(gold.heads[1:], dtype=np.intp)
+
+    def possible_classes(self, x) -> np.ndarray | None:
+        """At second order, the heads the pruner kept."""
+        return x.layout.allowed[:, 1:].T if self.second_order else None
