@@ -1,7 +1,9 @@
 """Calibration, filtering and speed of arborist's confidences (issue 27).
 
 For each model given (NAME=MODEL_DIR), on a gold dev file:
-- calibration of the head (and, with a labeler, label and labeled-arc) probabilities:
+- calibration of the head (and, with a labeler, label and labeled-arc) probabilities (a
+  label's is given its arc, so it is measured on the words whose head is right; the
+  labeled arc's, P(head) * P(label), on every word):
   expected calibration error over equal-width bins, and the reliability diagram's bins;
   "in_sample" uses the model's own temperature (fitted on this dev set by `arborist train`
   or `arborist calibrate`); "held_out" fits the temperature on one half of the dev
@@ -46,7 +48,8 @@ def gather(pipeline, gold, gold_tags):
         label_ok = np.concatenate([np.array([a == b for a, b in zip(p.deprels[1:], g.deprels[1:])])
                                    for p, g in zip(parsed, gold)])
         label_p = np.concatenate([p.confidences["deprel"].prob for p in parsed])
-        out["deprel"] = (label_p, label_ok)
+        # a label's probability is given its arc: measured on the arcs the parser gets right
+        out["deprel"] = (label_p[head_ok], label_ok[head_ok])
         out["arc"] = (head_p * label_p, head_ok & label_ok)
     for column in ("upos", "xpos"):
         if column in parsed[0].confidences:
@@ -121,17 +124,45 @@ def plot(name, reliabilities, path):
     plt.close(fig)
 
 
+def table() -> str:
+    """The markdown table of every scripts/results/confidence_*.json."""
+    lines = ["| model | UAS | T (parser) | head ECE | held out | T = 1 | label ECE | arc ECE | p >= 0.9: words | "
+             "p >= 0.9: UAS | time with probs |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for path in sorted(RESULTS.glob("confidence_*.json")):
+        r = json.loads(path.read_text())
+        head = r["columns"]["head"]
+        at90 = next(c for c in head["coverage"] if c["threshold"] == 0.9)
+        t = r["temperatures"].get("parser")
+
+        def ece(column, key="ece"):
+            c = r["columns"].get(column)
+            return f"{c[key]:.4f}" if c and key in c else "-"
+
+        timing = f"{r['timing']['ratio']:.2f}x" if "timing" in r else "-"
+        lines.append(f"| {path.stem[len('confidence_'):]} | {100 * head['accuracy']:.2f} | "
+                     f"{t:.1f} | {ece('head')} | {ece('head', 'ece_held_out')} | {ece('head', 'ece_uncalibrated')} | "
+                     f"{ece('deprel')} | {ece('arc')} | {100 * at90['coverage']:.1f}% | "
+                     f"{100 * (at90['accuracy'] or 0):.2f} | {timing} |")
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("models", nargs="+", help="NAME=MODEL_DIR")
-    ap.add_argument("--dev", required=True, type=Path)
+    ap.add_argument("models", nargs="*", help="NAME=MODEL_DIR")
+    ap.add_argument("--dev", type=Path)
+    ap.add_argument("--table", action="store_true", help="print the markdown table of the results written so far")
     ap.add_argument("--bins", type=int, default=15)
     ap.add_argument("--gold-tags", action="store_true", help="parse with the dev file's own tags")
-    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--no-held-out", action="store_true", help="skip the split-half temperature fit (slow at "
                     "second order)")
     ap.add_argument("--no-timing", action="store_true")
     args = ap.parse_args()
+    if args.table:
+        print(table())
+        return
+    if not args.dev or not args.models:
+        ap.error("give --dev and NAME=MODEL_DIR (or --table)")
     gold = read_corpus(args.dev, require_heads=True)
     RESULTS.mkdir(parents=True, exist_ok=True)
     for spec in args.models:
