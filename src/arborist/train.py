@@ -253,12 +253,12 @@ class Training:
             self.tracker.message(report)
         _train_component(spec.name, component, trainer, train_x, dev_x, self, limits,
                          self.arrays if resuming else None, self.state if resuming else None)
-        if dev_x and self.settings["calibrate"]:
-            self.calibrate(spec.name, dev_x)
 
     def calibrate(self, name: str, dev_x: list) -> None:
         """Fit the best epoch's temperature on dev (`Component.calibrate`), for the
-        probabilities of its predictions; kept in its meta.json info."""
+        probabilities of its predictions; kept in its meta.json info (called when the
+        component's last epoch is done, before its progress is saved, so that a resumed run
+        has it too)."""
         component = self.pipeline.components.get(name)
         if component is None or not component.confidence_column:
             return
@@ -270,7 +270,6 @@ class Training:
         self.tracker.message(describe_fit(name, fit) + f", {time.perf_counter() - start:.1f} s")
         if self.output is not None:
             self.pipeline.save(self.output / BEST_MODEL)
-            (self.output / "training.json").write_text(json.dumps(self.report, indent=2) + "\n", encoding="utf-8")
 
     # -- inputs ------------------------------------------------------------------------
     def train_inputs(self, name: str, component: Component) -> list:
@@ -399,6 +398,8 @@ def _train_component(name: str, component: Component, trainer, train_x: list, de
         entry["stopped"] = ("schedule" if stop else "patience" if patience_over
                             else "max_epochs" if epoch == limits["max_epochs"] else None)
         entry["done"] = entry["stopped"] is not None
+        if entry["done"] and dev_x and run.settings["calibrate"]:
+            run.calibrate(name, dev_x)
         _log_tables(trainer, entry, run.tracker)
         _save_progress(run, trainer, name, epoch)
         if stop:
