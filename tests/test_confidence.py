@@ -363,3 +363,19 @@ def test_parse_text_and_json_with_probabilities(tiny_model, tmp_path):
     data = json.loads(line)
     assert len(data["underscore_token"]["head_prob"]) == len(data["tokens"])
     assert all(t["head"] is None for t in data["tokens"])  # nothing is certain to 1.0
+
+
+def test_calibrate_command_writes_the_temperatures(tiny_model, tmp_path):
+    pipeline = load(tiny_model)
+    for c in pipeline.components.values():
+        c.info.pop("temperature", None)
+    pipeline.save(tmp_path / "raw")
+    result = subprocess.run([sys.executable, "-m", "arborist.cli", "calibrate", str(tmp_path / "raw"),
+                             str(SAMPLE / "sample-dev.conllu"), "-o", str(tmp_path / "calibrated")],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "parser: temperature" in result.stderr
+    raw, calibrated = load(tmp_path / "raw"), load(tmp_path / "calibrated")
+    assert all(c.temperature == 1.0 for c in raw.components.values())
+    for name, c in calibrated.components.items():
+        assert c.temperature == pytest.approx(load(tiny_model).components[name].temperature, rel=1e-6)
