@@ -41,10 +41,12 @@ def gather(pipeline, gold, gold_tags):
     """Per column: (probability of the prediction, correct) over every word."""
     parsed = list(pipeline.parse(gold, gold_tags, batch_size=64, confidence=0))
     out = {}
-    head_ok = np.concatenate([np.asarray(p.heads[1:]) == g.heads[1:] for p, g in zip(parsed, gold)])
-    head_p = np.concatenate([p.confidences["head"].prob for p in parsed])
-    out["head"] = (head_p, head_ok)
-    if parsed[0].deprels is not None and "deprel" in parsed[0].confidences:
+    head_ok = head_p = None
+    if "head" in parsed[0].confidences:
+        head_ok = np.concatenate([np.asarray(p.heads[1:]) == g.heads[1:] for p, g in zip(parsed, gold)])
+        head_p = np.concatenate([p.confidences["head"].prob for p in parsed])
+        out["head"] = (head_p, head_ok)
+    if parsed[0].deprels is not None and "deprel" in parsed[0].confidences and head_ok is not None:
         label_ok = np.concatenate([np.array([a == b for a, b in zip(p.deprels[1:], g.deprels[1:])])
                                    for p, g in zip(parsed, gold)])
         label_p = np.concatenate([p.confidences["deprel"].prob for p in parsed])
@@ -87,18 +89,24 @@ def held_out(pipeline, gold, gold_tags, bins):
 
 def timing(pipeline, gold, gold_tags, repeats):
     """Best of `repeats` runs each, interleaved (the machine is shared: both see the same load)."""
+    outputs = {}
+
     def run(confidence):
         start = time.perf_counter()
-        for _ in pipeline.parse(gold, gold_tags, batch_size=64, confidence=confidence):
-            pass
-        return time.perf_counter() - start
+        out = list(pipeline.parse(gold, gold_tags, batch_size=64, confidence=confidence))
+        seconds = time.perf_counter() - start
+        outputs[confidence] = out
+        return seconds
 
     words = sum(x.n for x in gold)
     argmax = probs = math.inf
     for _ in range(repeats):
         argmax = min(argmax, run(None))
         probs = min(probs, run(3))
-    return {"words": words, "argmax_seconds": argmax, "probs_seconds": probs, "ratio": probs / argmax,
+    # the predictions with probabilities are the argmax-only ones
+    same = all((a.heads is None and b.heads is None or np.array_equal(a.heads, b.heads))
+               and a.deprels == b.deprels and a.columns == b.columns for a, b in zip(outputs[None], outputs[3]))
+    return {"words": words, "same_predictions": same, "argmax_seconds": argmax, "probs_seconds": probs, "ratio": probs / argmax,
             "argmax_words_per_second": words / argmax, "probs_words_per_second": words / probs}
 
 
@@ -131,6 +139,8 @@ def table() -> str:
              "p >= 0.9: UAS | time with probs |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for path in sorted(RESULTS.glob("confidence_*.json")):
         r = json.loads(path.read_text())
+        if "head" not in r["columns"]:
+            continue  # a tagger: see its JSON
         head = r["columns"]["head"]
         at90 = next(c for c in head["coverage"] if c["threshold"] == 0.9)
         t = r["temperatures"].get("parser")
@@ -200,14 +210,14 @@ def main():
         out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
         plot(name, {c: r for c, r in reliabilities.items() if c in ("head", "deprel", "arc")}
              or reliabilities, RESULTS / f"confidence_{name}.png")
-        head = result["columns"]["head"]
-        at90 = next(r for r in head["coverage"] if r["threshold"] == 0.9)
-        print(f"{name}: T={temps} head ECE {head['ece']:.4f} (uncalibrated {head['ece_uncalibrated']:.4f}"
-              + (f", held-out {head['ece_held_out']:.4f}" if "ece_held_out" in head else "")
-              + f"), UAS {100 * head['accuracy']:.2f}; p>=0.9: {100 * at90['coverage']:.1f}% of words, "
-              f"{100 * (at90['accuracy'] or 0):.2f}% correct"
-              + (f"; parse {result['timing']['ratio']:.2f}x argmax time" if "timing" in result else ""),
-              flush=True)
+        for column, c in result["columns"].items():
+            at90 = next(r for r in c["coverage"] if r["threshold"] == 0.9)
+            print(f"{name} {column}: ECE {c['ece']:.4f} (uncalibrated {c['ece_uncalibrated']:.4f}"
+                  + (f", held-out {c['ece_held_out']:.4f}" if "ece_held_out" in c else "")
+                  + f"), accuracy {100 * c['accuracy']:.2f}; p>=0.9: {100 * at90['coverage']:.1f}% of words, "
+                  f"{100 * (at90['accuracy'] or 0):.2f}% correct", flush=True)
+        print(f"{name}: T={temps}" + (f"; parse {result['timing']['ratio']:.2f}x argmax time" if "timing" in result
+                                      else ""), flush=True)
 
 
 if __name__ == "__main__":

@@ -114,8 +114,12 @@ class Component:
 
     # -- predicting -------------------------------------------------------------------
     def predict(self, x):
-        s = self.structure
-        return s.argmax(x, s.scores(x, self.weights))
+        return self.decode(x, self.structure.scores(x, self.weights))
+
+    def decode(self, x, scores):
+        """Its prediction for example x from the structure's scores of x (`predict`, and
+        `annotate_confident`, which computes the scores once for this and the marginals)."""
+        return self.structure.argmax(x, scores)
 
     def predict_batch(self, batch: SentenceBatch) -> np.ndarray:
         """`predict` of every sentence of the batch, concatenated: by the structure's batch
@@ -234,7 +238,7 @@ class Component:
         parts, distributions = [], []
         for x in self.examples(sentences):
             scores = s.scores(x, self.weights)
-            parts.append(s.argmax(x, scores))
+            parts.append(self.decode(x, scores))
             distributions.append(self.word_probabilities(x, scores / t) if x.n else np.zeros((0, 1)))
         predicted = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
         self.write_batch(batch, predicted)
