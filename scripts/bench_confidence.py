@@ -30,7 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
-from arborist.confidence import coverage_curve, expected_calibration_error, reliability, upstream_inputs
+from arborist.confidence import (
+    coverage_curve,
+    expected_calibration_error,
+    reliability,
+    upstream_inputs,
+)
 from arborist.corpus import read_corpus
 from arborist.model import load
 

@@ -4,31 +4,35 @@ spaCy serialization, and `arborist parse --probs / --min-prob`."""
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from arborist.parser.features import DEFAULT_TEMPLATES
+from test_chain import TAGS, all_sequences
+from test_chain import sentence as chain_sentence
+from test_labels import sentence as label_sentence
+from test_tree import HASH_BITS, projective_trees, sentence, spanning_trees
 
 from arborist.components.labeler import Labeler
 from arborist.components.parser import Parser
 from arborist.components.tagger import Tagger
-from arborist.confidence import (calibrate_pipeline, coverage_curve, expected_calibration_error, misc_items,
-                                 reliability)
+from arborist.confidence import (
+    calibrate_pipeline,
+    coverage_curve,
+    expected_calibration_error,
+    misc_items,
+    reliability,
+)
 from arborist.corpus import read_corpus
-from arborist.model import Pipeline, load
-from arborist.parser.features import DEFAULT_TEMPLATES
+from arborist.model import load
 from arborist.parser.labels import ArcLabels
 from arborist.parser.second_order import SecondOrderTree
 from arborist.parser.tree import DependencyTree
 from arborist.sentence import SentenceBatch
 from arborist.tagger.chain import LinearChain
-
-from test_chain import TAGS, all_sequences, sentence as chain_sentence
-from test_labels import sentence as label_sentence
-from test_tree import HASH_BITS, projective_trees, sentence, spanning_trees
 
 SAMPLE = Path(__file__).resolve().parents[1] / "corpora" / "sample"
 
