@@ -37,6 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+import numpy as np
+
+from .confidence import ARC, LOW, format_prob, misc_items, misc_key
 from .corpus import CorpusError, format_sentence, merge_misc, read_conllu
 from .model import Pipeline
 
@@ -50,6 +53,37 @@ WINDOW = 3  # chunks in flight per worker: enough to keep it busy, few enough to
 HTML_HEAD = ('<!DOCTYPE html>\n<html lang="{lang}">\n<head>\n<meta charset="utf-8">\n<title>{title}</title>\n'
              '</head>\n<body style="font-family: sans-serif">\n')
 HTML_TAIL = "</body>\n</html>\n"
+
+
+@dataclass(frozen=True)
+class ConfidenceOptions:
+    """What `arborist parse --probs --k-best K --min-prob P [--drop-low]` asks for: write
+    each word's probabilities (and K best values); mark (or drop) the arcs whose head
+    probability is under P."""
+
+    probs: bool = False
+    k_best: int = 0
+    min_prob: float | None = None
+    drop_low: bool = False
+
+
+def low_words(confidences: dict, min_prob: float | None) -> set[int]:
+    """The words (1-based) whose head probability is under `min_prob`."""
+    head = confidences.get("head")
+    if min_prob is None or head is None:
+        return set()
+    return {int(m) + 1 for m in np.flatnonzero(head.prob < min_prob)}
+
+
+def confidence_misc(confidences: dict, n: int, options: ConfidenceOptions, low: set[int]) -> list[str]:
+    """Each word's MISC items for the options (probabilities, k best, LowProb=Yes)."""
+    out = []
+    for m in range(n):
+        items = misc_items(confidences, m, options.k_best) if options.probs else []
+        if m + 1 in low and not options.drop_low:
+            items.append(f"{LOW}=Yes")
+        out.append("|".join(items))
+    return out
 
 
 class InputError(ValueError):
@@ -188,32 +222,36 @@ def chunks(job: Job) -> Iterator[tuple[tuple, int]]:
 
 
 # -- annotating and writing ---------------------------------------------------------
-def spacy_pipeline(pipeline: Pipeline, lang: str | None = None):
+def spacy_pipeline(pipeline: Pipeline, lang: str | None = None, confidence: ConfidenceOptions | None = None):
     """The spaCy pipeline of a model: the tokenizer of its language, the sentencizer, the
-    arborist tagger (when the model has taggers) and parser."""
+    arborist tagger (when the model has taggers) and parser (with `confidence`, setting the
+    probability extension attributes, `token._.head_prob`...)."""
     import spacy
 
     from .spacy_components import ArboristComponent  # noqa: F401  (registers the factories)
 
+    config = {"probabilities": True, "k_best": confidence.k_best} if confidence is not None else {}
     if pipeline.writer("form") is not None:  # the model's own tokenizer and sentence splitter
         from .spacy_components import ArboristTokenizer
 
-        config = {"nlp": {"tokenizer": {"@tokenizers": "arborist.Tokenizer.v1", "model": None}}}
-        nlp = spacy.blank(lang or pipeline.lang, config=config)
+        tokenizer = {"nlp": {"tokenizer": {"@tokenizers": "arborist.Tokenizer.v1", "model": None}}}
+        nlp = spacy.blank(lang or pipeline.lang, config=tokenizer)
         nlp.tokenizer.set_model(pipeline)
         assert isinstance(nlp.tokenizer, ArboristTokenizer)
     else:
         nlp = spacy.blank(lang or pipeline.lang)
         nlp.add_pipe("sentencizer")
     if pipeline.taggers:
-        nlp.add_pipe("arborist_tagger").set_model(pipeline)
-    nlp.add_pipe("arborist_parser").set_model(pipeline)
+        nlp.add_pipe("arborist_tagger", config=config).set_model(pipeline)
+    nlp.add_pipe("arborist_parser", config=config).set_model(pipeline)
     return nlp
 
 
-def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None) -> str:
+def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
+               confidence: ConfidenceOptions | None = None, columns: tuple[str, ...] = ()) -> str:
     """CoNLL-U of an annotated Doc: one sentence per doc.sents, whitespace tokens left
-    out (they only set SpaceAfter), ROOT written as UD's root."""
+    out (they only set SpaceAfter), ROOT written as UD's root; with `confidence`, the
+    probabilities of `columns` from the token attributes (`token._.head_prob`...)."""
     from .spacy_components import to_ud_label
 
     out = []
@@ -243,9 +281,13 @@ def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None) -> 
                 head = head.head
             head_id = 0 if head.i == t.i else ids.get(head.i, 0)
             after = j <= inside_until or t.whitespace_ or (t.i + 1 < len(doc) and doc[t.i + 1].is_space)
+            misc, dropped = token_misc(t, after), False
+            if confidence is not None:
+                items, dropped = token_confidence_items(t, columns, confidence, ids)
+                misc = merge_misc(misc, "|".join(items)) if items else misc
             out.append("\t".join((
                 str(j), t.text, t.lemma_ or "_", t.pos_ or "_", t.tag_ or "_", str(t.morph) or "_",
-                str(head_id), to_ud_label(t.dep_) if t.dep_ else "_", "_", token_misc(t, after),
+                "_" if dropped else str(head_id), "_" if dropped or not t.dep_ else to_ud_label(t.dep_), "_", misc,
             )) + "\n")
         out.append("\n")
     return "".join(out)
@@ -290,6 +332,86 @@ def tokenized_conllu(sentence, parsed, paragraph: int, k: int, newdoc: str | Non
     return "".join(out)
 
 
+def token_confidence_items(token, columns: tuple[str, ...], options: ConfidenceOptions, ids: dict
+                           ) -> tuple[list[str], bool]:
+    """(the MISC items of a token's probabilities, from its extension attributes; whether its
+    arc is dropped). `ids`: the CoNLL-U ids of the sentence's tokens (head candidates)."""
+    from .spacy_components import to_ud_label
+
+    items, values = [], {}
+    for column in columns:
+        p = token._.get(f"{column}_prob") if token.has_extension(f"{column}_prob") else None
+        if p is not None:
+            values[column] = p
+            if options.probs:
+                items.append(f"{misc_key(column)}={format_prob(p)}")
+    if options.probs and "head" in values and "deprel" in values:
+        items.append(f"{misc_key(ARC)}={format_prob(values['head'] * values['deprel'])}")
+    if options.probs and options.k_best:
+        for column in columns:
+            cands = token._.get(f"{column}_candidates") if token.has_extension(f"{column}_candidates") else None
+            if not cands:
+                continue
+            shown = []
+            for rank, (value, p) in enumerate(cands):
+                if column == "head":
+                    value = 0 if value == token.i else ids.get(value, 0)
+                elif column == "deprel":
+                    value = to_ud_label(value)
+                if rank == 0 or format_prob(p) != "0":
+                    shown.append(f"{value}:{format_prob(p)}")
+            items.append(f"{misc_key(column, 'Cands')}={','.join(shown)}")
+    low = options.min_prob is not None and "head" in values and values["head"] < options.min_prob
+    if low and not options.drop_low:
+        items.append(f"{LOW}=Yes")
+    return items, low and options.drop_low
+
+
+def set_confidences(doc, confidences: dict, k_best: int) -> None:
+    """Set the probability extension attributes of a Doc made from a CoNLL-U sentence (its
+    tokens are the sentence's words)."""
+    from .spacy_components import confidence_extensions, to_spacy_label
+
+    confidence_extensions(tuple(confidences))
+    arc = confidences.get("head").prob * confidences["deprel"].prob if "head" in confidences and \
+        "deprel" in confidences else None
+    for m, token in enumerate(doc):
+        for column, c in confidences.items():
+            token._.set(f"{column}_prob", float(c.prob[m]))
+            if k_best:
+                cands = []
+                for v, p in zip(c.top[m, :k_best].tolist(), c.top_prob[m, :k_best].tolist()):
+                    if v < 0:
+                        continue
+                    value = (m if v == 0 else v - 1) if column == "head" else c.value(v)
+                    cands.append((to_spacy_label(value) if column == "deprel" else value, float(p)))
+                token._.set(f"{column}_candidates", cands)
+        if arc is not None:
+            token._.set(f"{ARC}_prob", float(arc[m]))
+
+
+def doc_json(doc, columns: tuple[str, ...], options: ConfidenceOptions | None) -> dict:
+    """spaCy's Doc JSON, with the probability attributes under "underscore_token" (--probs)
+    and the arcs under --min-prob marked ("low_prob": true) or dropped (head and dep null)."""
+    if options is None:
+        return doc.to_json()
+    from spacy.tokens import Token
+
+    names = [f"{c}_{a}" for c in columns + ((ARC,) if "head" in columns and "deprel" in columns else ())
+             for a in ("prob", "candidates")]
+    names = [n for n in names if Token.has_extension(n) and any(t._.get(n) is not None for t in doc)]
+    data = doc.to_json(underscore=names) if names and options.probs else doc.to_json()
+    if options.min_prob is not None and Token.has_extension("head_prob"):
+        for token, entry in zip(doc, data.get("tokens", [])):
+            p = token._.head_prob
+            if p is not None and p < options.min_prob:
+                if options.drop_low:
+                    entry["head"] = entry["dep"] = None
+                else:
+                    entry["low_prob"] = True
+    return data
+
+
 def sentence_doc(vocab, sentence, heads, deprels, tags: dict):
     """A Doc of an annotated CoNLL-U sentence (for JSON and HTML output of CoNLL-U input)."""
     from spacy.parts_of_speech import IDS as UNIVERSAL_POS
@@ -316,9 +438,13 @@ def sentence_doc(vocab, sentence, heads, deprels, tags: dict):
 class Annotator:
     """Turns a chunk into output text; one per worker process."""
 
-    def __init__(self, pipeline: Pipeline, fmt: str, lang: str | None = None, gold_tags: bool = False):
+    def __init__(self, pipeline: Pipeline, fmt: str, lang: str | None = None, gold_tags: bool = False,
+                 confidence: ConfidenceOptions | None = None):
         self.pipeline, self.fmt, self.gold_tags = pipeline, fmt, gold_tags
-        self.nlp = spacy_pipeline(pipeline, lang)
+        self.confidence = confidence
+        # the columns with probabilities, in pipeline order
+        self.columns = tuple(c.confidence_column for c in pipeline.stage(gold_tags) if c.confidence_column)
+        self.nlp = spacy_pipeline(pipeline, lang, confidence)
 
     def __call__(self, payload: tuple, name: str) -> tuple[str, int]:
         """(output text, words) of a chunk of the file `name`."""
@@ -327,7 +453,7 @@ class Annotator:
         kind, items = payload
         if kind == "conllu":
             return self.conllu(items)
-        if self.fmt == "conllu" and self.pipeline.writer("form") is not None:
+        if self.fmt == "conllu" and self.confidence is None and self.pipeline.writer("form") is not None:
             return self.tokenized(items, name)
         texts = (text for _, text in items)
         out, words = [], 0
@@ -359,21 +485,37 @@ class Annotator:
 
     def conllu(self, sentences) -> tuple[str, int]:
         out, words = [], 0
-        for sentence, parsed in zip(sentences, self.pipeline.annotate_many(sentences, self.gold_tags)):
+        options = self.confidence
+        k = options.k_best if options is not None else None
+        for sentence, parsed in zip(sentences, self.pipeline.annotate_many(sentences, self.gold_tags, confidence=k)):
             heads, deprels, tags = parsed.heads, parsed.deprels, parsed.columns
             words += sentence.n
             if self.fmt == "conllu":
-                out.append(format_sentence(sentence, heads, deprels, tags))
+                if options is None:
+                    out.append(format_sentence(sentence, heads, deprels, tags))
+                    continue
+                low = low_words(parsed.confidences, options.min_prob)
+                items = confidence_misc(parsed.confidences, sentence.n, options, low)
+                tags = dict(tags)
+                if "misc" in tags:
+                    items = ["|".join(i for i in pair if i) for pair in zip(tags["misc"], items)]
+                tags["misc"] = items
+                out.append(format_sentence(sentence, heads, deprels, tags, low if options.drop_low else None))
             else:
                 with self.vocabulary_zone():
-                    out.append(self.render(sentence_doc(self.nlp.vocab, sentence, heads, deprels, tags)))
+                    doc = sentence_doc(self.nlp.vocab, sentence, heads, deprels, tags)
+                    if options is not None:
+                        set_confidences(doc, parsed.confidences, options.k_best)
+                    out.append(self.render(doc))
         return "".join(out), words
 
     def render(self, doc, paragraph: int | None = None, newdoc: str | None = None) -> str:
         if self.fmt == "conllu":
-            return doc_conllu(doc, paragraph, newdoc)
+            if self.confidence is None:
+                return doc_conllu(doc, paragraph, newdoc)
+            return doc_conllu(doc, paragraph, newdoc, self.confidence, self.columns)
         if self.fmt == "json":
-            return json.dumps(doc.to_json(), ensure_ascii=False) + "\n"
+            return json.dumps(doc_json(doc, self.columns, self.confidence), ensure_ascii=False) + "\n"
         from spacy import displacy
 
         sentences = [s for s in doc.sents if not all(t.is_space for t in s)]
@@ -385,7 +527,7 @@ class Annotator:
 _ANNOTATOR: Annotator | None = None  # the worker's (inherited from the parent when forked)
 
 
-def _init_worker(pipeline_path, fmt, lang, gold_tags) -> None:
+def _init_worker(pipeline_path, fmt, lang, gold_tags, confidence=None) -> None:
     global _ANNOTATOR
     # Ctrl-C reaches the whole process group: the parent stops the pool (parse_files'
     # `finally`), and a worker's own KeyboardInterrupt would only print a traceback.
@@ -393,7 +535,7 @@ def _init_worker(pipeline_path, fmt, lang, gold_tags) -> None:
     if _ANNOTATOR is None:  # started by spawn: load the model here
         from .model import load
 
-        _ANNOTATOR = Annotator(load(pipeline_path), fmt, lang, gold_tags)
+        _ANNOTATOR = Annotator(load(pipeline_path), fmt, lang, gold_tags, confidence)
 
 
 def _work(payload, name):
@@ -473,7 +615,7 @@ class _Output:
 
 def parse_files(pipeline: Pipeline, jobs: list[Job], fmt: str = "conllu", *, model_path=None,
                 lang: str | None = None, gold_tags: bool = False, n_process: int = 1, overwrite: bool = False,
-                progress: bool = True) -> Report:
+                progress: bool = True, confidence: ConfidenceOptions | None = None) -> Report:
     """Parse every job's file into its target; see the module docstring."""
     from rich.console import Console
 
@@ -496,14 +638,15 @@ def parse_files(pipeline: Pipeline, jobs: list[Job], fmt: str = "conllu", *, mod
         return report
     language = lang or pipeline.lang
     global _ANNOTATOR
-    _ANNOTATOR = Annotator(pipeline, fmt, language, gold_tags)
+    _ANNOTATOR = Annotator(pipeline, fmt, language, gold_tags, confidence)
     pool = None
     if n_process > 1:
         # Fork where there is fork: the workers share the parent's model pages instead of
         # reading their own copy. The pool starts before the progress bar's thread.
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
         context = multiprocessing.get_context(method)
-        pool = _WorkerPool(n_process, _init_worker, (str(model_path), fmt, language, gold_tags), context=context)
+        pool = _WorkerPool(n_process, _init_worker, (str(model_path), fmt, language, gold_tags, confidence),
+                           context=context)
     window = WINDOW * n_process if pool is not None else 0  # in this process: write each chunk when done
     start = time.perf_counter()
     bar = _Progress(console, sum(j.size for j in todo), progress)

@@ -121,6 +121,36 @@ def evaluate_pipeline(pipeline, sentences, gold_tags: bool = False) -> dict:
 
 
 @app.command()
+def calibrate(
+    model: Path = typer.Argument(..., exists=True, file_okay=False, help="model directory"),
+    dev: Path = typer.Argument(..., exists=True, dir_okay=False, help="gold CoNLL-U file (the dev set)"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="write the calibrated model here "
+                                          "(default: replace MODEL)"),
+):
+    """Fit the temperature of each component's probabilities (heads, labels, tags) on a gold
+    file by maximum likelihood and store it in the model (`arborist train` does this on its
+    dev set; this is for models trained without one, or to calibrate on other data)."""
+    from .confidence import calibrate_pipeline
+    from .corpus import CorpusError, read_conllu
+    from .model import ModelError, load
+
+    try:
+        pipeline = load(model)
+        fits = calibrate_pipeline(pipeline, read_conllu(dev, require_heads=True),
+                                  lambda line: typer.echo(line, err=True))
+    except (CorpusError, ModelError, OSError, ValueError) as e:
+        _fail(str(e))
+    if not fits:
+        _fail(f"{model}: no component gives probabilities")
+    target = output or model
+    if (target / "meta.json").exists() or not (target / "model-best" / "meta.json").exists():
+        pipeline.save(target)
+    else:
+        pipeline.save(target / "model-best")  # a training output directory: its model-best
+    typer.echo(f"calibrated model written to {target}", err=True)
+
+
+@app.command()
 def parse(
     model: Path = typer.Argument(..., exists=True, file_okay=False, help="model directory"),
     inputs: List[Path] = typer.Argument(
@@ -140,18 +170,36 @@ def parse(
                                           "auto); default: start Ray on this machine"),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="--engine ray: parsing actors (default: "
                                           "the cluster's CPUs)"),
+    probs: bool = typer.Option(False, "--probs", help="write each word's probabilities: CoNLL-U MISC "
+                               "HeadProb, DeprelProb, ArcProb (their product), UposProb...; JSON token._ "
+                               "attributes head_prob, deprel_prob, head_candidates..."),
+    k_best: int = typer.Option(0, "--k-best", min=0, help="with --probs, also each word's K most probable "
+                               "heads (labels, tags) with their probabilities (MISC HeadCands=3:0.9,5:0.08)"),
+    min_prob: Optional[float] = typer.Option(None, "--min-prob", min=0.0, max=1.0, help="mark the arcs whose "
+                                             "head probability is below this (MISC LowProb=Yes)"),
+    drop_low: bool = typer.Option(False, "--drop-low", help="with --min-prob: drop those arcs instead (HEAD and "
+                                  "DEPREL '_' in CoNLL-U, head and dep null in JSON), for extraction jobs"),
 ):
     """Tag and parse text and CoNLL-U files. Text is tokenized and split into sentences by
     spaCy; CoNLL-U keeps every byte except the predicted UPOS/XPOS (unless --gold-tags), HEAD
     and DEPREL. Outputs that exist are skipped (the run can be resumed); a file that cannot be
-    read is reported and skipped. Exit status: 0 all parsed, 2 some failed, 1 all failed."""
-    from .batch import FORMATS, parse_files, plan
+    read is reported and skipped. Exit status: 0 all parsed, 2 some failed, 1 all failed.
+    --probs, --k-best and --min-prob add the model's calibrated probabilities (off by
+    default: the output is then unchanged)."""
+    from .batch import FORMATS, ConfidenceOptions, parse_files, plan
     from .model import ModelError, load
 
     if fmt not in FORMATS:
         _fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if lang is not None:
         _check_lang(lang)
+    if k_best and not probs:
+        _fail("--k-best needs --probs")
+    if drop_low and min_prob is None:
+        _fail("--drop-low needs --min-prob")
+    if (probs or min_prob is not None) and fmt == "html":
+        _fail("--probs and --min-prob write CoNLL-U or JSON, not html")
+    confidence = ConfidenceOptions(probs, k_best, min_prob, drop_low) if probs or min_prob is not None else None
     try:
         pipeline = load(model)
     except ModelError as e:
@@ -164,6 +212,8 @@ def parse(
         _fail(str(e))
     output_dir.mkdir(parents=True, exist_ok=True)
     if engine == "ray":
+        if confidence is not None:
+            _fail("--probs and --min-prob run with --engine local for now")
         try:
             from .distributed import parse as parse_on_ray
 
@@ -174,7 +224,7 @@ def parse(
     elif engine == "local":
         try:
             report = parse_files(pipeline, jobs, fmt, model_path=model, lang=lang, gold_tags=gold_tags,
-                                 n_process=n_process, overwrite=overwrite, progress=progress)
+                                 n_process=n_process, overwrite=overwrite, progress=progress, confidence=confidence)
         except OSError as e:  # the output side: a full disk (ENOSPC), a read-only filesystem (EROFS)
             _fail(_os_error(e, output_dir))
     else:

@@ -22,6 +22,11 @@ from another package). Everything that differs between kinds lives in the class:
     value(), apply()    one sentence's prediction, and that prediction written into a
                         `Sentence` (jackknifing, and the inputs of the components after it)
     score(), score_key  its dev scores, and the one that selects its epochs
+    confidence_column   the column whose probabilities it gives ("head", "deprel", "upos"),
+                        "" for none; with word_probabilities(), predicted_classes(),
+                        gold_classes() and candidate_names the generic `confidences`
+                        (probabilities of its predictions, k best values) and
+                        `calibrate` (a temperature fitted on dev, kept in `info`) work
     save(), load()      its files in a model directory (default: `<name>.npy`, the weights)
 
 The training driver (`arborist.train`), the model (`arborist.model`), the CLI and
@@ -29,6 +34,8 @@ the spaCy bridge loop over components through these and name no kind.
 """
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -43,6 +50,27 @@ from .weights import Weights
 # "arcs") form the tree stage.
 TOKEN_COLUMNS = ("upos", "xpos", "lemma", "feats", "misc")
 MAX_HASH_BITS = 40  # 8 TiB of weights: anything larger in a model file is forged
+
+
+@dataclass
+class Confidence:
+    """A component's probabilities for its column over a batch, in the batch's columns (a
+    sentence's root first; NaN and -1 at roots).
+
+    prob        (N,) the probability of each word's predicted value, from the model's own
+                marginals at the component's temperature
+    top, top_prob  (N, k) each word's k most probable values (class indices; -1 past the
+                number of classes) and their probabilities, best first
+    names       the value of each class index (a label set), or None where the index is the
+                value itself (a head)"""
+
+    prob: np.ndarray
+    top: np.ndarray
+    top_prob: np.ndarray
+    names: Sequence[str] | None = None
+
+    def value(self, index: int):
+        return int(index) if self.names is None else self.names[int(index)]
 
 
 class ModelError(ValueError):
@@ -87,8 +115,12 @@ class Component:
 
     # -- predicting -------------------------------------------------------------------
     def predict(self, x):
-        s = self.structure
-        return s.argmax(x, s.scores(x, self.weights))
+        return self.decode(x, self.structure.scores(x, self.weights))
+
+    def decode(self, x, scores):
+        """Its prediction for example x from the structure's scores of x (`predict`, and
+        `annotate_confident`, which computes the scores once for this and the marginals)."""
+        return self.structure.argmax(x, scores)
 
     def predict_batch(self, batch: SentenceBatch) -> np.ndarray:
         """`predict` of every sentence of the batch, concatenated: by the structure's batch
@@ -144,6 +176,139 @@ class Component:
         """Scores of its predictions (`parsed`, from `arborist.model.annotate`) against the gold
         sentences; `unseen(sentence)` marks the words unseen in training."""
         raise NotImplementedError
+
+    # -- probabilities -----------------------------------------------------------------
+    confidence_column = ""  # the column whose probabilities `confidences` gives ("" none)
+
+    @property
+    def temperature(self) -> float:
+        """The temperature its scores are divided by before normalizing (`calibrate`; 1 if none)."""
+        return float(self.info.get("temperature", 1.0))
+
+    @property
+    def candidate_names(self) -> Sequence[str] | None:
+        """The value of each class (`Confidence.names`); None: the class index is the value."""
+        return self.classes or None
+
+    def word_probabilities(self, x, scores: np.ndarray) -> np.ndarray:
+        """(n, C): each word's distribution over its C classes under the structure's
+        marginals for `scores` (an example, as `examples` makes them)."""
+        raise NotImplementedError
+
+    def predicted_classes(self, batch: SentenceBatch, predicted: np.ndarray, i: int) -> np.ndarray:
+        """(n,) the class index of each word's prediction in sentence i."""
+        raise NotImplementedError
+
+    def gold_classes(self, x, gold: Sentence) -> np.ndarray:
+        """(n,) the class index of each word's gold value (-1 where it has none)."""
+        raise NotImplementedError
+
+    def possible_classes(self, x) -> np.ndarray | None:
+        """(n, C) bool: the classes the structure can give each word of example x (None: all).
+        A gold value it cannot give (an arc a pruner removed) has probability 0 at every
+        temperature, so `calibrate` leaves such words out."""
+        return None
+
+    def distributions(self, examples: Sequence, temperature: float | None = None):
+        """`word_probabilities` of each example at `temperature` (default: its own)."""
+        t = self.temperature if temperature is None else temperature
+        s = self.structure
+        for x in examples:
+            if x.n == 0:
+                yield np.zeros((0, 1))
+            else:
+                yield self.word_probabilities(x, s.scores(x, self.weights) / t)
+
+    def confidences(self, batch: SentenceBatch, predicted: np.ndarray, k: int = 0) -> dict[str, Confidence]:
+        """{column: Confidence} of its prediction `predicted` for the batch (empty for a kind
+        without probabilities), computed sentence by sentence from the same examples and
+        weights as the prediction."""
+        if not self.confidence_column:
+            return {}
+        sentences = [batch.sentence(i) for i in range(batch.n_sentences)]
+        return self._confidence(batch, predicted, list(self.distributions(self.examples(sentences))), k)
+
+    def annotate_confident(self, batch: SentenceBatch, k: int = 0) -> tuple[np.ndarray | None, dict[str, Confidence]]:
+        """`annotate` and `confidences` in one pass: each sentence's scores are computed once,
+        for its argmax and its marginals (so the probabilities cost the marginals, not a
+        second scoring). The prediction is the argmax of the same scores as `annotate`'s."""
+        if not self.confidence_column:
+            return self.annotate(batch), {}
+        s, t = self.structure, self.temperature
+        sentences = [batch.sentence(i) for i in range(batch.n_sentences)]
+        parts, distributions = [], []
+        for x in self.examples(sentences):
+            scores = s.scores(x, self.weights)
+            parts.append(self.decode(x, scores))
+            distributions.append(self.word_probabilities(x, scores / t) if x.n else np.zeros((0, 1)))
+        predicted = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+        self.write_batch(batch, predicted)
+        return predicted, self._confidence(batch, predicted, distributions, k)
+
+    def _confidence(self, batch: SentenceBatch, predicted: np.ndarray, distributions: list, k: int
+                    ) -> dict[str, Confidence]:
+        n_columns = batch.attrs.shape[1]
+        prob = np.full(n_columns, np.nan)
+        top = np.full((n_columns, k), -1, dtype=np.int64)
+        top_prob = np.zeros((n_columns, k))
+        for i, p in enumerate(distributions):
+            a, b = int(batch.starts[i]) + 1, int(batch.starts[i + 1])
+            if b == a:
+                continue
+            chosen = self.predicted_classes(batch, predicted, i)
+            prob[a:b] = p[np.arange(b - a), chosen]
+            if k:
+                kk = min(k, p.shape[1])
+                order = np.argsort(-p, axis=1, kind="stable")[:, :kk]
+                top[a:b, :kk] = order
+                top_prob[a:b, :kk] = np.take_along_axis(p, order, axis=1)
+        return {self.confidence_column: Confidence(prob, top, top_prob, self.candidate_names)}
+
+    def calibrate(self, inputs: Sequence[Sentence], gold: Sequence[Sentence]) -> dict | None:
+        """Fit its temperature on dev by maximum likelihood: the T that maximizes the sum over
+        words of log P_T(gold value), P_T from the structure's marginals of scores / T.
+        `inputs`: the dev sentences as the components before it leave them; `gold`: the
+        same sentences with their gold columns. Stores T in `info` (saved in meta.json) and
+        returns {"temperature", "nll_before", "nll_after", "words", "impossible" (words left
+        out: see `possible_classes`)}, or None when the kind
+        gives no probabilities or no word has a gold value."""
+        if not self.confidence_column:
+            return None
+        examples = self.examples(list(inputs))
+        s = self.structure
+        cached, impossible = [], 0
+        for x, g in zip(examples, gold):
+            if not x.n:
+                continue
+            classes = np.array(self.gold_classes(x, g), dtype=np.intp)
+            possible = self.possible_classes(x)
+            if possible is not None:
+                known = np.flatnonzero(classes >= 0)
+                out = known[~possible[known, classes[known]]]
+                impossible += len(out)
+                classes[out] = -1
+            cached.append((x, s.scores(x, self.weights), classes))
+        words = sum(int((c >= 0).sum()) for _, _, c in cached)
+        if not words:
+            return None
+
+        def nll(log_t: float) -> float:
+            total = 0.0
+            t = math.exp(log_t)
+            for x, scores, classes in cached:
+                keep = classes >= 0
+                p = self.word_probabilities(x, scores / t)[np.flatnonzero(keep), classes[keep]]
+                total -= np.log(np.maximum(p, 1e-300)).sum()
+            return total / words
+
+        from scipy.optimize import minimize_scalar
+
+        before = nll(0.0)
+        result = minimize_scalar(nll, bounds=(-6.0, 6.0), method="bounded", options={"xatol": 1e-3})
+        log_t, after = (float(result.x), float(result.fun)) if result.fun < before else (0.0, before)
+        self.info["temperature"] = math.exp(log_t)
+        return {"temperature": self.info["temperature"], "nll_before": before, "nll_after": after, "words": words,
+                "impossible": impossible}
 
     # -- saving -----------------------------------------------------------------------------
     def registry_call(self) -> dict:

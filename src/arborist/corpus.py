@@ -240,11 +240,15 @@ def _check_tree(heads: Sequence[int], head_lines: Sequence[int], path, first: in
             state[p] = 2
 
 
-def format_sentence(sentence: Sentence, heads=None, deprels=None, tags: dict | None = None) -> str:
+def format_sentence(sentence: Sentence, heads=None, deprels=None, tags: dict | None = None,
+                    unattached=None) -> str:
     """The sentence's lines as read, with HEAD, DEPREL and token columns replaced where given
     (tags: {"upos": [...], "lemma": [...], ...}, one value per word, without the root; a
-    "misc" value is a Key=Value item merged into the word's MISC, replacing its own key)."""
-    if heads is None and deprels is None and not tags:
+    "misc" value is a Key=Value item, or several joined by '|', merged into the word's MISC,
+    replacing its own items of the same keys). `unattached`: the words (1-based) whose HEAD
+    and DEPREL are written '_' (arcs left out, `arborist parse --min-prob --drop-low`)."""
+    unattached = set(unattached) if unattached is not None else set()
+    if heads is None and deprels is None and not tags and not unattached:
         return "".join(sentence.lines)
     tags = dict(tags or {})
     misc = tags.pop("misc", None)
@@ -263,12 +267,19 @@ def format_sentence(sentence: Sentence, heads=None, deprels=None, tags: dict | N
             columns[col] = values[m - 1]
         if misc is not None:
             columns[MISC_COL] = merge_misc(columns[MISC_COL], misc[m - 1])
+        if m in unattached:
+            columns[HEAD_COL] = columns[DEPREL_COL] = "_"
         lines[offset] = "\t".join(columns) + ending
     return "".join(lines)
 
 
 def merge_misc(field: str, item: str) -> str:
-    """A MISC field with `item` (Key=Value) in place of any item of the same key."""
+    """A MISC field with `item` (Key=Value) in place of any item of the same key; an item of
+    several Key=Value joined by '|' is merged one by one."""
+    if "|" in item:
+        for part in item.split("|"):
+            field = merge_misc(field, part)
+        return field
     key = item.split("=", 1)[0]
     items = [i for i in field.split("|") if i and i != "_" and i.split("=", 1)[0] != key]
     if item and item != "_":

@@ -32,7 +32,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from .component import Component, ModelError
+from .component import Component, Confidence, ModelError
 from .sentence import FORM, Sentence, SentenceBatch
 
 FORMAT = "arborist-model"
@@ -42,7 +42,7 @@ NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 RESERVED = {"vocabulary", "meta", "weights"}  # names of the model's other files
 DEFAULT_LANG = "en"
 
-__all__ = ["BEST_MODEL", "Component", "ModelError", "Parsed", "Pipeline", "load", "write_directory"]
+__all__ = ["BEST_MODEL", "Component", "Confidence", "ModelError", "Parsed", "Pipeline", "load", "write_directory"]
 
 
 @dataclass
@@ -56,13 +56,16 @@ class Parsed:
     deprels    the predicted DEPREL strings (n+1, '' for the root), None without one
     values     {component name: its prediction}
     columns    {column: one string per word} of the predicted token columns (UPOS, XPOS,
-               LEMMA, FEATS, MISC...), for CoNLL-U output"""
+               LEMMA, FEATS, MISC...), for CoNLL-U output
+    confidences  {column: Confidence over the sentence's words} ("head", "deprel", "upos"...)
+               when probabilities were asked for (`confidence=k`), else empty"""
 
     sentence: Sentence
     heads: np.ndarray | None = None
     deprels: list[str] | None = None
     values: dict = field(default_factory=dict)
     columns: dict = field(default_factory=dict)
+    confidences: dict = field(default_factory=dict)
 
     def _triple(self) -> tuple:
         return self.sentence, self.heads, self.deprels
@@ -77,14 +80,20 @@ class Parsed:
         return 3
 
 
-def annotate(components: list[Component], sentences: list[Sentence]) -> list[Parsed]:
+def annotate(components: list[Component], sentences: list[Sentence], confidence: int | None = None
+             ) -> list[Parsed]:
     """Run the components in order on the sentences, as one batch: each component's batch
-    kernel reads what the components before it wrote into the batch."""
+    kernel reads what the components before it wrote into the batch. `confidence=k` (k >= 0)
+    also gives each sentence its `confidences`, with each word's k most probable values."""
     batch = SentenceBatch.from_sentences(sentences)
-    predicted = annotate_batch(components, batch)
+    probabilities: dict[str, Confidence] = {}
+    predicted = annotate_batch(components, batch, confidence, probabilities)
     out = []
     for i, sentence in enumerate(sentences):
         parsed = Parsed(sentence)
+        a, b = int(batch.starts[i]) + 1, int(batch.starts[i + 1])
+        for column, c in probabilities.items():
+            parsed.confidences[column] = Confidence(c.prob[a:b], c.top[a:b], c.top_prob[a:b], c.names)
         for component in components:
             if component.name not in predicted:
                 continue
@@ -101,13 +110,21 @@ def annotate(components: list[Component], sentences: list[Sentence]) -> list[Par
     return out
 
 
-def annotate_batch(components: list[Component], batch: SentenceBatch) -> dict[str, np.ndarray]:
+def annotate_batch(components: list[Component], batch: SentenceBatch, confidence: int | None = None,
+                   found: dict | None = None) -> dict[str, np.ndarray]:
     """{component name: its prediction} for the batch; each stage runs in one region
     without the GIL where its structure has a batch kernel, so threads sharing a pipeline
-    run in parallel."""
+    run in parallel. With `confidence=k`, each component that gives probabilities predicts
+    with them instead (`Component.annotate_confident`), and `found` receives {column:
+    Confidence} over the batch's columns."""
     predicted = {}
     for component in components:
-        result = component.annotate(batch)
+        if confidence is None:
+            result = component.annotate(batch)
+        else:
+            result, conf = component.annotate_confident(batch, confidence)
+            if found is not None:
+                found.update(conf)
         if result is not None:
             predicted[component.name] = result
     return predicted
@@ -171,9 +188,18 @@ class Pipeline:
         the batch's rows are updated with what the components wrote."""
         return annotate_batch(self.stage(gold_tags, tag_only), batch)
 
-    def annotate_many(self, sentences: list[Sentence], gold_tags: bool = False, tag_only: bool = False
-                      ) -> list[Parsed]:
-        """`annotate` of each sentence, computed as one batch."""
+    def annotate_confident(self, batch: SentenceBatch, k: int = 0, gold_tags: bool = False, tag_only: bool = False
+                           ) -> tuple[dict[str, np.ndarray], dict[str, Confidence]]:
+        """`annotate_batch` with probabilities: ({name: prediction}, {column: Confidence}), the
+        probability of each word's predicted head, label, tag..., and its k most probable."""
+        found: dict[str, Confidence] = {}
+        predicted = annotate_batch(self.stage(gold_tags, tag_only), batch, k, found)
+        return predicted, found
+
+    def annotate_many(self, sentences: list[Sentence], gold_tags: bool = False, tag_only: bool = False,
+                      confidence: int | None = None) -> list[Parsed]:
+        """`annotate` of each sentence, computed as one batch (`confidence=k`: with each
+        word's probabilities and k best values, see `Parsed.confidences`)."""
         sentences = list(sentences)
         components = self.stage(gold_tags, tag_only)
         # A component that reads HEAD with none writing it labels the input's tree: sentences
@@ -183,27 +209,28 @@ class Pipeline:
         if needs_tree and not all(s.has_heads for s in sentences):
             with_tree = [s.has_heads for s in sentences]
             rest = [c for c in components if c not in needs_tree]
-            treed = iter(annotate(components, [s for s, t in zip(sentences, with_tree) if t]))
-            untreed = iter(annotate(rest, [s for s, t in zip(sentences, with_tree) if not t]))
+            treed = iter(annotate(components, [s for s, t in zip(sentences, with_tree) if t], confidence))
+            untreed = iter(annotate(rest, [s for s, t in zip(sentences, with_tree) if not t], confidence))
             return [next(treed) if t else next(untreed) for t in with_tree]
-        return annotate(components, sentences)
+        return annotate(components, sentences, confidence)
 
-    def annotate(self, sentence: Sentence, gold_tags: bool = False) -> Parsed:
+    def annotate(self, sentence: Sentence, gold_tags: bool = False, confidence: int | None = None) -> Parsed:
         """(the sentence with predicted tags, predicted heads or None without a parser,
         DEPREL strings (n+1, '' for the root) or None without a labeler), with every
         component's prediction in `.values` and the token columns in `.columns`."""
-        return self.annotate_many([sentence], gold_tags)[0]
+        return self.annotate_many([sentence], gold_tags, confidence=confidence)[0]
 
-    def parse(self, sentences: Iterable[Sentence], gold_tags: bool = False, batch_size: int = 64):
+    def parse(self, sentences: Iterable[Sentence], gold_tags: bool = False, batch_size: int = 64,
+              confidence: int | None = None):
         """`annotate` of each sentence, `batch_size` sentences at a time."""
         batch = []
         for sentence in sentences:
             batch.append(sentence)
             if len(batch) == batch_size:
-                yield from self.annotate_many(batch, gold_tags)
+                yield from self.annotate_many(batch, gold_tags, confidence=confidence)
                 batch = []
         if batch:
-            yield from self.annotate_many(batch, gold_tags)
+            yield from self.annotate_many(batch, gold_tags, confidence=confidence)
 
     def tokenize(self, texts: list[str]) -> list[tuple[object, list[Sentence]]]:
         """(document, its sentences as `Sentence`s of words) of each raw text, by the pipeline's

@@ -62,6 +62,19 @@ TOKEN_ATTRS = {"upos": "pos", "xpos": "tag", "lemma": "lemma", "feats": "morph"}
 SPACE_VALUES = {"upos": SPACE_POS, "xpos": SPACE_TAG}  # what whitespace tokens get
 
 
+def confidence_extensions(columns) -> None:
+    """The token extension attributes of the probabilities of `columns`: `token._.head_prob`,
+    `token._.head_candidates` ([(head token index, probability)], best first; a root's head
+    is itself, as in spaCy), `token._.deprel_prob`, `token._.deprel_candidates` ([(label,
+    probability)]), `token._.arc_prob` (head and label), `token._.upos_prob`..."""
+    names = [f"{c}_{a}" for c in columns for a in ("prob", "candidates")]
+    if "head" in columns:
+        names.append("arc_prob")
+    for name in names:
+        if not Token.has_extension(name):
+            Token.set_extension(name, default=None)
+
+
 def to_spacy_label(deprel: str) -> str:
     return ROOT_LABEL if deprel == "root" else deprel
 
@@ -145,11 +158,15 @@ class ArboristComponent(Pipe):
 
     tagging: bool = True
 
-    def __init__(self, nlp: Language, name: str, model: Optional[str], scorer: Optional[Callable]):
+    def __init__(self, nlp: Language, name: str, model: Optional[str], scorer: Optional[Callable],
+                 probabilities: bool = False, k_best: int = 3):
         self.vocab = nlp.vocab
         self.name = name
         self.model_path = model
         self.scorer = scorer
+        if k_best < 0:
+            raise ValueError(f"[{name}] k_best must be at least 0, got {k_best}")
+        self.probabilities, self.k_best = bool(probabilities), int(k_best)
         self._model: Pipeline | None = None
         self._lock = threading.Lock()  # threads sharing the component load the model once
         self._prefixes: dict[int, int] = {}  # LOWER id -> PREFIX id (see DocBatch)
@@ -171,7 +188,53 @@ class ArboristComponent(Pipe):
         """Use this component's stage of an already loaded arborist pipeline."""
         subset = pipeline.subset(lambda c: c.tagging == self.tagging)
         self.check(subset)
+        if self.probabilities:
+            confidence_extensions(tuple(c.confidence_column for c in subset.components.values()
+                                        if c.confidence_column))
         self._model = subset
+
+    def set_confidences(self, docs: list[Doc], batch: "DocBatch", found: dict) -> None:
+        """With `probabilities`: each word's `token._.<column>_prob` and, with k_best,
+        `token._.<column>_candidates`, and `token._.arc_prob` (head times label), from
+        {column: Confidence} over the batch's columns."""
+        if not found:
+            return
+        columns = np.flatnonzero(batch.column_token >= 0)
+        tokens = batch.column_token[columns]
+        piece_root = np.repeat(batch.batch.starts[:-1], np.diff(batch.batch.starts))[columns]
+        n_tokens = len(batch.space)
+        values: dict[str, list] = {}
+        for column, c in found.items():
+            prob = [None] * n_tokens
+            for t, p in zip(tokens.tolist(), c.prob[columns].tolist()):
+                prob[t] = p
+            values[f"{column}_prob"] = prob
+            if self.k_best:
+                cands = [None] * n_tokens
+                top, top_prob = c.top[columns], c.top_prob[columns]
+                for j, t in enumerate(tokens.tolist()):
+                    row = []
+                    for v, p in zip(top[j].tolist(), top_prob[j].tolist()):
+                        if v < 0:
+                            continue
+                        if column == "head":  # a local head -> its token; the root -> the token itself
+                            v = t if v == 0 else int(batch.column_token[piece_root[j] + v])
+                        else:
+                            v = to_spacy_label(c.value(v)) if column == "deprel" else c.value(v)
+                        row.append((v, p))
+                    cands[t] = row
+                values[f"{column}_candidates"] = cands
+        if "head_prob" in values and "deprel_prob" in values:
+            values["arc_prob"] = [h * d if h is not None else None
+                                  for h, d in zip(values["head_prob"], values["deprel_prob"])]
+        heads = values.pop("head_candidates", None)
+        for doc, offset in zip(docs, batch.offsets[:-1].tolist()):
+            for token in doc:
+                for name, per_token in values.items():
+                    token._.set(name, per_token[offset + token.i])
+                if heads is not None:  # global token indices -> the Doc's
+                    row = heads[offset + token.i]
+                    token._.set("head_candidates", None if row is None else [(v - offset, p) for v, p in row])
 
     def check(self, pipeline: Pipeline) -> None:
         if not pipeline.components:
@@ -275,7 +338,11 @@ class ArboristTagger(ArboristComponent):
     def set_annotations(self, docs: list[Doc], batch: DocBatch) -> None:
         model = self.arborist
         strings = docs[0].vocab.strings
-        predicted = model.annotate_batch(batch.batch)
+        if self.probabilities:
+            predicted, found = model.annotate_confident(batch.batch, self.k_best)
+            self.set_confidences(docs, batch, found)
+        else:
+            predicted = model.annotate_batch(batch.batch)
         attrs, extensions = [], {}
         for component in model.components.values():
             if component.name not in predicted:
@@ -310,8 +377,9 @@ class ArboristParser(ArboristComponent):
 
     tagging = False
 
-    def __init__(self, nlp, name, model, scorer, max_sentence_length: int = MAX_SENTENCE_LENGTH):
-        super().__init__(nlp, name, model, scorer)
+    def __init__(self, nlp, name, model, scorer, max_sentence_length: int = MAX_SENTENCE_LENGTH,
+                 probabilities: bool = False, k_best: int = 3):
+        super().__init__(nlp, name, model, scorer, probabilities, k_best)
         if max_sentence_length < 1:
             raise ValueError(f"[{name}] max_sentence_length must be at least 1, got {max_sentence_length}")
         self.max_sentence_length = max_sentence_length
@@ -334,7 +402,11 @@ class ArboristParser(ArboristComponent):
     def set_annotations(self, docs: list[Doc], batch: DocBatch) -> None:
         model = self.arborist
         strings = docs[0].vocab.strings
-        predicted = model.annotate_batch(batch.batch, gold_tags=True)
+        if self.probabilities:
+            predicted, found = model.annotate_confident(batch.batch, self.k_best, gold_tags=True)
+            self.set_confidences(docs, batch, found)
+        else:
+            predicted = model.annotate_batch(batch.batch, gold_tags=True)
         parser, labeler = model.writer("head"), model.writer("deprel")
         root, default = strings.add(ROOT_LABEL), strings.add(DEFAULT_LABEL)
         n_tokens = len(batch.space)
@@ -480,23 +552,28 @@ def make_tagger_scorer() -> Callable:
 @Language.factory(
     "arborist_tagger",
     assigns=["token.tag", "token.pos"],
-    default_config={"model": None, "scorer": {"@scorers": "arborist.tagger_scorer.v1"}},
+    default_config={"model": None, "probabilities": False, "k_best": 3,
+                    "scorer": {"@scorers": "arborist.tagger_scorer.v1"}},
     default_score_weights={"pos_acc": 0.5, "tag_acc": 0.5},
 )
-def make_tagger(nlp: Language, name: str, model: Optional[str], scorer: Optional[Callable]) -> ArboristTagger:
-    """The model's taggers: UPOS into token.pos_, XPOS into token.tag_."""
-    return ArboristTagger(nlp, name, model, scorer)
+def make_tagger(nlp: Language, name: str, model: Optional[str], probabilities: bool, k_best: int,
+                scorer: Optional[Callable]) -> ArboristTagger:
+    """The model's taggers: UPOS into token.pos_, XPOS into token.tag_ (with `probabilities`,
+    also `token._.upos_prob`, `token._.upos_candidates`...)."""
+    return ArboristTagger(nlp, name, model, scorer, probabilities, k_best)
 
 
 @Language.factory(
     "arborist_parser",
     assigns=["token.head", "token.dep", "token.is_sent_start", "doc.sents"],
-    default_config={"model": None, "max_sentence_length": MAX_SENTENCE_LENGTH,
-                    "scorer": {"@scorers": "spacy.parser_scorer.v1"}},
+    default_config={"model": None, "max_sentence_length": MAX_SENTENCE_LENGTH, "probabilities": False,
+                    "k_best": 3, "scorer": {"@scorers": "spacy.parser_scorer.v1"}},
     default_score_weights={"dep_uas": 0.5, "dep_las": 0.5, "dep_las_per_type": None, "sents_p": None,
                            "sents_r": None, "sents_f": 0.0},
 )
-def make_parser(nlp: Language, name: str, model: Optional[str], max_sentence_length: int,
-                scorer: Optional[Callable]) -> ArboristParser:
-    """The model's parser (and labeler) on the tags in the Doc: token.head and token.dep_."""
-    return ArboristParser(nlp, name, model, scorer, max_sentence_length)
+def make_parser(nlp: Language, name: str, model: Optional[str], max_sentence_length: int, probabilities: bool,
+                k_best: int, scorer: Optional[Callable]) -> ArboristParser:
+    """The model's parser (and labeler) on the tags in the Doc: token.head and token.dep_ (with
+    `probabilities`, also `token._.head_prob`, `token._.deprel_prob`, `token._.arc_prob`,
+    `token._.head_candidates`, `token._.deprel_candidates`: see `confidence_extensions`)."""
+    return ArboristParser(nlp, name, model, scorer, max_sentence_length, probabilities, k_best)

@@ -45,6 +45,7 @@ import numpy as np
 from confection import Config
 
 from .component import Component
+from .confidence import describe_fit
 from .corpus import read_corpus
 from .model import BEST_MODEL, Pipeline, annotate, load, read_json, recover_directory, write_directory
 from .registry import component_kind, kind_for_structure, registry
@@ -61,6 +62,7 @@ TRAINING_DEFAULTS = {
     "max_train_sentences": 0,
     "jackknife_folds": 10,
     "workers": 1,  # processes for independent work (the jackknife folds); 1: all in this process
+    "calibrate": True,
 }
 COMPONENT_TRAINING = ("max_epochs", "patience")  # what [components.NAME.training] may override
 COMPONENT_ENTRIES = {"kind", "structure", "trainer", "training"}
@@ -285,6 +287,23 @@ class Training:
         _train_component(spec.name, component, trainer, train_x, dev_x, self, limits,
                          self.arrays if resuming else None, self.state if resuming else None)
 
+    def calibrate(self, name: str, dev_x: list) -> None:
+        """Fit the best epoch's temperature on dev (`Component.calibrate`), for the
+        probabilities of its predictions; kept in its meta.json info (called when the
+        component's last epoch is done, before its progress is saved, so that a resumed run
+        has it too)."""
+        component = self.pipeline.components.get(name)
+        if component is None or not component.confidence_column:
+            return
+        start = time.perf_counter()
+        fit = component.calibrate(dev_x, self.dev_set)
+        if fit is None:
+            return
+        self.report["components"][name]["calibration"] = fit
+        self.tracker.message(describe_fit(name, fit) + f", {time.perf_counter() - start:.1f} s")
+        if self.output is not None:
+            self.pipeline.save(self.output / BEST_MODEL)
+
     # -- inputs ------------------------------------------------------------------------
     def train_inputs(self, name: str, component: Component) -> list:
         """The training sentences with the jackknifed predictions of the components before
@@ -439,6 +458,8 @@ def _train_component(name: str, component: Component, trainer, train_x: list, de
         entry["stopped"] = ("schedule" if stop else "patience" if patience_over
                             else "max_epochs" if epoch == limits["max_epochs"] else None)
         entry["done"] = entry["stopped"] is not None
+        if entry["done"] and dev_x and run.settings["calibrate"]:
+            run.calibrate(name, dev_x)
         _log_tables(trainer, entry, run.tracker)
         _save_progress(run, trainer, name, epoch)
         if stop:

@@ -118,3 +118,27 @@ class Parser(Component):
 
     def score(self, gold, parsed, unseen=None) -> dict:
         return attachment_scores((g, p.values[self.name], None) for g, p in zip(gold, parsed))
+
+    # -- probabilities: a word's classes are its possible heads 0..n ---------------------
+    confidence_column = "head"
+
+    def word_probabilities(self, x, scores) -> np.ndarray:
+        """(n, n+1): row m-1 is P(head of m = h), the arc marginals (inside-outside, the
+        matrix-tree theorem, or the second-order outside pass; pruned arcs have 0)."""
+        mu, _ = self.structure.marginals(x, scores)
+        if self.second_order:
+            arcs = x.parts[0]
+            dense = np.zeros((x.n + 1, x.n + 1))
+            dense[arcs[:, 0], arcs[:, 1]] = mu[:len(arcs)]
+            mu = dense
+        return np.clip(mu[:, 1:].T, 0.0, 1.0)
+
+    def predicted_classes(self, batch: SentenceBatch, predicted, i: int) -> np.ndarray:
+        return np.asarray(predicted[int(batch.starts[i]) + 1:int(batch.starts[i + 1])], dtype=np.intp)
+
+    def gold_classes(self, x, gold: Sentence) -> np.ndarray:
+        return np.asarray(gold.heads[1:], dtype=np.intp)
+
+    def possible_classes(self, x) -> np.ndarray | None:
+        """At second order, the heads the pruner kept."""
+        return x.layout.allowed[:, 1:].T if self.second_order else None

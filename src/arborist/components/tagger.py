@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from ..component import Component
 from ..evaluate import tag_scores
 from ..sentence import ROOT, UPOS, XPOS, Sentence, SentenceBatch
@@ -71,6 +73,24 @@ class Tagger(Component):
     @property
     def classes(self) -> tuple[str, ...]:
         return tuple(self.structure.tags)
+
+    # -- probabilities: each word's tag marginals, by forward-backward -------------------
+    @property
+    def confidence_column(self) -> str:
+        return self.attribute
+
+    def word_probabilities(self, x, scores) -> np.ndarray:
+        mu, _ = self.structure.marginals(x, scores)
+        return mu.sum(axis=tuple(range(1, mu.ndim - 1)))  # (n, K): summed over the previous tags
+
+    def predicted_classes(self, batch: SentenceBatch, predicted, i: int) -> np.ndarray:
+        words = batch.word_starts
+        return np.asarray(predicted[words[i]:words[i + 1]], dtype=np.intp)
+
+    def gold_classes(self, x, gold: Sentence) -> np.ndarray:
+        index = self.structure.tag_index
+        column = gold.upos if self.attribute == "upos" else gold.xpos
+        return np.array([index.get(t, -1) for t in column[1:]], dtype=np.intp)
 
     def score(self, gold, parsed, unseen=None) -> dict:
         return tag_scores(((g, {self.attribute: p.values[self.name]}) for g, p in zip(gold, parsed)), unseen)
