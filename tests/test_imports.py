@@ -115,8 +115,9 @@ def test_python_from_the_repository_root_imports_the_installed_package():
     import subprocess
     import sys
 
-    root = PACKAGE.parents[1] if PACKAGE.parent.name == "src" else PACKAGE.parent
+    root = Path(__file__).resolve().parents[1]  # the repository, wherever the package is installed
     done = subprocess.run([sys.executable, "-c", "import arborist, arborist.weights; print(arborist.__file__)"],
                           cwd=root, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert not (root / "arborist").exists()  # nothing for the working directory to shadow
+    assert Path(done.stdout.strip()).resolve().parent != root / "arborist"
