@@ -615,8 +615,10 @@ class _Output:
 
 def parse_files(pipeline: Pipeline, jobs: list[Job], fmt: str = "conllu", *, model_path=None,
                 lang: str | None = None, gold_tags: bool = False, n_process: int = 1, overwrite: bool = False,
-                progress: bool = True, confidence: ConfidenceOptions | None = None) -> Report:
-    """Parse every job's file into its target; see the module docstring."""
+                progress: bool = True, confidence: ConfidenceOptions | None = None,
+                annotator: "Annotator | None" = None) -> Report:
+    """Parse every job's file into its target; see the module docstring. `annotator`: one
+    built before (for this pipeline, format and language), reused across calls."""
     from rich.console import Console
 
     console = Console(stderr=True)
@@ -638,7 +640,7 @@ def parse_files(pipeline: Pipeline, jobs: list[Job], fmt: str = "conllu", *, mod
         return report
     language = lang or pipeline.lang
     global _ANNOTATOR
-    _ANNOTATOR = Annotator(pipeline, fmt, language, gold_tags, confidence)
+    _ANNOTATOR = annotator or Annotator(pipeline, fmt, language, gold_tags, confidence)
     pool = None
     if n_process > 1:
         # Fork where there is fork: the workers share the parent's model pages instead of

@@ -32,15 +32,19 @@ class FileParser:
     def __init__(self, model: str, fmt: str, lang: str | None, gold_tags: bool):
         from .model import load
 
+        from .batch import Annotator
+
         self.model, self.fmt, self.lang, self.gold_tags = model, fmt, lang, gold_tags
         self.pipeline = load(model, mmap=True)
+        # built once per actor: its spaCy pipeline is the costly part of a small file's parse
+        self.annotator = Annotator(self.pipeline, fmt, lang or self.pipeline.lang, gold_tags)
 
     def __call__(self, batch: dict) -> dict:
         out = {"source": [], "written": [], "message": [], "words": []}
         for source, target, conllu in zip(batch["source"], batch["target"], batch["conllu"]):
             job = Job(Path(source), Path(target), bool(conllu))
             report = parse_files(self.pipeline, [job], self.fmt, model_path=self.model, lang=self.lang,
-                                 gold_tags=self.gold_tags, overwrite=True, progress=False)
+                                 gold_tags=self.gold_tags, overwrite=True, progress=False, annotator=self.annotator)
             out["source"].append(str(source))
             out["written"].append(bool(report.written))
             out["message"].append(report.failed[0][1] if report.failed else "")
