@@ -106,3 +106,18 @@ def test_save_load_and_spacy_keep_their_learned_state(run, tmp_path):
     expected = loaded.annotate(x)
     assert [t.lemma_ for t in doc] == expected.columns["lemma"]
     assert [str(t.morph) or "_" for t in doc] == [f if f != "_" else "_" for f in expected.columns["feats"]]
+
+
+def test_spacy_to_bytes_keeps_the_learned_state_directories(run):
+    """A model whose components keep a state directory (NAME.state/) survives spaCy's
+    to_bytes/from_bytes, which serializes the model's files by their relative paths."""
+    from arborist.batch import spacy_pipeline
+
+    root, _, _ = run
+    loaded = load(root / "run")
+    nlp = spacy_pipeline(loaded)
+    tagger = nlp.get_pipe("arborist_tagger")
+    again = type(tagger)(nlp, "again", None, tagger.scorer).from_bytes(tagger.to_bytes())
+    dev = read_corpus(SAMPLE / "sample-dev.conllu")
+    for a, b in zip(tagger.arborist.annotate_many(dev), again.arborist.annotate_many(dev)):
+        assert a.columns == b.columns

@@ -314,10 +314,14 @@ class Component:
     def registry_call(self) -> dict:
         """Its entry in meta.json: the kind, the structure's registry call (what was learned
         included) and what training recorded."""
-        entry = {"name": self.name, "kind": self.kind, "structure": self.structure.registry_call()}
+        entry = {"name": self.name, "kind": self.kind, "structure": self.structure_call()}
         if self.trainer_call is not None:
             entry["trainer"] = self.trainer_call
         return entry | {"info": self.info}
+
+    def structure_call(self) -> dict:
+        """The structure's registry call, as meta.json stores it."""
+        return self.structure.registry_call()
 
     def save(self, directory: Path) -> None:
         np.save(directory / f"{self.name}.npy", self.weights.array, allow_pickle=False)

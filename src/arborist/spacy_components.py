@@ -151,6 +151,29 @@ class DocBatch:
         return [token_values[a:b] for a, b in zip(self.offsets[:-1], self.offsets[1:])]
 
 
+def model_to_bytes(pipeline: Pipeline) -> bytes:
+    """The files of a saved model, {path relative to the model directory: bytes}, as msgpack
+    (a lemmatizer's or morphologizer's learned state is a subdirectory)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = pipeline.save(Path(tmp) / "model")
+        return srsly.msgpack_dumps({p.relative_to(directory).as_posix(): p.read_bytes()
+                                    for p in sorted(directory.rglob("*")) if p.is_file()})
+
+
+def model_from_bytes(bytes_data: bytes, owner, who: str):
+    """`owner.from_disk` of the model files `model_to_bytes` wrote; a path that is absolute or
+    leaves the model directory is refused."""
+    files = srsly.msgpack_loads(bytes_data)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, data in files.items():
+            relative = Path(name)
+            if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+                raise ModelError(f"{who} invalid file name {name!r} in the serialized model")
+            (Path(tmp) / relative).parent.mkdir(parents=True, exist_ok=True)
+            (Path(tmp) / relative).write_bytes(data)
+        return owner.from_disk(tmp)
+
+
 class ArboristComponent(Pipe):
     """What the tagger and parser share: the model (loaded on first use) and its serialization.
     Each runs one stage of the arborist pipeline: the tagger the components that write
@@ -283,18 +306,10 @@ class ArboristComponent(Pipe):
         return self
 
     def to_bytes(self, *, exclude=tuple()) -> bytes:
-        with tempfile.TemporaryDirectory() as tmp:
-            directory = self.arborist.save(Path(tmp) / "model")
-            return srsly.msgpack_dumps({p.name: p.read_bytes() for p in sorted(directory.iterdir())})
+        return model_to_bytes(self.arborist)
 
     def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "ArboristComponent":
-        files = srsly.msgpack_loads(bytes_data)
-        with tempfile.TemporaryDirectory() as tmp:
-            for name, data in files.items():
-                if Path(name).name != name:  # file names only, never a path out of tmp
-                    raise ModelError(f"[{self.name}] invalid file name {name!r} in the serialized model")
-                (Path(tmp) / name).write_bytes(data)
-            return self.from_disk(tmp)
+        return model_from_bytes(bytes_data, self, f"[{self.name}]")
 
 
 class ArboristTagger(ArboristComponent):
@@ -513,18 +528,10 @@ class ArboristTokenizer:
         return self
 
     def to_bytes(self, *, exclude=tuple()) -> bytes:
-        with tempfile.TemporaryDirectory() as tmp:
-            directory = self.arborist.save(Path(tmp) / "model")
-            return srsly.msgpack_dumps({p.name: p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()})
+        return model_to_bytes(self.arborist)
 
     def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "ArboristTokenizer":
-        files = srsly.msgpack_loads(bytes_data)
-        with tempfile.TemporaryDirectory() as tmp:
-            for name, data in files.items():
-                if Path(name).name != name:
-                    raise ModelError(f"[tokenizer] invalid file name {name!r} in the serialized model")
-                (Path(tmp) / name).write_bytes(data)
-            return self.from_disk(tmp)
+        return model_from_bytes(bytes_data, self, "[tokenizer]")
 
 
 @spacy_registry.tokenizers("arborist.Tokenizer.v1")

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..component import Component, ModelError
 from ..morph.choice import conll_column
-from ..sentence import ROOT, Sentence, SentenceBatch
+from ..sentence import ROOT, Sentence
 from ..strings import hash_strings
 
 
@@ -61,13 +61,11 @@ class WordChoice(Component):
                 f"{self.column}_unseen": pct(right_unseen, unseen_words), "unseen_words": unseen_words}
 
     # -- saving: the weights, and the learned state in NAME.state/ -----------------------
-    def registry_call(self) -> dict:
-        settings = {k: v for k, v in self.structure.config().items() if k not in self.learned}
-        call = {"@structures": self.structures[0], **{k: v for k, v in settings.items() if k != "structure"}}
-        entry = {"name": self.name, "kind": self.kind, "structure": call}
-        if self.trainer_call is not None:
-            entry["trainer"] = self.trainer_call
-        return entry | {"info": self.info}
+    def structure_call(self) -> dict:
+        """The settings of its structure's call; what training learned is in NAME.state/."""
+        settings = self.structure.config()
+        return {"@structures": self.structures[0],
+                **{k: v for k, v in settings.items() if k not in self.learned and k != "structure"}}
 
     learned: tuple[str, ...] = ()  # the config() entries that training learns (saved in NAME.state/)
 
