@@ -103,3 +103,52 @@ def test_a_killed_worker_changes_nothing(cluster, tiny_model, tmp_path):
     assert killed, "no worker was found to kill"
     assert report.exit_code == 0 and len(report.written) == 6
     assert outputs(tmp_path / "ray") == expected
+
+
+def test_huge_inputs_are_parsed_in_shards_that_concatenate_to_the_one_process_output(cluster, tiny_model, tmp_path):
+    """A text file and a CoNLL-U file above the shard size come out as NAME.shards/ plus a
+    manifest; the shards in manifest order are the bytes of the one-process output, sentence
+    ids continuing across shards; a rerun skips the input, and a lost shard alone is redone."""
+    import json
+
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "big.txt").write_text(TEXT * 60, encoding="utf-8")
+    (source / "gold.conllu").write_bytes(DEV.read_bytes() * 3)
+    (source / "small.txt").write_text(TEXT, encoding="utf-8")
+    expected, words = one_process(tiny_model, source, tmp_path / "local")
+    target = tmp_path / "ray"
+    report = parse_on_ray([source], tiny_model, target, workers=2, shard_bytes=4096)
+    assert report.exit_code == 0 and len(report.written) == 3 and report.words == words
+
+    def joined(stem: str) -> bytes:
+        manifest = json.loads((target / f"{stem}.manifest.json").read_text())
+        assert manifest["format"] == "arborist-shards/1" and len(manifest["shards"]) > 2
+        return b"".join((target / s["path"]).read_bytes() for s in manifest["shards"])
+
+    assert joined("big") == expected["big.conllu"]
+    assert joined("gold") == expected["gold.conllu"]
+    assert (target / "small.conllu").read_bytes() == expected["small.conllu"]
+    assert not (target / "big.conllu").exists()
+    again = parse_on_ray([source], tiny_model, target, workers=2, shard_bytes=4096)
+    assert len(again.skipped) == 3 and not again.written
+    (target / "big.manifest.json").unlink()
+    lost = sorted((target / "big.shards").iterdir())[1]
+    lost.unlink()
+    other = sorted((target / "big.shards").iterdir())[0]
+    stamp = other.stat().st_mtime_ns
+    redo = parse_on_ray([source], tiny_model, target, workers=2, shard_bytes=4096)
+    assert redo.exit_code == 0 and len(redo.skipped) == 2
+    assert joined("big") == expected["big.conllu"] and other.stat().st_mtime_ns == stamp
+
+
+def test_inputs_and_outputs_by_url(cluster, tiny_model, tmp_path):
+    """Inputs and the output directory given as fsspec URLs (file:// here; s3:// and gs://
+    go through the same calls) give the bytes of the one-process path."""
+    source = inputs(tmp_path / "in", copies=1)
+    expected, _ = one_process(tiny_model, source, tmp_path / "local")
+    report = parse_on_ray([f"file://{source}"], tiny_model, f"file://{tmp_path / 'ray'}", workers=2)
+    assert report.exit_code == 0 and len(report.written) == 2
+    assert outputs(tmp_path / "ray") == expected
+    again = parse_on_ray([f"file://{source}"], tiny_model, f"file://{tmp_path / 'ray'}", workers=2)
+    assert len(again.skipped) == 2

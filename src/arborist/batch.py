@@ -96,6 +96,12 @@ class Job:
     target: Path
     conllu: bool
     size: int = 0
+    # A shard of a file (`distributed` cuts huge inputs): its bytes [start, end), which
+    # begin at line `line`, after `paragraph` paragraphs (text) of the file.
+    start: int = 0
+    end: int | None = None
+    line: int = 1
+    paragraph: int = 0
 
 
 @dataclass
@@ -144,21 +150,49 @@ def plan(inputs: list[Path], output_dir: Path, fmt: str) -> list[Job]:
 
 
 # -- reading ----------------------------------------------------------------------
-def read_paragraphs(path: Path) -> Iterator[tuple[str, int]]:
-    """(paragraph, bytes read) for each paragraph of a UTF-8 text file, streamed.
+def read_paragraphs(path: Path | str, start: int = 0, end: int | None = None,
+                    line: int = 1) -> Iterator[tuple[str, int]]:
+    """(paragraph, bytes read) for each paragraph of a UTF-8 text file (a path or a URL),
+    streamed; with `start`, `end` and `line`, of the shard [start, end) of the file, which
+    begins at line `line` (`paragraph_boundaries` finds such places).
 
     Raises InputError for a binary file (a NUL byte) or invalid UTF-8, with the line."""
+    for text, nbytes, _, _ in _paragraphs(path, start, end, line):
+        yield text, nbytes
+
+
+def paragraph_boundaries(path: Path | str) -> Iterator[tuple[int, int, int]]:
+    """(byte offset, line number, paragraphs before) of every place a text file can be cut
+    so that `read_paragraphs` of the two parts gives the paragraphs of the whole: just
+    after a blank line that ends a paragraph. (A paragraph cut for its length is not
+    such a place.) Reads the whole file with the same reader, so the counts agree."""
+    position = paragraphs = 0
+    for _, nbytes, number, blank_ended in _paragraphs(path, 0, None, 1):
+        position += nbytes
+        paragraphs += 1
+        if blank_ended:
+            yield position, number, paragraphs
+
+
+def _paragraphs(path, start: int, end: int | None, line: int) -> Iterator[tuple[str, int, int, bool]]:
+    """(paragraph, bytes read, the next line's number, whether a blank line ended it)."""
+    from .corpus import open_input
+
     decoder = codecs.getincrementaldecoder("utf-8")()
     lines: list[str] = []
     size = nbytes = 0
-    number = 1
-    with open(path, "rb") as f:
-        while True:
+    number = line
+    position = start
+    with open_input(path) as f:
+        if start:
+            f.seek(start)
+        while end is None or position < end:
             # A line longer than the limit comes in pieces: never a whole 1 GB line in memory.
             raw = f.readline(MAX_PARAGRAPH_CHARS)
             if not raw:
                 break
             nbytes += len(raw)
+            position += len(raw)
             if b"\x00" in raw:
                 raise InputError(f"{path}:{number}: binary file (NUL byte), not UTF-8 text")
             try:
@@ -172,7 +206,7 @@ def read_paragraphs(path: Path) -> Iterator[tuple[str, int]]:
             stripped = text.strip()
             if not stripped and ends_line:
                 if lines:
-                    yield " ".join(lines), nbytes
+                    yield " ".join(lines), nbytes, number, True
                     lines, size, nbytes = [], 0, 0
                 continue
             if stripped:
@@ -183,7 +217,7 @@ def read_paragraphs(path: Path) -> Iterator[tuple[str, int]]:
                 joined = " ".join(lines)
                 cut = joined.rfind(" ", 0, MAX_PARAGRAPH_CHARS)
                 cut = cut if cut > 0 else MAX_PARAGRAPH_CHARS
-                yield joined[:cut], nbytes
+                yield joined[:cut], nbytes, number, False
                 rest = joined[cut:].strip()
                 lines, size, nbytes = ([rest], len(rest) + 1, 0) if rest else ([], 0, 0)
         try:
@@ -191,7 +225,7 @@ def read_paragraphs(path: Path) -> Iterator[tuple[str, int]]:
         except UnicodeDecodeError as e:
             raise InputError(f"{path}:{number}: invalid UTF-8 at the end of the file ({e.reason})") from None
     if lines:
-        yield " ".join(lines), nbytes
+        yield " ".join(lines), nbytes, number, False
 
 
 def chunks(job: Job) -> Iterator[tuple[tuple, int]]:
@@ -199,7 +233,7 @@ def chunks(job: Job) -> Iterator[tuple[tuple, int]]:
     batch: list = []
     size = nbytes = 0
     if job.conllu:
-        for sentence in read_conllu(job.source):
+        for sentence in read_conllu(job.source, start=job.start, end=job.end, first_line=job.line):
             batch.append(sentence)
             nbytes += sum(len(line) for line in sentence.lines)
             if len(batch) >= CHUNK_SENTENCES:
@@ -208,8 +242,8 @@ def chunks(job: Job) -> Iterator[tuple[tuple, int]]:
         if batch:
             yield ("conllu", batch), nbytes
         return
-    paragraph = 0
-    for text, read in read_paragraphs(job.source):
+    paragraph = job.paragraph
+    for text, read in read_paragraphs(job.source, job.start, job.end, job.line):
         paragraph += 1
         batch.append((paragraph, text))
         size += len(text)
@@ -597,7 +631,7 @@ class _Output:
         if fmt == "html":
             from html import escape
 
-            self.file.write(HTML_HEAD.format(lang=escape(lang), title=escape(job.source.name)))
+            self.file.write(HTML_HEAD.format(lang=escape(lang), title=escape(_input_name(job.source))))
 
     def write(self, text: str) -> None:
         self.file.write(text)
@@ -630,7 +664,7 @@ def parse_files(pipeline: Pipeline, jobs: list[Job], fmt: str = "conllu", *, mod
             _log(console, f"{job.source}: skipped, {job.target} exists (--overwrite to parse it again)")
             continue
         try:
-            job.size = job.source.stat().st_size
+            job.size = job.size or _input_size(job.source)
         except OSError as e:
             report.failed.append((job.source, f"{job.source}: {e.strerror or e}"))
             _log(console, f"error: {job.source}: {e.strerror or e} (skipped)")
@@ -726,7 +760,7 @@ def _run(jobs, fmt, lang, pool, window, report, bar) -> None:
     try:
         for job, payload, nbytes in items():
             if isinstance(payload, tuple):
-                name = job.source.name
+                name = _input_name(job.source)
                 result = pool.apply_async(_work, (payload, name)) if pool is not None else _Done(payload, name)
             else:
                 result = payload
@@ -762,7 +796,7 @@ class _Progress:
         self.words += words
         self.done[job.source] = self.done.get(job.source, 0) + nbytes
         elapsed = time.perf_counter() - self.start
-        self.progress.update(self.task, advance=nbytes, description=job.source.name,
+        self.progress.update(self.task, advance=nbytes, description=_input_name(job.source),
                              speed=f"{self.words / elapsed:,.0f}" if elapsed > 0 else "-")
 
     def finish_file(self, job: Job) -> None:
@@ -776,6 +810,21 @@ class _Progress:
 
     def close(self) -> None:
         self.progress.stop()
+
+
+def _input_size(source: Path | str) -> int:
+    """The size of an input: a path, or a URL fsspec reaches (`distributed` passes those)."""
+    if isinstance(source, str):
+        import fsspec
+
+        fs, path = fsspec.core.url_to_fs(source)
+        return int(fs.size(path))
+    return source.stat().st_size
+
+
+def _input_name(source: Path | str) -> str:
+    """An input's file name: its document id in CoNLL-U output (`# newdoc id`)."""
+    return source.rsplit("/", 1)[-1] if isinstance(source, str) else source.name
 
 
 def _stale(tmp: Path) -> bool:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -153,9 +154,11 @@ def calibrate(
 @app.command()
 def parse(
     model: Path = typer.Argument(..., exists=True, file_okay=False, help="model directory"),
-    inputs: List[Path] = typer.Argument(
-        ..., exists=True, help="text files, CoNLL-U files (.conllu) or directories of them (searched recursively)"),
-    output_dir: Path = typer.Option(..., "--output-dir", "-d", help="directory for the parsed files"),
+    inputs: List[str] = typer.Argument(
+        ..., help="text files, CoNLL-U files (.conllu) or directories of them (searched recursively); with "
+        "--engine ray also URLs fsspec reaches (s3://bucket/dir, gs://..., file://...)"),
+    output_dir: str = typer.Option(..., "--output-dir", "-d", help="directory for the parsed files (with "
+                                   "--engine ray, also a URL)"),
     fmt: str = typer.Option("conllu", "--format", "-f", help="conllu, json (spaCy's Doc JSON, one line per "
                             "paragraph or sentence) or html (displaCy)"),
     gold_tags: bool = typer.Option(False, "--gold-tags", help="CoNLL-U input: keep its UPOS/XPOS and parse with them"),
@@ -170,6 +173,9 @@ def parse(
                                           "auto); default: start Ray on this machine"),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="--engine ray: parsing actors (default: "
                                           "the cluster's CPUs)"),
+    shard_size: float = typer.Option(256.0, "--shard-size", min=0.0, help="--engine ray: inputs larger than this "
+                                     "many MB are parsed in shards of about this size (NAME.shards/ and "
+                                     "NAME.manifest.json); 0: never"),
     probs: bool = typer.Option(False, "--probs", help="write each word's probabilities: CoNLL-U MISC "
                                "HeadProb, DeprelProb, ArcProb (their product), UposProb...; JSON token._ "
                                "attributes head_prob, deprel_prob, head_candidates..."),
@@ -200,17 +206,18 @@ def parse(
     if (probs or min_prob is not None) and fmt == "html":
         _fail("--probs and --min-prob write CoNLL-U or JSON, not html")
     confidence = ConfidenceOptions(probs, k_best, min_prob, drop_low) if probs or min_prob is not None else None
+    urls = [p for p in [*inputs, output_dir] if "://" in p]
+    if urls and engine != "ray":
+        _fail(f"{urls[0]}: URLs are read and written with --engine ray")
+    for given in inputs:
+        if "://" not in given and not os.path.lexists(given):
+            _fail(f"{given}: no such file or directory")
     try:
         pipeline = load(model)
     except ModelError as e:
         _fail(str(e))
     if pipeline.writer("head") is None:
         _fail(f"{model}: the model has no parser")
-    try:
-        jobs = plan(inputs, output_dir, fmt)
-    except ValueError as e:
-        _fail(str(e))
-    output_dir.mkdir(parents=True, exist_ok=True)
     if engine == "ray":
         if confidence is not None:
             _fail("--probs and --min-prob run with --engine local for now")
@@ -218,10 +225,18 @@ def parse(
             from .distributed import parse as parse_on_ray
 
             report = parse_on_ray(inputs, model, output_dir, fmt, workers=workers, address=address, lang=lang,
-                                  gold_tags=gold_tags, overwrite=overwrite)
+                                  gold_tags=gold_tags, overwrite=overwrite, shard_bytes=int(shard_size * 2 ** 20))
         except ImportError as e:
             _fail(f"--engine ray needs Ray: pip install \"arborist[ray]\" ({e})")
+        except ValueError as e:
+            _fail(str(e))
     elif engine == "local":
+        output_dir = Path(output_dir)
+        try:
+            jobs = plan([Path(p) for p in inputs], output_dir, fmt)
+        except ValueError as e:
+            _fail(str(e))
+        output_dir.mkdir(parents=True, exist_ok=True)
         try:
             report = parse_files(pipeline, jobs, fmt, model_path=model, lang=lang, gold_tags=gold_tags,
                                  n_process=n_process, overwrite=overwrite, progress=progress, confidence=confidence)

@@ -43,17 +43,32 @@ class CorpusError(ValueError):
         super().__init__(f"{path}:{line}: {message}")
 
 
-def read_conllu(path: str | os.PathLike, require_heads: bool = False) -> Iterator[Sentence]:
-    """Yield the sentences of a CoNLL-U file one at a time.
+def open_input(path: str | os.PathLike):
+    """A binary file object for a local path or a URL that fsspec reaches (s3://, gs://,
+    hdfs://, http://, file://...; the filesystem's own package must be installed)."""
+    if isinstance(path, str) and "://" in path:
+        import fsspec
+
+        return fsspec.open(path, "rb").open()
+    return open(path, "rb")
+
+
+def read_conllu(path: str | os.PathLike, require_heads: bool = False, *, start: int = 0, end: int | None = None,
+                first_line: int = 1) -> Iterator[Sentence]:
+    """Yield the sentences of a CoNLL-U file (a path or a URL) one at a time.
 
     With `require_heads`, every word must have an integer HEAD (training and
     gold data); otherwise HEAD may be '_' for all words of a sentence (input to
-    be parsed).
+    be parsed). `start`, `end` and `first_line` read one shard of the file: the
+    bytes [start, end), which begin at a sentence's first line, line `first_line`
+    (`conllu_boundaries` finds such places).
     """
     block: list[str] = []
-    first, has_content, after_blank = 1, False, False
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
+    first, has_content, after_blank = first_line, False, False
+    with open_input(path) as f:
+        if start:
+            f.seek(start)
+        for number, raw in enumerate(_lines_until(f, start, end), start=first_line):
             # A byte-order mark opening the file is not content (it stays in the line,
             # so the file is written back as it was; _parse_block skips it).
             content = raw[len(codecs.BOM_UTF8):] if number == 1 and raw.startswith(codecs.BOM_UTF8) else raw
@@ -71,6 +86,32 @@ def read_conllu(path: str | os.PathLike, require_heads: bool = False) -> Iterato
             after_blank = has_content and blank
     if has_content:
         yield _parse_block(block, path, first, require_heads)
+
+
+def _lines_until(f, position: int, end: int | None) -> Iterator[bytes]:
+    """The lines of a binary file from `position` up to byte `end` (a line start), or all."""
+    for raw in f:
+        if end is not None and position >= end:
+            return
+        position += len(raw)
+        yield raw
+
+
+def conllu_boundaries(path: str | os.PathLike) -> Iterator[tuple[int, int]]:
+    """(byte offset, line number) of every place a CoNLL-U file can be cut between two
+    sentences: the first line of each sentence after the first, as `read_conllu`
+    divides them (a sentence is its lines up to and including the blank lines after it)."""
+    position, has_content, after_blank = 0, False, False
+    with open_input(path) as f:
+        for number, raw in enumerate(f, start=1):
+            content = raw[len(codecs.BOM_UTF8):] if number == 1 and raw.startswith(codecs.BOM_UTF8) else raw
+            blank = content.strip() == b""
+            if not blank and after_blank:
+                yield position, number
+                has_content = False
+            has_content = has_content or not blank
+            after_blank = has_content and blank
+            position += len(raw)
 
 
 def read_corpus(path, require_heads: bool = True) -> list[Sentence]:

@@ -10,24 +10,181 @@ driver leaves no partial output under the final name, Ray retries the killed
 worker's file on a restarted actor, and a rerun skips the outputs that exist
 (resume). Files that cannot be read are reported as `arborist parse` reports them.
 
+Inputs and the output directory are local paths or URLs of any filesystem fsspec
+reaches (s3://, gs://, abfs://, hdfs://, file://; the filesystem's package must be
+installed on every node). A remote input is read in place (ranged reads); a remote
+output is written under a temporary name and moved into place when complete.
+
+Huge inputs are cut into shards of about `shard_bytes` at paragraph (text) or
+sentence (CoNLL-U) boundaries, found by reading the file once with the same reader,
+so the shards are spread over the actors. A sharded input A.txt gives
+A.shards/00000.conllu, 00001... and, once every shard is written, A.manifest.json,
+which lists them in order; the shards concatenated in that order are byte for byte
+the output `arborist parse` writes for A.txt (the paragraph numbers of sentence ids
+continue across shards). A rerun skips the shards that exist, and an input whose
+manifest exists.
+
 Without an address, Ray starts on this machine (`ray.init(num_cpus=workers)`); with
 one (`ray://head:10001`, or "auto" on a cluster node), it joins that cluster, and
-inputs and outputs must then be on a filesystem every node sees.
+local inputs and outputs must then be on a filesystem every node sees.
 
 Ray is an optional extra: `pip install "arborist[ray]"`.
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
+import tempfile
+import uuid
 from pathlib import Path
 
-from .batch import Job, Report, parse_files, plan
+from .batch import FORMATS, Job, Report, paragraph_boundaries, parse_files, plan
+from .corpus import conllu_boundaries
 
-ACTOR_RESTARTS = 3  # a worker killed mid-file is restarted and its file parsed again, up to this often
+SHARD_BYTES = 256 * 2 ** 20  # inputs larger than this are cut into shards of about this size
+MANIFEST_FORMAT = "arborist-shards/1"
 
 
+def is_url(location) -> bool:
+    return isinstance(location, str) and "://" in location
+
+
+def _fs(url: str):
+    import fsspec
+
+    return fsspec.core.url_to_fs(url)
+
+
+def _name(location) -> str:
+    return location.rstrip("/").rsplit("/", 1)[-1] if is_url(location) else Path(location).name
+
+
+def _join(directory, *parts: str):
+    if is_url(directory):
+        return "/".join([str(directory).rstrip("/"), *(p for p in parts if p and p != ".")])
+    return Path(directory).joinpath(*parts)
+
+
+def _exists(location) -> bool:
+    if is_url(location):
+        fs, path = _fs(location)
+        return fs.exists(path)
+    return Path(location).exists()
+
+
+def _size(location) -> int:
+    if is_url(location):
+        fs, path = _fs(location)
+        return int(fs.size(path))
+    return Path(location).stat().st_size
+
+
+def plan_any(inputs: list, output_dir, fmt: str) -> list[Job]:
+    """`batch.plan` for local paths and URLs alike: one job per input file (a directory
+    contributes its files, recursively, sorted, hidden ones left out), its output below
+    `output_dir` at its path relative to the directory given."""
+    jobs = []
+    for given in inputs:
+        if not is_url(given):
+            local = plan([Path(given)], Path("/") if is_url(output_dir) else Path(output_dir), fmt)
+            if is_url(output_dir):
+                local = [dataclasses.replace(j, target=_join(output_dir, *j.target.relative_to("/").parts))
+                         for j in local]
+            jobs += local
+            continue
+        fs, root = _fs(given)
+        if fs.isdir(root):
+            root = root.rstrip("/")
+            files = sorted(p for p in fs.find(root)
+                           if not any(part.startswith(".") for part in p[len(root) + 1:].split("/")))
+            pairs = [(p, p[len(root) + 1:].rsplit("/", 1)[0] if "/" in p[len(root) + 1:] else "") for p in files]
+        else:
+            pairs = [(root, "")]
+        for path, relative in pairs:
+            name = path.rsplit("/", 1)[-1]
+            stem, suffix = os.path.splitext(name)
+            jobs.append(Job(fs.unstrip_protocol(path), _join(output_dir, *relative.split("/"), stem + FORMATS[fmt]),
+                            suffix == ".conllu"))
+    targets = [str(j.target) for j in jobs]
+    if len(set(targets)) != len(targets):
+        raise ValueError("two inputs would write the same output: "
+                         + ", ".join(sorted({t for t in targets if targets.count(t) > 1})))
+    return jobs
+
+
+# -- shards -----------------------------------------------------------------------
+def shard_paths(target) -> tuple[object, object]:
+    """(the directory of a sharded input's outputs, its manifest)."""
+    stem = os.path.splitext(_name(target))[0]
+    parent = str(target).rsplit("/", 1)[0] if is_url(target) else Path(target).parent
+    return _join(parent, f"{stem}.shards"), _join(parent, f"{stem}.manifest.json")
+
+
+def shard(job: Job, shard_bytes: int | None) -> list[Job]:
+    """The job itself, or its shards when its input is larger than `shard_bytes`: about
+    that many bytes each, cut where `read_paragraphs`/`read_conllu` can start reading."""
+    job.size = _size(job.source)
+    if not shard_bytes or job.size <= shard_bytes:
+        return [job]
+    cuts, nxt = [], shard_bytes
+    if job.conllu:
+        boundaries = ((offset, line, 0) for offset, line in conllu_boundaries(job.source))
+    else:
+        boundaries = paragraph_boundaries(job.source)
+    for offset, line, paragraphs in boundaries:
+        if nxt <= offset < job.size:
+            cuts.append((offset, line, paragraphs))
+            nxt = offset + shard_bytes
+    if not cuts:
+        return [job]
+    directory, _ = shard_paths(job.target)
+    suffix = os.path.splitext(_name(job.target))[1]
+    starts = [(0, 1, 0)] + cuts
+    ends = [c[0] for c in cuts] + [None]
+    return [dataclasses.replace(job, target=_join(directory, f"{k:05d}{suffix}"), start=start, end=end, line=line,
+                                paragraph=paragraphs,
+                                size=(end if end is not None else job.size) - start)
+            for k, ((start, line, paragraphs), end) in enumerate(zip(starts, ends))]
+
+
+def write_manifest(original: Job, shards: list[Job], words: dict[int, int]) -> None:
+    """The manifest of a sharded input, written atomically once all its shards exist."""
+    directory, manifest = shard_paths(original.target)
+    document = {"format": MANIFEST_FORMAT, "source": str(original.source), "source_bytes": original.size,
+                "shards": [{"path": f"{_name(directory)}/{_name(s.target)}", "start": s.start,
+                            "end": s.end if s.end is not None else original.size, "first_line": s.line,
+                            "paragraphs_before": s.paragraph, "words": words.get(k)}
+                           for k, s in enumerate(shards)]}
+    _write_text(manifest, json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+
+
+def _write_text(location, text: str) -> None:
+    if is_url(location):
+        fs, path = _fs(location)
+        tmp = f"{path.rsplit('/', 1)[0]}/.{path.rsplit('/', 1)[-1]}.tmp-{uuid.uuid4().hex}"
+        fs.pipe_file(tmp, text.encode("utf-8"))
+        fs.mv(tmp, path)
+        return
+    location = Path(location)
+    location.parent.mkdir(parents=True, exist_ok=True)
+    tmp = location.with_name(f".{location.name}.tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, location)
+
+
+def _remove(location) -> None:
+    if is_url(location):
+        fs, path = _fs(location)
+        if fs.exists(path):
+            fs.rm(path)
+    else:
+        Path(location).unlink(missing_ok=True)
+
+
+# -- the actors ---------------------------------------------------------------------
 class FileParser:
-    """One Ray Data actor: the model, loaded once; parses the files of each batch of rows."""
+    """One Ray Data actor: the model, loaded once; parses the files (or shards) of each batch of rows."""
 
     def __init__(self, model: str, fmt: str, lang: str | None, gold_tags: bool):
         from .model import load
@@ -40,35 +197,71 @@ class FileParser:
         self.annotator = Annotator(self.pipeline, fmt, lang or self.pipeline.lang, gold_tags)
 
     def __call__(self, batch: dict) -> dict:
-        out = {"source": [], "written": [], "message": [], "words": []}
-        for source, target, conllu in zip(batch["source"], batch["target"], batch["conllu"]):
-            job = Job(Path(source), Path(target), bool(conllu))
-            report = parse_files(self.pipeline, [job], self.fmt, model_path=self.model, lang=self.lang,
-                                 gold_tags=self.gold_tags, overwrite=True, progress=False, annotator=self.annotator)
-            out["source"].append(str(source))
+        out = {"key": [], "written": [], "message": [], "words": []}
+        for k in range(len(batch["key"])):
+            source, target = batch["source"][k], batch["target"][k]
+            job = Job(source if is_url(source) else Path(source), target if is_url(target) else Path(target),
+                      bool(batch["conllu"][k]), size=int(batch["size"][k]), start=int(batch["start"][k]),
+                      end=int(batch["end"][k]) if batch["end"][k] >= 0 else None, line=int(batch["line"][k]),
+                      paragraph=int(batch["paragraph"][k]))
+            report = self.parse_to_url(job) if is_url(target) else self.parse(job)
+            out["key"].append(batch["key"][k])
             out["written"].append(bool(report.written))
             out["message"].append(report.failed[0][1] if report.failed else "")
             out["words"].append(report.words)
         return out
 
+    def parse(self, job: Job) -> Report:
+        return parse_files(self.pipeline, [job], self.fmt, model_path=self.model, lang=self.lang,
+                           gold_tags=self.gold_tags, overwrite=True, progress=False, annotator=self.annotator)
+
+    def parse_to_url(self, job: Job) -> Report:
+        """Parse into a local temporary file, then upload it under a temporary name and move
+        it into place: the target appears complete or not at all."""
+        fs, path = _fs(job.target)
+        with tempfile.TemporaryDirectory(prefix="arborist-") as scratch:
+            local = Path(scratch) / _name(job.target)
+            report = self.parse(dataclasses.replace(job, target=local))
+            if report.written:
+                parent, name = path.rsplit("/", 1)
+                tmp = f"{parent}/.{name}.tmp-{uuid.uuid4().hex}"
+                fs.makedirs(parent, exist_ok=True)
+                fs.put_file(str(local), tmp)
+                fs.mv(tmp, path)
+        return report
+
 
 def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir: str | os.PathLike,
           fmt: str = "conllu", *, workers: int | None = None, address: str | None = None,
-          lang: str | None = None, gold_tags: bool = False, overwrite: bool = False) -> Report:
-    """Parse files and directories of text and CoNLL-U on Ray; returns the same report as
-    `batch.parse_files`. `workers`: the actors (default: the cluster's CPUs)."""
+          lang: str | None = None, gold_tags: bool = False, overwrite: bool = False,
+          shard_bytes: int | None = SHARD_BYTES) -> Report:
+    """Parse files and directories of text and CoNLL-U (local paths or URLs) on Ray into
+    `output_dir` (a path or a URL); returns the same report as `batch.parse_files`.
+    `workers`: the actors (default: the cluster's CPUs). `shard_bytes`: inputs larger
+    than this are parsed in shards (None or 0: never)."""
     import time
 
     import ray
 
-    jobs = plan([Path(p) for p in inputs], Path(output_dir), fmt)
+    inputs = [p if is_url(p) else Path(p) for p in inputs]
+    output_dir = output_dir if is_url(output_dir) else Path(output_dir)
     report = Report()
-    todo = []
-    for job in jobs:
-        if job.target.exists() and not overwrite:
+    todo: list[tuple[Job, list[Job], set[int]]] = []  # (input, its shards or itself, those to parse)
+    for job in plan_any(inputs, output_dir, fmt):
+        done = _exists(shard_paths(job.target)[1]) or _exists(job.target)
+        if done and not overwrite:
             report.skipped.append(job.source)
-        else:
-            todo.append(job)
+            continue
+        try:
+            parts = shard(job, shard_bytes)
+        except OSError as e:
+            report.failed.append((job.source, f"{job.source}: {e.strerror or e}"))
+            continue
+        except ValueError as e:  # a read error while finding the shards' boundaries
+            report.failed.append((job.source, str(e)))
+            continue
+        pending = {k for k, p in enumerate(parts) if overwrite or len(parts) == 1 or not _exists(p.target)}
+        todo.append((job, parts, pending))
     if not todo:
         return report
     start = time.perf_counter()
@@ -78,19 +271,29 @@ def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir:
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False
     workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-    rows = [{"source": str(j.source), "target": str(j.target), "conllu": j.conllu} for j in todo]
-    results = ray.data.from_items(rows, override_num_blocks=len(rows)).map_batches(
-        FileParser, fn_constructor_kwargs={"model": str(Path(model).resolve()), "fmt": fmt, "lang": lang,
-                                           "gold_tags": gold_tags},
-        batch_size=1, concurrency=workers, num_cpus=1,
-        ray_remote_args_fn=lambda: {"max_restarts": ACTOR_RESTARTS, "max_task_retries": ACTOR_RESTARTS}).take_all()
-    by_source = {row["source"]: row for row in results}
-    for job in todo:  # in input order, as the one-process path reports them
-        row = by_source[str(job.source)]
-        if row["written"]:
-            report.written.append(job.source)
-            report.words += int(row["words"])
-        else:
-            report.failed.append((job.source, row["message"]))
+    rows = [{"key": f"{i}/{k}", "source": str(p.source), "target": str(p.target), "conllu": p.conllu, "size": p.size,
+             "start": p.start, "end": -1 if p.end is None else p.end, "line": p.line, "paragraph": p.paragraph}
+            for i, (_, parts, pending) in enumerate(todo) for k, p in enumerate(parts) if k in pending]
+    by_key = {}
+    if rows:
+        results = ray.data.from_items(rows, override_num_blocks=len(rows)).map_batches(
+            FileParser, fn_constructor_kwargs={"model": str(Path(model).resolve()), "fmt": fmt, "lang": lang,
+                                               "gold_tags": gold_tags},
+            # Ray Data restarts a dead actor and retries its file (its defaults: no limit)
+            batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=1).take_all()
+        by_key = {row["key"]: row for row in results}
+    for i, (job, parts, pending) in enumerate(todo):  # in input order, as the one-process path reports them
+        rows_of = [by_key.get(f"{i}/{k}") for k in range(len(parts))]
+        failures = [row["message"] for row in rows_of if row is not None and not row["written"]]
+        if failures:
+            report.failed.append((job.source, failures[0]))
+            if len(parts) > 1:  # no output for a failed input, as in the one-process path
+                for part in parts:
+                    _remove(part.target)
+            continue
+        report.written.append(job.source)
+        report.words += sum(int(row["words"]) for row in rows_of if row is not None)
+        if len(parts) > 1:
+            write_manifest(job, parts, {k: int(row["words"]) for k, row in enumerate(rows_of) if row is not None})
     report.seconds = time.perf_counter() - start
     return report

@@ -1,0 +1,96 @@
+"""Cutting a file into shards that read as the whole does (`distributed` parses huge
+inputs in shards): every cut place `paragraph_boundaries` and `conllu_boundaries` give
+splits the file into parts whose paragraphs or sentences are the whole file's, with the
+file's own line numbers in errors. No Ray needed."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from arborist import batch
+from arborist.batch import Job, paragraph_boundaries, read_paragraphs
+from arborist.corpus import CorpusError, conllu_boundaries, read_conllu
+from arborist.distributed import shard
+
+DEV = Path(__file__).resolve().parents[1] / "corpora" / "sample" / "sample-dev.conllu"
+
+
+def text_file(tmp_path: Path) -> Path:
+    path = tmp_path / "in.txt"
+    long_paragraph = " ".join(["word"] * 400)  # cut for its length below (the limit is patched to 300)
+    parts = ["\ufeffFirst paragraph,\non two lines.", "\n\nSecond one.", "\n\n\n  \nThird, after blank lines.",
+             f"\n\n{long_paragraph}", "\n\nÜnïcödé paragraph: ελληνικά.", "\n\nLast, without a final newline"]
+    path.write_bytes("".join(parts).encode("utf-8"))
+    return path
+
+
+def test_every_paragraph_boundary_splits_the_file_into_its_paragraphs(tmp_path, monkeypatch):
+    monkeypatch.setattr(batch, "MAX_PARAGRAPH_CHARS", 300)
+    path = text_file(tmp_path)
+    whole = [text for text, _ in read_paragraphs(path)]
+    boundaries = list(paragraph_boundaries(path))
+    # after each paragraph but the last; the long one's cut pieces are no places to cut
+    assert [before for _, _, before in boundaries] == [1, 2, 3, len(whole) - 2, len(whole) - 1]
+    size = path.stat().st_size
+    for offset, line, before in boundaries:
+        head = [text for text, _ in read_paragraphs(path, 0, offset)]
+        tail = [text for text, _ in read_paragraphs(path, offset, None, line)]
+        assert head + tail == whole and len(head) == before
+        assert sum(n for _, n in read_paragraphs(path, offset, None, line)) <= size - offset
+    cuts = [0] + [b[0] for b in boundaries] + [None]
+    pieces = [text for start, end in zip(cuts, cuts[1:]) for text, _ in read_paragraphs(path, start, end)]
+    assert pieces == whole
+
+
+def test_a_shard_reports_errors_at_the_file_s_own_line(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"one\n\ntwo\n\nthree \xff\n")
+    found = []
+    with pytest.raises(batch.InputError, match=r"bad.txt:5: invalid UTF-8"):
+        for boundary in paragraph_boundaries(path):
+            found.append(boundary)
+    assert found == [(5, 3, 1), (10, 5, 2)]
+    with pytest.raises(batch.InputError, match=r"bad.txt:5: invalid UTF-8"):
+        list(read_paragraphs(path, 10, None, 5))
+
+
+def test_every_conllu_boundary_splits_the_file_into_its_sentences(tmp_path):
+    path = tmp_path / "in.conllu"
+    data = DEV.read_bytes()
+    path.write_bytes(b"\xef\xbb\xbf" + data.replace(b"\n\n", b"\n\n\n", 1))  # a BOM and a doubled blank line
+    whole = [s.lines for s in read_conllu(path)]
+    boundaries = list(conllu_boundaries(path))
+    assert len(boundaries) == len(whole) - 1
+    raw = path.read_bytes()
+    for offset, line in boundaries[:: max(1, len(boundaries) // 7)]:
+        assert raw[:offset].count(b"\n") == line - 1 and raw[offset - 1:offset] == b"\n"
+        head = [s.lines for s in read_conllu(path, end=offset)]
+        tail = [s.lines for s in read_conllu(path, start=offset, first_line=line)]
+        assert head + tail == whole
+
+
+def test_a_conllu_shard_reports_errors_at_the_file_s_own_line(tmp_path):
+    path = tmp_path / "bad.conllu"
+    good = DEV.read_text(encoding="utf-8").split("\n\n")[0] + "\n\n"
+    path.write_text(good + "1\tonly\tthree\n\n", encoding="utf-8")
+    (offset, line), = conllu_boundaries(path)
+    assert line == good.count("\n") + 1
+    with pytest.raises(CorpusError, match=rf"bad.conllu:{line}:"):
+        list(read_conllu(path, start=offset, first_line=line))
+
+
+@pytest.mark.parametrize("conllu", [False, True])
+def test_shards_cover_the_file_once_in_order(tmp_path, conllu):
+    path = tmp_path / ("in.conllu" if conllu else "in.txt")
+    path.write_bytes(DEV.read_bytes() * 3 if conllu else (b"Some words here.\n\n" * 2000))
+    job = Job(path, tmp_path / "out" / "in.conllu", conllu)
+    parts = shard(job, 5000)
+    assert len(parts) > 3
+    assert parts[0].start == 0 and parts[-1].end is None
+    assert all(a.end == b.start for a, b in zip(parts, parts[1:]))
+    assert all(4000 <= p.size for p in parts[:-1]) and sum(p.size for p in parts) == path.stat().st_size
+    assert [p.target.name for p in parts] == [f"{k:05d}.conllu" for k in range(len(parts))]
+    assert {p.target.parent for p in parts} == {tmp_path / "out" / "in.shards"}
+    assert shard(Job(path, tmp_path / "x.conllu", conllu), path.stat().st_size) == [Job(path, tmp_path / "x.conllu",
+                                                                                          conllu, path.stat().st_size)]
