@@ -18,6 +18,7 @@ FORM, LOWER, LEMMA, UPOS, XPOS, PREFIX, FEATS = range(7)
 ATTR_NAMES = ("form", "lower", "lemma", "upos", "xpos", "prefix", "feats")
 PREFIX_LENGTH = 5  # McDonald, Crammer and Pereira (2005): 5-character prefixes
 ROOT = "<ROOT>"
+_ROOT_HASH, _MISSING_HASH = hash_strings([ROOT, "_"])
 
 
 @dataclass
@@ -63,16 +64,21 @@ class Sentence:
     ) -> "Sentence":
         """Build from per-word columns (without the root); '_' marks a missing value."""
         n = len(forms)
-        lemmas = lemmas or ["_"] * n
+        all_forms = [ROOT] + list(forms)
+        lower = [f.lower() for f in forms]
+        # One preallocated matrix, and a missing column filled with the hash of "_": raw text
+        # comes here once per sentence with only its forms (Pipeline.tokenize).
+        attrs = np.empty((len(ATTR_NAMES), n + 1), dtype=np.uint64)
+        attrs[:, 0] = _ROOT_HASH
+        attrs[FORM, 1:] = hash_strings(forms)
+        attrs[LOWER, 1:] = hash_strings(lower)
+        attrs[PREFIX, 1:] = hash_strings([f[:PREFIX_LENGTH] for f in lower])
+        for row, column in ((LEMMA, lemmas), (UPOS, upos), (XPOS, xpos), (FEATS, feats)):
+            if column and len(column) != n:
+                raise ValueError(f"{ATTR_NAMES[row]}: {len(column)} values for {n} words")
+            attrs[row, 1:] = hash_strings(column) if column else _MISSING_HASH
         upos = upos or ["_"] * n
         xpos = xpos or ["_"] * n
-        feats = feats or ["_"] * n
-        all_forms = [ROOT] + list(forms)
-        lower = [ROOT] + [f.lower() for f in forms]
-        prefix = [ROOT] + [f.lower()[:PREFIX_LENGTH] for f in forms]
-        columns = (all_forms, lower, [ROOT] + list(lemmas), [ROOT] + list(upos), [ROOT] + list(xpos), prefix,
-                   [ROOT] + list(feats))
-        attrs = np.stack([hash_strings(col) for col in columns])
         head_arr = np.full(n + 1, -1, dtype=np.int32)
         if heads is not None:
             head_arr[1:] = heads
