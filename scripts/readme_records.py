@@ -152,8 +152,11 @@ def main() -> None:
                 if re.search(re.escape(raw) + r"k\b", clean):  # 268k: thousands
                     value, decimals = value * 1000, -3
                 hit = None
+                in_line = {q for m in JSON_NAME.finditer(line) for q in patterns(m.group(1))}
+                order = sorted(files, key=lambda f: (not any(fnmatch.fnmatch(Path(f).name, q + ".json") for q in in_line),
+                                                     f.startswith("runs/")))
                 signed = raw[0] in "−-" or re.search(r"\+" + re.escape(raw), clean)
-                for f in ([] if signed else files):  # a signed figure is a difference
+                for f in ([] if signed else order):  # a signed figure is a difference; the line's own JSON first
                     hit = find(abs(value), decimals, results[f]) or find(value, decimals, results[f])
                     if hit:
                         where.append(f"{raw} = {f}: {hit}")
