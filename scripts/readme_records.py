@@ -29,7 +29,7 @@ RESULTS = REPO / "scripts" / "results"
 FIGURE = re.compile(r"(?<![\w.^/-])[−-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.^/])[−-]?\d+\.\d+|(?<![\w.^/-])\d{3,}(?![\d^])")
 JSON_NAME = re.compile(r"([\w<>{},-]+)\.(?:json\b|\{json|\*|md\b)")
 YEAR = re.compile(r"(19|20)\d\d")  # citations and CoNLL 2018: not figures
-COMMAND = re.compile(r"`((?:python |arborist |pytest )[^`]+)`")
+COMMAND = re.compile(r"`((?:python |arborist |pytest |pip )[^`]+)`")
 
 
 def flatten(obj, path, out):
@@ -140,7 +140,7 @@ def main() -> None:
                 continue
             clean = re.sub(r"(\d)\*\*(\d+)", r"\1^\2", line).replace("**", "")
             clean = re.sub(r"`[^`]*`", "", clean)  # commands and code: arguments, not figures
-            clean = re.sub(r"(\d)-(\d)", r"\1 to \2", clean)  # ranges: 109,554-184,539
+            clean = re.sub(r"(\dk?)-(\d)", r"\1 to \2", clean)  # ranges: 109,554-184,539, 194k-308k
             figures = [f for f in FIGURE.findall(clean) if not YEAR.fullmatch(f)]
             if not figures:
                 continue
