@@ -21,7 +21,7 @@ history, from the run's training.json, and the median labeler epoch time.
 
 Training everything takes far longer than a benchmark: the predicted-tags run trains
 two taggers 10 times over for jackknifing. --reuse takes a run whose model-best exists
-as it is instead of training it again.
+as it is instead of training it again, if every component of the run finished training.
 """
 from __future__ import annotations
 
@@ -64,12 +64,23 @@ def run(args: list[str]) -> str:
     return done.stdout
 
 
+def finished(output: Path) -> bool:
+    """Whether every component of the run finished training (a killed run's model-best can
+    hold only the components trained before it stopped)."""
+    try:
+        report = json.loads((output / "training.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    components = report.get("components", {})
+    return bool(components) and all(entry.get("done") for entry in components.values())
+
+
 def train(config: str, output: Path, overrides: list[str], reuse: bool) -> tuple[str, float | None]:
     """(the command, its seconds, or None when an existing run was reused)."""
     args = ["train", config, "--output", str(output), "--no-wandb"]
     for pair in overrides:
         args += ["--set", pair]
-    if reuse and (output / "model-best").is_dir():
+    if reuse and (output / "model-best").is_dir() and finished(output):
         print(f"reusing {output}", file=sys.stderr)
         return "arborist " + " ".join(args), None
     start = time.perf_counter()
