@@ -176,7 +176,7 @@ def test_workers_1_is_todays_training(tmp_path):
 def test_resumed_mixed_run_ends_at_the_uninterrupted_model(tmp_path):
     whole, _ = train(parser_config(tmp_path, max_epochs=3, workers=2), tmp_path / "whole", Quiet(), use_wandb=False)
     train(parser_config(tmp_path, max_epochs=2, workers=2), tmp_path / "part", Quiet(), use_wandb=False)
-    with pytest.raises(ValueError, match="resume with training.workers = 2"):
+    with pytest.raises(ValueError, match="over 2 shards.*resume with training.workers = 2"):
         train(parser_config(tmp_path, max_epochs=3, workers=3), tmp_path / "part", Quiet(), resume=True,
               use_wandb=False)
     resumed, _ = train(parser_config(tmp_path, max_epochs=3, workers=2), tmp_path / "part", Quiet(), resume=True,

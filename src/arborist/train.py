@@ -30,6 +30,17 @@ The output directory is laid out like `spacy train`'s:
                     iteration)
 
 so a crash loses at most the current epoch.
+
+`[training] workers = N` (N > 1) shares the work among N workers, which `engine` places:
+"local" (default: processes forked on this machine, which read the examples
+copy-on-write) or "ray" (Ray tasks and actors, on the cluster at RAY_ADDRESS or on
+`ray.init(num_cpus=N)`; Ray is imported only then). The jackknife folds run in parallel
+(each fold trains serially: the same predictions as with one worker), and a component of
+the perceptron family trains by iterative parameter mixing over N shards
+(`arborist.learn.mixing`: each epoch, N shards from the mixed weights, then their
+average; the averaged weights stay the exact mean over every example visited). Other
+trainers (EG, MaxEnDNet, SGD) train serially, with a message. workers = 1 is serial
+training; a resumed run keeps the number of shards its checkpoint was trained with.
 """
 from __future__ import annotations
 
@@ -501,8 +512,10 @@ def _begin(component: Component, trainer, train_x: list, tracker, arrays: dict |
         recorded = state["trainer"].get("workers", 1)
         running = trainer.workers if isinstance(trainer, ParameterMixing) else 1
         if recorded != running:
-            raise ValueError(f"{CHECKPOINT}: {component.name}'s epochs so far mixed {recorded} shard(s) per epoch "
-                             f"(training.workers = {recorded}), this run would mix {running}; resume with "
+            def how(k):
+                return "serially" if k == 1 else f"by parameter mixing over {k} shards"
+            raise ValueError(f"{CHECKPOINT}: {component.name}'s epochs so far trained {how(recorded)}, this run would "
+                             f"train {how(running)} (the number of shards changes what is trained); resume with "
                              f"training.workers = {recorded}")
         try:
             trainer.restore(component.structure, train_x, arrays, state["trainer"])
