@@ -88,7 +88,7 @@ def compare_epochs(args) -> dict:
                 start = time.perf_counter()
                 metrics, _ = _epoch(s["component"], s["trainer"], s["train_x"], dev_x, run, epoch)
                 row = {"epoch": epoch, "epoch_seconds": metrics["epoch_seconds"],
-                       "with_dev_seconds": time.perf_counter() - start, key: metrics.get(f"dev_{key}"),
+                       "with_dev_seconds": time.perf_counter() - start, key: metrics.get(key),
                        "train_accuracy": metrics.get("train_accuracy"), "updates": metrics.get("updates")}
                 for extra in ("shard_seconds_max", "mix_seconds"):
                     if extra in metrics:

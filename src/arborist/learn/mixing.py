@@ -34,7 +34,9 @@ they also record the number of shards K, which a resumed run must keep.
 
 The shards run in forked processes on this machine ("local": they read the examples and
 W^{n-1} copy-on-write and write D_k and u_k to shared memory) or as Ray actors ("ray",
-which hold the examples once and receive W^{n-1} through the object store). Both give the
+which hold the examples once and receive W^{n-1} through the object store). A shard hands
+back D_k and u_k only where one of them is not zero, and the mixing reads and writes only
+those weights (an epoch's updates touch a fraction of a 2**24 vector). Both engines give the
 same weights, bit for bit: the shards' work and the mixing's arithmetic (in shard order)
 do not depend on where they run. Ray is imported only by the "ray" engine.
 
@@ -148,7 +150,7 @@ class ParameterMixing(Trainer):
         results = self.engine.run(inner, structure, examples, inner.weights, shards, tracker)
         shard_seconds = [r.metrics.get("epoch_seconds", 0.0) for r in results]
         mix_start = time.perf_counter()
-        mix(inner.weights, [(r.delta, r.accumulator, r.steps) for r in results])
+        mix(inner.weights, [r.sparse() for r in results])
         mix_seconds = time.perf_counter() - mix_start
         positions = [float(self._positions[s].sum()) for s in shards]
         correct = sum(r.metrics["train_accuracy"] * p for r, p in zip(results, positions))
@@ -173,57 +175,64 @@ class ParameterMixing(Trainer):
             self.engine = None
 
 
-def mix(weights: Weights, shards: list[tuple[np.ndarray, np.ndarray | None, float]]) -> None:
+def mix(weights: Weights, shards: list[tuple[np.ndarray, np.ndarray, np.ndarray | None, float]]) -> None:
     """Mix in place: `weights` holds W^{n-1} (and U_{n-1}, T_{n-1}); `shards` are each
-    shard's (D_k, u_k, m_k). Leaves W^n, U_n and T_n (module docstring)."""
+    shard's (indices, D_k, u_k, m_k), D_k and u_k at the indices where either is not zero
+    (elsewhere both are). Leaves W^n, U_n and T_n (module docstring), shard by shard:
+
+        W += D_k / K,    U += u_k + (T_n / K - m_k) D_k
+
+    Only the weights some shard changed are read or written."""
     k = len(shards)
-    total = weights.step + sum(m for _, _, m in shards)
-    change = np.array(shards[0][0], dtype=np.float64, copy=True)
-    for delta, _, _ in shards[1:]:
-        change += delta
-    change /= k
-    if weights.averaged:
-        u = weights.accumulator
-        for delta, accumulator, steps in shards:
-            u += accumulator
-            if steps:
-                u -= steps * delta
-        u += total * change
-    weights.array[...] += change
+    total = weights.step + sum(m for _, _, _, m in shards)
+    for idx, delta, accumulator, steps in shards:
+        if weights.averaged:
+            u = weights.accumulator
+            u[idx] += accumulator
+            u[idx] += (total / k - steps) * delta
+        weights.array[idx] += delta / k
     weights.step = total
 
 
 class ShardResult:
-    """What one shard hands back: D_k, u_k (None without averaging), m_k and its metrics."""
+    """What one shard hands back: the indices where D_k or u_k is not zero, D_k and u_k
+    there (u_k None without averaging), m_k and its metrics."""
 
-    def __init__(self, delta, accumulator, steps: float, metrics: dict, release=None):
-        self.delta, self.accumulator, self.steps, self.metrics = delta, accumulator, steps, metrics
-        self._release = release
+    def __init__(self, indices, delta, accumulator, steps: float, metrics: dict):
+        self.indices, self.delta, self.accumulator, self.steps, self.metrics = indices, delta, accumulator, steps, metrics
+
+    def sparse(self) -> tuple:
+        return self.indices, self.delta, self.accumulator, self.steps
 
     def release(self) -> None:
-        self.delta = self.accumulator = None
-        if self._release is not None:
-            self._release()
+        self.indices = self.delta = self.accumulator = None
 
 
-def run_shard(trainer: SWVP, structure, examples: list, start: np.ndarray, indices, tracker=None,
-              delta_out: np.ndarray | None = None, accumulator_out: np.ndarray | None = None):
+def run_shard(trainer: SWVP, structure, examples: list, start: np.ndarray, indices, tracker=None, out=None):
     """One shard's epoch from the weights `start`, over examples[indices] in that order:
-    (D_k, u_k, m_k, metrics), written into delta_out / accumulator_out when given."""
+    (indices where D_k or u_k is not zero, D_k and u_k there, m_k, metrics); with `out`
+    (three flat buffers), the three arrays are written to their starts instead, and their
+    length is returned in place of the indices."""
     shard = copy.copy(trainer)  # the same settings; its own weights, and no shuffling (the order is given)
     shard.shuffle = False
     shard.weights = Weights(int(start.size).bit_length() - 1, trainer.averaged, np.array(start, dtype=np.float64))
     metrics = shard.epoch(structure, [examples[i] for i in indices], tracker)
     w = shard.weights
-    delta = np.subtract(w.array, start, out=delta_out)
-    accumulator = None
+    changed = w.array != start
     if w.averaged:
-        if accumulator_out is not None:
-            accumulator_out[...] = w.accumulator
-            accumulator = accumulator_out
-        else:
-            accumulator = w.accumulator
-    return delta, accumulator, float(w.step), metrics
+        changed |= w.accumulator != 0.0
+    touched = np.flatnonzero(changed)
+    del changed
+    if out is None:
+        delta = w.array[touched] - start[touched]
+        return touched, delta, w.accumulator[touched] if w.averaged else None, float(w.step), metrics
+    n = touched.size
+    index_out, delta_out, acc_out = out
+    index_out[:n] = touched
+    np.subtract(w.array[touched], start[touched], out=delta_out[:n])
+    if w.averaged:
+        acc_out[:n] = w.accumulator[touched]
+    return n, None, None, float(w.step), metrics
 
 
 class _Scaled:
@@ -252,10 +261,9 @@ class SerialShards:
     def run(self, trainer, structure, examples, weights: Weights, shards, tracker=None) -> list[ShardResult]:
         out = []
         for indices in shards:
-            delta, acc, steps, metrics = run_shard(trainer, structure, examples, weights.array, indices)
+            out.append(ShardResult(*run_shard(trainer, structure, examples, weights.array, indices)))
             if tracker is not None:
                 tracker.advance(len(indices))
-            out.append(ShardResult(delta, acc, steps, metrics))
         return out
 
     def close(self) -> None:
@@ -265,42 +273,38 @@ class SerialShards:
 _SHARD_JOB = None  # what the forked shard processes inherit: (trainer, structure, examples, start, shards, buffers)
 
 
-def _forked_shard(k: int) -> tuple[float, dict]:
+def _forked_shard(k: int) -> tuple[int, float, dict]:
     trainer, structure, examples, start, shards, buffers = _SHARD_JOB
-    delta_out, acc_out = buffers[k - 1]
-    _, _, steps, metrics = run_shard(trainer, structure, examples, start, shards[k], None, delta_out, acc_out)
-    return steps, metrics
+    n, _, _, steps, metrics = run_shard(trainer, structure, examples, start, shards[k], None, buffers[k - 1])
+    return n, steps, metrics
 
 
 class LocalShards:
     """Shard 0 in this process, shards 1..K-1 in processes forked for the epoch: they see the
-    examples and W^{n-1} copy-on-write, and write D_k and u_k into anonymous shared memory
-    (nothing large is pickled)."""
+    examples and W^{n-1} copy-on-write, and write their changed indices, D_k and u_k into
+    anonymous shared memory (nothing large is pickled; untouched pages cost nothing)."""
 
     def __init__(self, workers: int):
         self.workers = workers
         self._maps: list[mmap.mmap] = []
-        self._buffers: list[tuple[np.ndarray, np.ndarray | None]] = []
+        self._buffers: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
-    def _buffers_for(self, size: int, averaged: bool):
-        if self._buffers and self._buffers[0][0].size == size and (self._buffers[0][1] is not None) == averaged:
+    def _buffers_for(self, size: int):
+        if self._buffers and self._buffers[0][0].size == size:
             return self._buffers
         self.close()
         for _ in range(self.workers - 1):
             parts = []
-            for wanted in (True, averaged):
-                if not wanted:
-                    parts.append(None)
-                    continue
+            for dtype in (np.int64, np.float64, np.float64):
                 m = mmap.mmap(-1, size * 8)  # MAP_SHARED | MAP_ANONYMOUS: shared with forked children
                 self._maps.append(m)
-                parts.append(np.frombuffer(m, dtype=np.float64))
+                parts.append(np.frombuffer(m, dtype=dtype))
             self._buffers.append(tuple(parts))
         return self._buffers
 
     def run(self, trainer, structure, examples, weights: Weights, shards, tracker=None) -> list[ShardResult]:
         global _SHARD_JOB
-        buffers = self._buffers_for(weights.array.size, weights.averaged)
+        buffers = self._buffers_for(weights.array.size)
         _SHARD_JOB = (trainer, structure, examples, weights.array, shards, buffers)
         try:
             with multiprocessing.get_context("fork").Pool(self.workers - 1) as pool:
@@ -311,8 +315,8 @@ class LocalShards:
         finally:
             _SHARD_JOB = None
         out = [ShardResult(*first)]
-        for (delta, acc), (steps, metrics) in zip(buffers, rest):
-            out.append(ShardResult(delta, acc, steps, metrics))
+        for (index, delta, acc), (n, steps, metrics) in zip(buffers, rest):
+            out.append(ShardResult(index[:n], delta[:n], acc[:n] if weights.averaged else None, steps, metrics))
         return out
 
     def close(self) -> None:
@@ -328,7 +332,10 @@ class LocalShards:
 def connect_ray(workers: int):
     """Ray, initialized if it is not: the cluster at RAY_ADDRESS when that is set, else a
     local one with `workers` CPUs (`ray.init(num_cpus=workers)`)."""
-    import ray
+    try:
+        import ray
+    except ImportError as e:
+        raise ValueError(f'training.engine = "ray" needs Ray: pip install "arborist[ray]" ({e})') from None
 
     if not ray.is_initialized():
         address = os.environ.get("RAY_ADDRESS") or None
@@ -344,14 +351,13 @@ class _ShardActor:
         self.trainer, self.structure, self.examples = trainer, structure, examples
 
     def run(self, start: np.ndarray, indices: np.ndarray):
-        delta, acc, steps, metrics = run_shard(self.trainer, self.structure, self.examples, start, indices)
-        return delta, acc, steps, metrics
+        return run_shard(self.trainer, self.structure, self.examples, start, indices)
 
 
 class RayShards:
     """The K shards as K Ray actors (one CPU each), created on the first epoch with the
     examples (put once in the object store); each epoch W^{n-1} goes out once through
-    the object store, and D_k and u_k come back through it."""
+    the object store, and D_k and u_k come back through it (at the changed indices only)."""
 
     def __init__(self, workers: int):
         self.workers = workers
