@@ -162,6 +162,7 @@ class ParameterMixing(Trainer):
             "epoch_seconds": seconds,
             "examples_per_second": len(order) / max(seconds, 1e-9),
             "shard_seconds_max": max(shard_seconds),
+            "shard_cpu_seconds_max": max(r.metrics.get("cpu_seconds", 0.0) for r in results),
             "mix_seconds": mix_seconds,
         }
         for r in results:
@@ -216,7 +217,9 @@ def run_shard(trainer: SWVP, structure, examples: list, start: np.ndarray, indic
     shard = copy.copy(trainer)  # the same settings; its own weights, and no shuffling (the order is given)
     shard.shuffle = False
     shard.weights = Weights(int(start.size).bit_length() - 1, trainer.averaged, np.array(start, dtype=np.float64))
+    cpu = time.process_time()
     metrics = shard.epoch(structure, [examples[i] for i in indices], tracker)
+    metrics["cpu_seconds"] = time.process_time() - cpu  # vs its epoch_seconds: how much of a core it had
     w = shard.weights
     changed = w.array != start
     if w.averaged:
