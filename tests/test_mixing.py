@@ -29,7 +29,8 @@ def sentences():
     return read_corpus(SAMPLE / "sample-train.conllu")[:60]
 
 
-def reference_ipm(structure, examples, shards: int, epochs: int, seed: int, update) -> tuple[np.ndarray, np.ndarray]:
+def reference_ipm(structure, examples, shards: int, epochs: int, seed: int, update,
+                  weight: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """IPM by brute force (McDonald et al. 2010, Figure 3, uniform mixture): each epoch the
     seed's permutation dealt into shards order[k::K], each shard one perceptron epoch from
     the mixed weights, the new mixed weights the mean of the shards' weights. The averaged
@@ -49,7 +50,7 @@ def reference_ipm(structure, examples, shards: int, epochs: int, seed: int, upda
                 running_sum += w.array
                 visits += 1
             ends.append(w.array.copy())
-        mixed = np.mean(ends, axis=0)
+        mixed = np.mean(ends, axis=0) if weight is None else mixed + weight * sum(end - mixed for end in ends)
     return mixed, running_sum / visits
 
 
@@ -98,6 +99,18 @@ def test_mixing_equals_brute_force_ipm_with_the_explicit_mean(sentences, shards)
     assert mixing.trainer.weights.step == 3 * len(sentences)
 
 
+def test_summed_changes_keep_the_exact_mean(sentences):
+    structure = DependencyTree(hash_bits=BITS)
+    mixing = ParameterMixing(Perceptron(seed=3), 2, "local")
+    mixing.engine, mixing.mix_weight = SerialShards(), 1.0
+    mixing.begin(structure, sentences, BITS)
+    for _ in range(3):
+        mixing.epoch(structure, sentences)
+    mixed, mean = reference_ipm(DependencyTree(hash_bits=BITS), sentences, 2, 3, 3, csp_update, weight=1.0)
+    np.testing.assert_allclose(mixing.trainer.weights.array, mixed, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(mixing.prediction_weights().array, mean, rtol=0, atol=1e-9)
+
+
 def test_mixing_swvp_equals_brute_force(sentences):
     mixing = mixed_run(SWVP("single", "wm", seed=1), sentences, 2, 2)
     mixed, mean = reference_ipm(DependencyTree(hash_bits=BITS), sentences, 2, 2, 1,
@@ -126,7 +139,7 @@ def test_forked_shards_equal_shards_in_one_process(sentences):
 
 
 @pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed (pip install 'arborist[ray]')")
-def test_ray_engine_gives_the_local_engine_weights(sentences):
+def test_ray_engine_gives_the_local_engine_weights(sentences, tmp_path):
     import ray
 
     from arborist.learn.mixing import RayShards
@@ -141,6 +154,12 @@ def test_ray_engine_gives_the_local_engine_weights(sentences):
                 "trainer": {"@trainers": "arborist.Perceptron.v1", "seed": 0}}
         assert (jackknife(spec, sentences, 3, 1, Quiet(), name="upos", workers=2, engine="ray")
                 == jackknife(spec, sentences, 3, 1, Quiet(), name="upos"))
+        # The training driver with engine = "ray" trains what it trains with the local engine.
+        local, _ = train(parser_config(tmp_path, max_epochs=2, workers=2), tmp_path / "local", Quiet(), use_wandb=False)
+        on_ray, _ = train(parser_config(tmp_path, max_epochs=2, workers=2, engine="ray"), tmp_path / "ray", Quiet(),
+                          use_wandb=False)
+        np.testing.assert_array_equal(local.components["parser"].weights.array,
+                                      on_ray.components["parser"].weights.array)
     finally:
         if started:
             ray.shutdown()

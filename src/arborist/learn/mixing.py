@@ -103,6 +103,7 @@ class ParameterMixing(Trainer):
         self.columns = trainer.columns
         self.name = trainer.name
         self._positions: np.ndarray | None = None
+        self.mix_weight: float | None = None  # None: the uniform mixture 1/K (see `mix`)
 
     # -- the Trainer interface ---------------------------------------------------------
     def begin(self, structure, examples: list, hash_bits: int) -> None:
@@ -150,7 +151,7 @@ class ParameterMixing(Trainer):
         results = self.engine.run(inner, structure, examples, inner.weights, shards, tracker)
         shard_seconds = [r.metrics.get("epoch_seconds", 0.0) for r in results]
         mix_start = time.perf_counter()
-        mix(inner.weights, [r.sparse() for r in results])
+        mix(inner.weights, [r.sparse() for r in results], self.mix_weight)
         mix_seconds = time.perf_counter() - mix_start
         positions = [float(self._positions[s].sum()) for s in shards]
         correct = sum(r.metrics["train_accuracy"] * p for r, p in zip(results, positions))
@@ -176,22 +177,26 @@ class ParameterMixing(Trainer):
             self.engine = None
 
 
-def mix(weights: Weights, shards: list[tuple[np.ndarray, np.ndarray, np.ndarray | None, float]]) -> None:
+def mix(weights: Weights, shards: list[tuple[np.ndarray, np.ndarray, np.ndarray | None, float]],
+        weight: float | None = None) -> None:
     """Mix in place: `weights` holds W^{n-1} (and U_{n-1}, T_{n-1}); `shards` are each
     shard's (indices, D_k, u_k, m_k), D_k and u_k at the indices where either is not zero
     (elsewhere both are). Leaves W^n, U_n and T_n (module docstring), shard by shard:
 
         W += D_k / K,    U += u_k + (T_n / K - m_k) D_k
 
-    Only the weights some shard changed are read or written."""
+    Only the weights some shard changed are read or written. `weight` (default 1/K, the
+    uniform mixture) replaces 1/K: W += weight D_k, U += u_k + (weight T_n - m_k) D_k keeps
+    the same exact average for any weight (an experiment: weight 1 sums the shards' changes,
+    outside McDonald et al.'s convex mixtures)."""
     k = len(shards)
     total = weights.step + sum(m for _, _, _, m in shards)
     for idx, delta, accumulator, steps in shards:
         if weights.averaged:
             u = weights.accumulator
             u[idx] += accumulator
-            u[idx] += (total / k - steps) * delta
-        weights.array[idx] += delta / k
+            u[idx] += ((total / k if weight is None else total * weight) - steps) * delta
+        weights.array[idx] += delta / k if weight is None else delta * weight
     weights.step = total
 
 
