@@ -81,6 +81,8 @@ def compare_epochs(args) -> dict:
         component.structure.initialize(inputs)
         train_x = component.examples(inputs, training=True)
         trainer = parallel_trainer(trainer, workers, args.engine, tracker)
+        if isinstance(trainer, ParameterMixing):
+            trainer.mix_weight = args.mix_weight
         trainer.begin(component.structure, train_x, component.structure.hash_bits)
         setups[label] = {"component": component, "trainer": trainer, "train_x": train_x, "epochs": []}
     dev_x = run.dev_inputs(name)
@@ -112,6 +114,7 @@ def compare_epochs(args) -> dict:
                 s["trainer"].close()
     serial, mixed = setups.values()
     out = {"config": args.config, "component": name, "score": key, "workers": args.workers, "engine": args.engine,
+           "mix_weight": args.mix_weight,
            "train_sentences": len(serial["train_x"]), "dev_sentences": len(dev_x), "epochs": args.epochs, "runs": {}}
     for label, s in setups.items():
         seconds = [r["epoch_seconds"] for r in s["epochs"]]
@@ -164,6 +167,9 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--engine", choices=("local", "ray"), default="local")
     ap.add_argument("--max-train-sentences", type=int, default=0, help="0: all (a quick check: e.g. 3000)")
+    ap.add_argument("--mix-weight", type=float, default=None,
+                    help="experiment: weight of each shard's change in the mix (default 1/workers, IPM's average; "
+                         "1 sums the changes)")
     ap.add_argument("--pipeline", action="store_true", help="also time the whole pipeline, 1 vs --workers")
     ap.add_argument("--pipeline-config", default="configs/en_ewt_pipeline.cfg")
     ap.add_argument("--skip-epochs", action="store_true", help="only the pipeline comparison")
