@@ -45,8 +45,16 @@ class Silent:
     def __init__(self, verbose: bool = False):
         self.verbose = verbose
 
-    def __getattr__(self, name):
-        return lambda *args, **kwargs: None
+    run_id = None
+
+    def start_component(self, *args): pass
+    def start_epoch(self, *args): pass
+    def advance(self, *args, **kwargs): pass
+    def end_epoch(self, *args): pass
+    def log(self, *args): pass
+    def summary(self, *args): pass
+    def log_model(self, *args): pass
+    def close(self): pass
 
     def message(self, text):
         if self.verbose:
