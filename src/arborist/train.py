@@ -30,6 +30,17 @@ The output directory is laid out like `spacy train`'s:
                     iteration)
 
 so a crash loses at most the current epoch.
+
+`[training] workers = N` (N > 1) shares the work among N workers, which `engine` places:
+"local" (default: processes forked on this machine, which read the examples
+copy-on-write) or "ray" (Ray tasks and actors, on the cluster at RAY_ADDRESS or on
+`ray.init(num_cpus=N)`; Ray is imported only then). The jackknife folds run in parallel
+(each fold trains serially: the same predictions as with one worker), and a component of
+the perceptron family trains by iterative parameter mixing over N shards
+(`arborist.learn.mixing`: each epoch, N shards from the mixed weights, then their
+average; the averaged weights stay the exact mean over every example visited). Other
+trainers (EG, MaxEnDNet, SGD) train serially, with a message. workers = 1 is serial
+training; a resumed run keeps the number of shards its checkpoint was trained with.
 """
 from __future__ import annotations
 
@@ -46,6 +57,7 @@ from confection import Config
 
 from .component import Component
 from .confidence import describe_fit
+from .learn.mixing import ENGINES, ParameterMixing, connect_ray, parallel_trainer
 from .corpus import read_corpus
 from .model import BEST_MODEL, Pipeline, annotate, load, read_json, recover_directory, write_directory
 from .registry import component_kind, kind_for_structure, registry
@@ -61,7 +73,8 @@ TRAINING_DEFAULTS = {
     "patience": 0,
     "max_train_sentences": 0,
     "jackknife_folds": 10,
-    "workers": 1,  # processes for independent work (the jackknife folds); 1: all in this process
+    "workers": 1,  # workers for the jackknife folds and the perceptron family's parameter mixing; 1: serial
+    "engine": "local",  # where the workers run: "local" (forked processes) or "ray" (Ray tasks and actors)
     "calibrate": True,
 }
 COMPONENT_TRAINING = ("max_epochs", "patience")  # what [components.NAME.training] may override
@@ -276,6 +289,14 @@ class Training:
 
     def train(self, spec: ComponentSpec, limits: dict, resuming: bool) -> None:
         component, trainer = spec.resolve()
+        trainer = parallel_trainer(trainer, self.settings["workers"], self.settings["engine"], self.tracker)
+        try:
+            self._train(spec, component, trainer, limits, resuming)
+        finally:
+            if isinstance(trainer, ParameterMixing):
+                trainer.close()
+
+    def _train(self, spec: ComponentSpec, component: Component, trainer, limits: dict, resuming: bool) -> None:
         component.link(self.upstream(spec.name))
         train_inputs = self.train_inputs(spec.name, component)
         component.structure.initialize(train_inputs)
@@ -338,26 +359,35 @@ class Training:
             self.jackknifed[component.name] = jackknife(
                 self.specs[component.name], self.train_inputs(component.name, component),
                 self.settings["jackknife_folds"], self.report["components"][component.name]["best_epoch"],
-                self.tracker, upstream=self.upstream(component.name), workers=self.settings["workers"])
+                self.tracker, upstream=self.upstream(component.name), workers=self.settings["workers"],
+                engine=self.settings["engine"])
             if self.output is not None:
                 _save_jackknife(self.output / CHECKPOINT, self.jackknifed)
         return self.jackknifed[component.name]
 
 
 def jackknife(spec: ComponentSpec | dict, sentences: list, folds: int, epochs: int, tracker, name: str = "",
-              upstream: list[Component] = (), workers: int = 1) -> list:
+              upstream: list[Component] = (), workers: int = 1, engine: str = "local") -> list:
     """Each sentence's prediction by the component of `spec` (a ComponentSpec or a
     [components.NAME] section) trained, as the spec says, for `epochs` epochs on the folds
     that do not hold the sentence (sentence i is in fold i mod `folds`). The folds are
-    independent: with `workers` > 1 they run in that many forked processes, with the same
-    result as in one (each fold's trainer has its own seed from the spec)."""
+    independent: with `workers` > 1 they run in that many forked processes (engine
+    "local") or as Ray tasks (engine "ray"), with the same result as in one (each fold's
+    trainer has its own seed from the spec; a fold trains serially)."""
     if folds < 2:
         raise ValueError(f"training.jackknife_folds must be 0 (parser trains on gold tags) or >= 2, got {folds}")
     if not isinstance(spec, ComponentSpec):
         spec = ComponentSpec(name or "component", spec)
     job = (spec, sentences, folds, epochs, list(upstream))
     predicted: list = [None] * len(sentences)
-    if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+    if engine == "ray":
+        ray = connect_ray(workers)
+        tracker.message(f"jackknifing {spec.name}: {folds} folds as Ray tasks, {epochs} epochs")
+        job_ref = ray.put(job)
+        task = ray.remote(num_cpus=1)(_fold)
+        results = ray.get([task.remote(fold, job_ref) for fold in range(folds)])
+        del job_ref
+    elif workers > 1 and "fork" in multiprocessing.get_all_start_methods():
         global _FOLD_JOB
         _FOLD_JOB = job  # the forked workers inherit it: nothing is pickled but fold numbers and predictions
         tracker.message(f"jackknifing {spec.name}: {folds} folds in {workers} processes, {epochs} epochs")
@@ -479,6 +509,14 @@ def _train_component(name: str, component: Component, trainer, train_x: list, de
 def _begin(component: Component, trainer, train_x: list, tracker, arrays: dict | None, state: dict | None) -> int:
     """Start (or restore) the trainer; the first epoch to run."""
     if arrays is not None:
+        recorded = state["trainer"].get("workers", 1)
+        running = trainer.workers if isinstance(trainer, ParameterMixing) else 1
+        if recorded != running:
+            def how(k):
+                return "serially" if k == 1 else f"by parameter mixing over {k} shards"
+            raise ValueError(f"{CHECKPOINT}: {component.name}'s epochs so far trained {how(recorded)}, this run would "
+                             f"train {how(running)} (the number of shards changes what is trained); resume with "
+                             f"training.workers = {recorded}")
         try:
             trainer.restore(component.structure, train_x, arrays, state["trainer"])
         except (KeyError, ValueError, TypeError, IndexError) as e:
@@ -608,6 +646,9 @@ def _settings(config: Config) -> dict:
         raise ValueError("training.train_path is not set")
     if not isinstance(settings["workers"], int) or isinstance(settings["workers"], bool) or settings["workers"] < 1:
         raise ValueError(f"training.workers must be a positive integer, got {settings['workers']!r}")
+    if settings["engine"] not in ENGINES:
+        raise ValueError(f"training.engine must be one of {', '.join(repr(e) for e in ENGINES)}, "
+                         f"got {settings['engine']!r}")
     folds = settings["jackknife_folds"]
     if not isinstance(folds, int) or isinstance(folds, bool) or folds < 0 or folds == 1:
         raise ValueError(f"training.jackknife_folds must be 0 (the parser trains on gold tags) or an integer >= 2, "
@@ -621,7 +662,10 @@ def _resumable(config_text: str) -> dict:
     training = dict(config.get("training", {}))
     training.pop("max_epochs", None)
     training.pop("patience", None)
-    training.pop("workers", None)  # how many processes share the work does not change what is trained
+    # How many workers share the work, and where they run, are checked when the trainer is
+    # restored: they change what parameter mixing trains (the number of shards), not the rest.
+    training.pop("workers", None)
+    training.pop("engine", None)
     config.pop("tracking", None)  # where progress is logged does not change what is trained
     components = {}
     for name, spec in dict(config.get("components", {})).items():
