@@ -13,8 +13,9 @@ difference at the last epoch and at the best epoch.
 
 Part 2 (`--pipeline`): the whole pipeline config (default configs/en_ewt_pipeline.cfg:
 taggers, 10-fold jackknife, parser, labeler; ~20 minutes serial) trained by
-`arborist.train.train` with training.workers = 1 and = K (parallel jackknife folds and
-mixing), wall-clock each, with the components' best dev scores.
+`arborist.train.train` with training.workers = 1 and = K (parallel jackknife folds; with
+--pipeline-mixing, parameter mixing too), wall-clock each, with the components' best dev
+scores.
 
 The issue's targets (2 workers, en_ewt): dev UAS within 0.2 of serial, epochs >= 1.6x
 faster, the pipeline >= 1.6x faster. Writes JSON and prints a summary; the load average
@@ -148,9 +149,16 @@ def compare_epochs(args) -> dict:
 def compare_pipeline(args) -> dict:
     from arborist.train import load_config, train
 
-    out = {"config": args.pipeline_config, "runs": {}}
+    out = {"config": args.pipeline_config, "parameter_mixing": args.pipeline_mixing, "runs": {}}
     for workers in (1, args.workers):
-        overrides = {"training.workers": workers, "training.engine": args.engine, "tracking.wandb": False}
+        overrides = {"training.workers": workers, "training.engine": args.engine, "tracking.wandb": False,
+                     "training.parameter_mixing": bool(args.pipeline_mixing and workers > 1)}
+        for item in args.pipeline_set:
+            key, value = item.split("=", 1)
+            try:
+                overrides[key] = json.loads(value)  # numbers, true/false, quoted strings
+            except json.JSONDecodeError:
+                overrides[key] = value
         config = load_config(REPO / args.pipeline_config, overrides)
         with tempfile.TemporaryDirectory(prefix="bench_mixing_") as tmp:
             start = time.perf_counter()
@@ -180,6 +188,10 @@ def main() -> None:
                          "1 sums the changes)")
     ap.add_argument("--pipeline", action="store_true", help="also time the whole pipeline, 1 vs --workers")
     ap.add_argument("--pipeline-config", default="configs/en_ewt_pipeline.cfg")
+    ap.add_argument("--pipeline-mixing", action="store_true", help="the pipeline's parallel run also trains its "
+                    "perceptrons by parameter mixing (default: parallel jackknife folds only, the same model)")
+    ap.add_argument("--pipeline-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="config overrides for both pipeline runs (e.g. training.max_epochs=5)")
     ap.add_argument("--skip-epochs", action="store_true", help="only the pipeline comparison")
     ap.add_argument("--note", default="", help="recorded in the JSON (e.g. 'quiet machine')")
     ap.add_argument("--output", default="scripts/results/bench_mixing.json")

@@ -146,8 +146,8 @@ def test_ray_engine_gives_the_local_engine_weights(sentences, tmp_path):
 
     started = not ray.is_initialized()
     try:
-        local, _ = train(parser_config(tmp_path, max_epochs=2, workers=2), tmp_path / "local", Quiet(), use_wandb=False)
-        on_ray, _ = train(parser_config(tmp_path, max_epochs=2, workers=2, engine="ray"), tmp_path / "ray", Quiet(),
+        local, _ = train(parser_config(tmp_path, max_epochs=2, workers=2, parameter_mixing=True), tmp_path / "local", Quiet(), use_wandb=False)
+        on_ray, _ = train(parser_config(tmp_path, max_epochs=2, workers=2, engine="ray", parameter_mixing=True), tmp_path / "ray", Quiet(),
                           use_wandb=False)
         np.testing.assert_array_equal(local.components["parser"].weights.array,
                                       on_ray.components["parser"].weights.array)
@@ -182,22 +182,31 @@ def parser_config(tmp_path, **training):
                        overrides | {"components.parser.structure.hash_bits": BITS})
 
 
-def test_workers_1_is_todays_training(tmp_path):
+def test_mixing_is_asked_for_never_implied(tmp_path):
+    """workers = 1, or workers = 2 without parameter_mixing, is today's training; parameter
+    mixing over 2 shards trains another model."""
     today, _ = train(parser_config(tmp_path, max_epochs=2), tmp_path / "a", Quiet(), use_wandb=False)
     one, _ = train(parser_config(tmp_path, max_epochs=2, workers=1), tmp_path / "b", Quiet(), use_wandb=False)
     np.testing.assert_array_equal(today.components["parser"].weights.array, one.components["parser"].weights.array)
     two, _ = train(parser_config(tmp_path, max_epochs=2, workers=2), tmp_path / "c", Quiet(), use_wandb=False)
-    assert not np.array_equal(two.components["parser"].weights.array, one.components["parser"].weights.array)
+    np.testing.assert_array_equal(today.components["parser"].weights.array, two.components["parser"].weights.array)
+    mixed, _ = train(parser_config(tmp_path, max_epochs=2, workers=2, parameter_mixing=True), tmp_path / "d", Quiet(),
+                     use_wandb=False)
+    assert not np.array_equal(mixed.components["parser"].weights.array, one.components["parser"].weights.array)
+    with pytest.raises(ValueError, match="training.parameter_mixing must be true or false"):
+        train(parser_config(tmp_path, parameter_mixing="yes"), tmp_path / "e", Quiet(), use_wandb=False)
 
 
 def test_resumed_mixed_run_ends_at_the_uninterrupted_model(tmp_path):
-    whole, _ = train(parser_config(tmp_path, max_epochs=3, workers=2), tmp_path / "whole", Quiet(), use_wandb=False)
-    train(parser_config(tmp_path, max_epochs=2, workers=2), tmp_path / "part", Quiet(), use_wandb=False)
-    with pytest.raises(ValueError, match="over 2 shards.*resume with training.workers = 2"):
-        train(parser_config(tmp_path, max_epochs=3, workers=3), tmp_path / "part", Quiet(), resume=True,
+    mix = {"parameter_mixing": True}
+    whole, _ = train(parser_config(tmp_path, max_epochs=3, workers=2, **mix), tmp_path / "whole", Quiet(),
+                     use_wandb=False)
+    train(parser_config(tmp_path, max_epochs=2, workers=2, **mix), tmp_path / "part", Quiet(), use_wandb=False)
+    with pytest.raises(ValueError, match="over 2 shards.*resume with training.workers = 2 and training.parameter_mix"):
+        train(parser_config(tmp_path, max_epochs=3, workers=3, **mix), tmp_path / "part", Quiet(), resume=True,
               use_wandb=False)
-    resumed, _ = train(parser_config(tmp_path, max_epochs=3, workers=2), tmp_path / "part", Quiet(), resume=True,
-                       use_wandb=False)
+    resumed, _ = train(parser_config(tmp_path, max_epochs=3, workers=2, **mix), tmp_path / "part", Quiet(),
+                       resume=True, use_wandb=False)
     np.testing.assert_array_equal(whole.components["parser"].weights.array,
                                   resumed.components["parser"].weights.array)
     (_, a), (state, b) = load_checkpoint(tmp_path / "whole" / "checkpoint"), load_checkpoint(tmp_path / "part" / "checkpoint")
@@ -208,9 +217,9 @@ def test_resumed_mixed_run_ends_at_the_uninterrupted_model(tmp_path):
 
 def test_a_serial_checkpoint_is_not_resumed_by_mixing(tmp_path):
     train(parser_config(tmp_path, max_epochs=1), tmp_path / "run", Quiet(), use_wandb=False)
-    with pytest.raises(ValueError, match="resume with training.workers = 1"):
-        train(parser_config(tmp_path, max_epochs=2, workers=2), tmp_path / "run", Quiet(), resume=True,
-              use_wandb=False)
+    with pytest.raises(ValueError, match="resume with training.parameter_mixing = false"):
+        train(parser_config(tmp_path, max_epochs=2, workers=2, parameter_mixing=True), tmp_path / "run", Quiet(),
+              resume=True, use_wandb=False)
 
 
 def test_eg_with_workers_trains_serially_and_says_so(tmp_path):
@@ -220,7 +229,8 @@ def test_eg_with_workers_trains_serially_and_says_so(tmp_path):
                  "components.parser.structure.hash_bits": BITS}
     path = REPO / "configs" / "en_ewt_eg_crf.cfg"
     one, _ = train(load_config(path, overrides), tmp_path / "one", Quiet(), use_wandb=False)
-    two, _ = train(load_config(path, overrides | {"training.workers": 2}), tmp_path / "two", tracker, use_wandb=False)
+    two, _ = train(load_config(path, overrides | {"training.workers": 2, "training.parameter_mixing": True}),
+                   tmp_path / "two", tracker, use_wandb=False)
     assert any("trains serially" in m for m in tracker.messages), tracker.messages
     np.testing.assert_array_equal(one.components["parser"].weights.array, two.components["parser"].weights.array)
 
