@@ -199,3 +199,23 @@ def test_stop_gap_stops_when_the_relative_gap_is_small():
     assert not EG("crf", C=3.0, eta=0.5).finish_epoch(metrics)
     with pytest.raises(ValueError, match="stop_gap"):
         EG(stop_gap=-1.0)
+
+
+def test_fast_growth_applies_only_to_steps_accepted_at_the_first_rate():
+    structure, examples = make_dataset()
+    eg = EG("crf", C=0.5, eta=4.0, eta_growth=1.05, eta_fast_growth=2.0, seed=3)
+    eg.begin(structure, examples, BITS)
+    seen = set()
+    for _ in range(80):
+        i = int(eg.rng.integers(len(examples)))
+        before, halvings = eg.eta[i], eg.halvings
+        accepted, dq = eg.visit(structure, examples[i], i)
+        if not accepted or dq == 0.0:
+            continue
+        tries = eg.halvings - halvings
+        want = before * 0.5 ** tries * (2.0 if tries == 0 else 1.05)
+        assert eg.eta[i] == pytest.approx(want)
+        seen.add(tries == 0)
+    assert seen == {True, False}
+    with pytest.raises(ValueError, match="eta_fast_growth"):
+        EG(eta_fast_growth=0.5)

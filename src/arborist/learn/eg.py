@@ -22,8 +22,8 @@ w(alpha) lives in a `Weights` (unscaled; the model predicts with w(alpha)/C) and
 changes only by the visited example's contribution, sum_r (mu_old - mu_new)_r
 phi_r. `Weights` sums the change of ||w||^2 as it adds, which gives the exact
 change of Q for one example without a pass over the data (§7), so the adaptive
-rate (halve eta_i until Q improves, then multiply it by 1.05) costs one feature
-pass per rate tried.
+rate (halve eta_i until Q improves, then multiply it by 1.05, or by eta_fast_growth
+when the first rate tried was accepted) costs one feature pass per rate tried.
 
 Reported objectives follow the paper: primal P(w(alpha)/C), dual -Q(alpha)
 (a lower bound on the primal minimum), gap = P + Q >= 0.
@@ -80,6 +80,7 @@ class EG(Trainer):
         eta_search_fraction: float = 0.1,
         eta_search_share: float = 0.95,
         eta_growth: float = 1.05,
+        eta_fast_growth: float | None = None,
         max_halvings: int = 20,
         objectives_every: int = 1,
         anneal: bool = False,
@@ -115,6 +116,9 @@ class EG(Trainer):
         self.eta_search_fraction = eta_search_fraction
         self.eta_search_share = eta_search_share
         self.eta_growth = eta_growth
+        if eta_fast_growth is not None and not eta_fast_growth >= 1:
+            raise ValueError(f"eta_fast_growth must be >= 1, got {eta_fast_growth}")
+        self.eta_fast_growth = eta_growth if eta_fast_growth is None else eta_fast_growth
         self.max_halvings = max_halvings
         self.objectives_every = 1 if anneal else max(1, int(objectives_every))
         self.anneal = anneal
@@ -224,7 +228,8 @@ class EG(Trainer):
                 a = min(grid_a, key=lambda v: q(v, b))
                 if self.warm_start_scale is None:  # b once more, around its value, at the chosen a
                     b = min([b / 2, b, 2 * b], key=lambda v: q(a, v))
-            result = {"search_subset": size, "search_evaluations": evaluations}
+            self.search_visits += evaluations * size  # each Q evaluation is one visit of the subset
+            result = {"search_subset": size, "search_evaluations": evaluations, "search_visits": evaluations * size}
         self.warm_start_result = {"scale": b, "margin": a, **result}
         return w0, a, b
 
@@ -296,7 +301,10 @@ class EG(Trainer):
             if accepted:
                 # Grow the rate only on a real improvement: an example already at its
                 # optimum (dQ = 0) would otherwise grow eta, and theta, without bound.
-                self.eta[i] = eta * self.eta_growth if adaptive and dq < 0 else eta
+                # A step accepted at the first rate tried grows it by eta_fast_growth
+                # (issue 26: a rate that collapsed early regrows in a few visits).
+                growth = self.eta_fast_growth if attempt == 0 else self.eta_growth
+                self.eta[i] = eta * growth if adaptive and dq < 0 else eta
                 return True, dq
             eta *= 0.5
             self.halvings += adaptive
