@@ -76,6 +76,8 @@ def main():
     ap.add_argument("--gap", type=float, default=0.01)
     ap.add_argument("--hash-bits", type=int, default=22)
     ap.add_argument("--methods", nargs="+", default=["cold", "perceptron", "from_2C_kept", "from_2C_scaled"])
+    ap.add_argument("--eta-fast-growth", type=float, default=None, help="EG's eta_fast_growth (default: off)")
+    ap.add_argument("--tag", default="", help="suffix of the run names (e.g. the setting compared)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     train = read_corpus(str(CORPUS / "en_ewt-ud-train.conllu"))[: args.sentences]
@@ -87,30 +89,32 @@ def main():
                     "command": " ".join(sys.argv)})
     results.setdefault("runs", {})
     for C in args.C:
-        runs = results["runs"].setdefault(f"{args.objective} C={C}", {})
+        runs = results["runs"].setdefault(f"{args.objective} C={C}{args.tag}", {})
         start = time.perf_counter()
         if "cold" in args.methods:
-            runs["cold"] = run(EG(args.objective, C=C, objectives_every=10**9), structure, train, dev, args.epochs,
+            runs["cold"] = run(EG(args.objective, C=C, objectives_every=10**9, eta_fast_growth=args.eta_fast_growth), structure, train, dev, args.epochs,
                                0.0, "cold", start)
+            out.write_text(json.dumps(results, indent=1) + "\n")
         if "perceptron" in args.methods:
             start = time.perf_counter()
             p = Perceptron(seed=0)
             p.begin(structure, train, args.hash_bits)
             for _ in range(args.perceptron_epochs):
                 p.epoch(structure, train)
-            eg = EG(args.objective, C=C, objectives_every=10**9)
+            eg = EG(args.objective, C=C, objectives_every=10**9, eta_fast_growth=args.eta_fast_growth)
             eg.warm_weights = p.prediction_weights().array.copy()
             runs["perceptron"] = run(eg, structure, train, dev, args.epochs, float(args.perceptron_epochs),
                                      "perceptron", start)
             runs["perceptron"]["perceptron_dev_uas"] = dev_uas(structure, eg.warm_weights, dev)
+            out.write_text(json.dumps(results, indent=1) + "\n")
         if {"from_2C_kept", "from_2C_scaled"} & set(args.methods):
             start = time.perf_counter()
-            big = EG(args.objective, C=2 * C, objectives_every=10**9)
+            big = EG(args.objective, C=2 * C, objectives_every=10**9, eta_fast_growth=args.eta_fast_growth)
             first = run(big, structure, train, dev, 4 * args.epochs, 0.0, "2C", start, stop_gap=args.gap)
             cost = first["curve"][-1]["effective_iterations"]
             arrays, meta = big.state()
             if "from_2C_kept" in args.methods:
-                kept = EG(args.objective, C=2 * C, objectives_every=10**9)
+                kept = EG(args.objective, C=2 * C, objectives_every=10**9, eta_fast_growth=args.eta_fast_growth)
                 kept.restore(structure, train, {k: v.copy() for k, v in arrays.items()}, dict(meta))
                 kept.C = C
                 kept.sq_norm = kept.weights.sq_norm()
@@ -124,7 +128,7 @@ def main():
                     log(f"  from_2C_kept: {curve[-1]}")
                 runs["from_2C_kept"] = {"curve": curve, "first_stage": first["curve"]}
             if "from_2C_scaled" in args.methods:
-                eg = EG(args.objective, C=C, objectives_every=10**9)
+                eg = EG(args.objective, C=C, objectives_every=10**9, eta_fast_growth=args.eta_fast_growth)
                 eg.warm_weights = big.prediction_weights().array.copy()
                 r = run(eg, structure, train, dev, args.epochs, cost, "from_2C_scaled", start)
                 r["first_stage"] = first["curve"]
