@@ -80,19 +80,20 @@ class EG(Trainer):
         eta_search_fraction: float = 0.1,
         eta_search_share: float = 0.95,
         eta_growth: float = 1.05,
-        eta_fast_growth: float | None = None,
         max_halvings: int = 20,
         objectives_every: int = 1,
         anneal: bool = False,
         anneal_factor: float = 0.7,
         anneal_tolerance: float = 1e-3,
         C_min: float = 0.0,
+        seed: int = 0,
+        # issue 26, after the earlier parameters so that positional calls keep their meaning
+        eta_fast_growth: float | None = None,
         stop_gap: float = 0.0,
         warm_start: str | None = None,
         warm_start_scale: float | None = None,
         warm_start_margin: float | None = None,
         warm_start_fraction: float = 0.1,
-        seed: int = 0,
     ):
         if objective not in OBJECTIVES:
             raise ValueError(f"EG objective must be one of {OBJECTIVES}, got {objective!r}")
