@@ -26,18 +26,20 @@ def setup_from_log(path: Path) -> dict:
     """The trainer's setup report from the run's log ("trainer set-up: 12.3 s; eta_ini 0.5; ...")."""
     if not path.is_file():
         return {}
-    for line in path.read_text(errors="replace").splitlines():
-        if "trainer set-up:" in line:
-            parts = [p.strip() for p in line.split("trainer set-up:", 1)[1].split(";")]
-            out = {"seconds": float(parts[0].split()[0])}
-            for p in parts[1:]:
-                key, _, value = p.partition(" ")
-                try:
-                    out[key] = json.loads(value)
-                except json.JSONDecodeError:
-                    out[key] = value
-            return out
-    return {}
+    text = path.read_text(errors="replace")
+    if "trainer set-up:" not in text:
+        return {}
+    # the console wraps the line: join it up to the epoch table's header
+    block = text.split("trainer set-up:", 1)[1].split("epoch", 1)[0]
+    parts = [p.strip() for p in " ".join(block.split()).split(";") if p.strip()]
+    out = {"seconds": float(parts[0].split()[0])}
+    for p in parts[1:]:
+        key, _, value = p.partition(" ")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
 
 
 def collect(name: str, directory: Path, command: str, n_train: int | None) -> dict:
