@@ -8,7 +8,8 @@ on 10% of the data); the same with the C-annealing schedule that §7.1.1 uses fo
 low C (10 C for 5 iterations, then C (1 + 9 x 0.7^(t-5))); scipy's L-BFGS-B from w = 0, and SGD with eta0 chosen from
 {1, 0.1, 0.01, 0.001} by dev UAS after one epoch. Effective iterations = example
 visits / n: every rate EG tries is a visit, and EG is also charged its
-initialization pass (w(alpha) at theta = 0) and its eta_ini search; every
+initialization pass (w(alpha) at theta = 0) and its eta_ini search (EG-warm: also
+the perceptron's 2 epochs and the warm start's scale search; -fast: eta_fast_growth = 2); every
 L-BFGS function evaluation (line search included) is n visits; an SGD step is
 one (the epochs spent choosing eta0 are charged too). The primal values for the
 curves are computed outside the count. Writes JSON and a PNG to scripts/results/.
@@ -51,14 +52,26 @@ def annealed_C(C, t, start_factor):
     return C * start_factor if t <= 5 else C * (1.0 + (start_factor - 1.0) * 0.7 ** (t - 5))
 
 
-def run_eg(structure, train, dev, C, bits, iterations, seed, anneal_from=None):
+def run_eg(structure, train, dev, C, bits, iterations, seed, anneal_from=None, warm_epochs=0, fast_growth=None):
     """Randomized online EG at C; with anneal_from = k, the annealed schedule of §7.1.1
-    (the primal plotted is always the one at the target C)."""
+    (the primal plotted is always the one at the target C); with warm_epochs = k, the
+    dual warm-started (issue 26) from an averaged perceptron trained k epochs on the same
+    sentences, charged k effective iterations (the warm start's scale search is in
+    search_visits)."""
+    from arborist.learn.perceptron import Perceptron
+
     n = len(train)
-    eg = EG("crf", C=C * anneal_from if anneal_from else C, seed=seed, objectives_every=10**9)
+    eg = EG("crf", C=C * anneal_from if anneal_from else C, seed=seed, objectives_every=10**9,
+            eta_fast_growth=fast_growth)
     start = time.perf_counter()
+    if warm_epochs:
+        perceptron = Perceptron(seed=seed)
+        perceptron.begin(structure, train, bits)
+        for _ in range(warm_epochs):
+            perceptron.epoch(structure, train)
+        eg.warm_weights = perceptron.prediction_weights().array.copy()
     eg.begin(structure, train, bits)
-    charged = 1.0 + eg.search_visits / n  # the initialization pass and the eta_ini search
+    charged = 1.0 + eg.search_visits / n + warm_epochs  # init pass, searches, the perceptron's epochs
     primal = CRFPrimal(structure, train, C, bits)
     w = eg.prediction_weights().array
     curve = [{"effective_iterations": charged, "primal": primal.value(w), "dev_uas": dev_uas(structure, w, dev),
@@ -80,7 +93,8 @@ def run_eg(structure, train, dev, C, bits, iterations, seed, anneal_from=None):
             point["primal"] = primal.value(w)
         curve.append(point)
         log(f"  EG C={C}: {curve[-1]}")
-    return {"eta_ini": eg.eta_ini, "curve": curve, "anneal_from": anneal_from}
+    return {"eta_ini": eg.eta_ini, "curve": curve, "anneal_from": anneal_from, "warm_epochs": warm_epochs, "eta_fast_growth": fast_growth,
+            "warm_start": eg.warm_start_result}
 
 
 def run_lbfgs(structure, train, dev, C, bits, iterations):
@@ -127,6 +141,12 @@ def run_sgd(structure, train, dev, C, bits, iterations, seed, rates=(1.0, 0.1, 0
 METHODS = {
     "EG": lambda st, tr, dv, C, bits, its, seed: run_eg(st, tr, dv, C, bits, its, seed),
     "EG-annealed": lambda st, tr, dv, C, bits, its, seed: run_eg(st, tr, dv, C, bits, its, seed, anneal_from=10.0),
+    "EG-warm": lambda st, tr, dv, C, bits, its, seed: run_eg(st, tr, dv, C, bits, its, seed, warm_epochs=2),
+    "EG-fast": lambda st, tr, dv, C, bits, its, seed: run_eg(st, tr, dv, C, bits, its, seed, fast_growth=2.0),
+    "EG-warm-fast": lambda st, tr, dv, C, bits, its, seed: run_eg(st, tr, dv, C, bits, its, seed, warm_epochs=2,
+                                                                 fast_growth=2.0),
+    "EG-annealed-fast": lambda st, tr, dv, C, bits, its, seed: run_eg(st, tr, dv, C, bits, its, seed,
+                                                                     anneal_from=10.0, fast_growth=2.0),
     "L-BFGS": lambda st, tr, dv, C, bits, its, seed: run_lbfgs(st, tr, dv, C, bits, int(its)),
     "SGD": lambda st, tr, dv, C, bits, its, seed: run_sgd(st, tr, dv, C, bits, its, seed),
 }
@@ -175,7 +195,7 @@ def main():
         summary = {"best_primal": best, "within_1_percent": {k: first_within(r["curve"], threshold)
                                                               for k, r in runs.items()}}
         lb_at = summary["within_1_percent"].get("L-BFGS")
-        for name in ("EG", "EG-annealed"):
+        for name in ("EG", "EG-annealed", "EG-warm", "EG-fast", "EG-warm-fast", "EG-annealed-fast"):
             at = summary["within_1_percent"].get(name)
             if name in runs:
                 summary[f"{name}_faster_than_lbfgs"] = at is not None and (lb_at is None or at < lb_at)
@@ -197,7 +217,8 @@ def plot(results, path):
     for ax, (C, r) in zip(axes[0], runs.items()):
         best = r["summary"]["best_primal"]
         for name, style, color in (("EG", "-o", "C0"), ("EG-annealed", "-x", "C1"), ("L-BFGS", "-s", "C2"),
-                                    ("SGD", "-^", "C3")):
+                                    ("SGD", "-^", "C3"), ("EG-warm", "-d", "C4"), ("EG-fast", "-v", "C5"),
+                                    ("EG-warm-fast", "-D", "C6"), ("EG-annealed-fast", "-+", "C7")):
             if name not in r:
                 continue
             xs = [p["effective_iterations"] for p in r[name]["curve"]]

@@ -22,11 +22,27 @@ w(alpha) lives in a `Weights` (unscaled; the model predicts with w(alpha)/C) and
 changes only by the visited example's contribution, sum_r (mu_old - mu_new)_r
 phi_r. `Weights` sums the change of ||w||^2 as it adds, which gives the exact
 change of Q for one example without a pass over the data (§7), so the adaptive
-rate (halve eta_i until Q improves, then multiply it by 1.05) costs one feature
-pass per rate tried.
+rate (halve eta_i until Q improves, then multiply it by 1.05, or by eta_fast_growth
+when the first rate tried was accepted) costs one feature pass per rate tried.
 
 Reported objectives follow the paper: primal P(w(alpha)/C), dual -Q(alpha)
 (a lower bound on the primal minimum), gap = P + Q >= 0.
+
+Warm start (`warm_start`, issue 26). Any theta is a valid dual point, so the dual may
+start from the Gibbs distributions of a trained model's scores instead of theta = 0
+(uniform alpha_i, whose w(alpha) / C is huge at small C). With w0 the model's weights,
+
+    CRF: theta_i = b * w0 . phi(x_i, r)
+    M3N: theta_i = a * e_i + b * w0 . phi(x_i, r)
+
+At the CRF optimum theta_i = w* . phi(x_i, r) exactly (alpha_i = Gibbs(w* . phi) and
+w* = w(alpha)/C), so b rescales w0 towards w*; at the M3N optimum alpha_i sits on the
+cost-augmented argmaxes of e_i + w* . phi, which a large a and b approach. b
+(`warm_start_scale`) and a (`warm_start_margin`) are searched when not given: the values
+on a grid of powers of two that minimize Q on a fixed random subset of m examples, with C
+replaced by C m / n (the subset's terms sum like m/n of the full sum and its w(alpha)
+like m/n of the full one, so C m / n keeps w(alpha)/C and Q per example at their
+full-data sizes). eta_ini is then searched from the warm point, on the same terms.
 
 An optional diagonal metric S (`set_scale`; Laplace MaxEnDNet, seeds/003 eq. 9)
 replaces ||w(alpha)||^2 by w(alpha).S w(alpha) and the primal's ||w||^2 by
@@ -71,6 +87,13 @@ class EG(Trainer):
         anneal_tolerance: float = 1e-3,
         C_min: float = 0.0,
         seed: int = 0,
+        # issue 26, after the earlier parameters so that positional calls keep their meaning
+        eta_fast_growth: float | None = None,
+        stop_gap: float = 0.0,
+        warm_start: str | None = None,
+        warm_start_scale: float | None = None,
+        warm_start_margin: float | None = None,
+        warm_start_fraction: float = 0.1,
     ):
         if objective not in OBJECTIVES:
             raise ValueError(f"EG objective must be one of {OBJECTIVES}, got {objective!r}")
@@ -82,6 +105,11 @@ class EG(Trainer):
             raise ValueError(f"eta must be positive, got {eta}")
         if not 0 < anneal_factor < 1:
             raise ValueError(f"anneal_factor must be in (0, 1), got {anneal_factor}")
+        if not stop_gap >= 0:
+            raise ValueError(f"stop_gap must be >= 0, got {stop_gap}")
+        for key, value in (("warm_start_scale", warm_start_scale), ("warm_start_margin", warm_start_margin)):
+            if value is not None and not value >= 0:
+                raise ValueError(f"{key} must be >= 0, got {value}")
         self.objective = objective
         self.C = float(C)
         self.schedule = schedule
@@ -89,12 +117,22 @@ class EG(Trainer):
         self.eta_search_fraction = eta_search_fraction
         self.eta_search_share = eta_search_share
         self.eta_growth = eta_growth
+        if eta_fast_growth is not None and not eta_fast_growth >= 1:
+            raise ValueError(f"eta_fast_growth must be >= 1, got {eta_fast_growth}")
+        self.eta_fast_growth = eta_growth if eta_fast_growth is None else eta_fast_growth
         self.max_halvings = max_halvings
         self.objectives_every = 1 if anneal else max(1, int(objectives_every))
         self.anneal = anneal
         self.anneal_factor = anneal_factor
         self.anneal_tolerance = anneal_tolerance
         self.C_min = C_min
+        self.stop_gap = float(stop_gap)
+        self.warm_start = warm_start
+        self.warm_start_scale = warm_start_scale
+        self.warm_start_margin = warm_start_margin
+        self.warm_start_fraction = warm_start_fraction
+        self.warm_weights: np.ndarray | None = None  # w0 (set directly, or loaded from warm_start)
+        self.warm_start_result: dict | None = None
         self.rng = np.random.default_rng(seed)
         self.weights: Weights | None = None
         self.scale: np.ndarray | None = None  # the diagonal metric S, None for the identity
@@ -104,22 +142,110 @@ class EG(Trainer):
 
     # -- state ---------------------------------------------------------------
     def begin(self, structure: Structure, examples: list, hash_bits: int) -> None:
-        """theta_i = 0 for every example, w = w(sigma(0)), and eta_ini (searched unless given)."""
+        """theta_i = 0 for every example (or the warm start's theta_i), w = w(sigma(theta)),
+        and eta_ini (searched unless given)."""
         self.search_visits = 0
+        warm = self._warm_coefficients(structure, examples, hash_bits)
         if self.eta_ini is None:
-            self.eta_ini = self._search_eta(structure, examples, hash_bits)
-        self._init_state(structure, examples, hash_bits, self.eta_ini)
+            self.eta_ini = self._search_eta(structure, examples, hash_bits, warm)
+        self._init_state(structure, examples, hash_bits, self.eta_ini, warm)
 
     def tables(self) -> dict[str, list[dict]]:
         return {"annealing": self.annealing_table}
 
     def setup_report(self) -> dict:
-        if not getattr(self, "eta_search_result", None):
-            return {"eta_ini": self.eta_ini}
-        r = self.eta_search_result
-        return {"eta_ini": r["eta"], "eta_search_visits": r["visits"], "eta_search_subset": r["subset"]}
+        out = {"eta_ini": self.eta_ini}
+        if getattr(self, "eta_search_result", None):
+            r = self.eta_search_result
+            out.update({"eta_ini": r["eta"], "eta_search_visits": r["visits"], "eta_search_subset": r["subset"]})
+        if self.warm_start_result:
+            out.update({f"warm_start_{k}": v for k, v in self.warm_start_result.items()})
+        return out
 
-    def _init_state(self, structure, examples, hash_bits, eta):
+    # -- warm start ------------------------------------------------------------
+    def _load_warm_weights(self, hash_bits: int) -> np.ndarray | None:
+        """w0: `warm_weights` if set, else the weights at `warm_start` (a .npy array, or a
+        model directory or training output directory whose component has 2^hash_bits
+        weights)."""
+        if self.warm_weights is not None or self.warm_start is None:
+            return self.warm_weights
+        from pathlib import Path
+
+        path = Path(self.warm_start)
+        if path.suffix == ".npy":
+            array = np.load(path, allow_pickle=False)
+        else:
+            from ..model import BEST_MODEL, load
+
+            if not (path / "meta.json").is_file() and (path / BEST_MODEL / "meta.json").is_file():
+                path = path / BEST_MODEL
+            found = [c.weights.array for c in load(path).components.values()
+                     if c.weights is not None and c.weights.array.size == 2 ** hash_bits]
+            if len(found) != 1:
+                raise ValueError(f"warm_start {self.warm_start}: expected one component with 2^{hash_bits} "
+                                 f"weights, found {len(found)}")
+            array = found[0]
+        if array.size != 2 ** hash_bits:
+            raise ValueError(f"warm_start {self.warm_start}: {array.size} weights, expected 2^{hash_bits}")
+        self.warm_weights = np.asarray(array, dtype=np.float64).copy()
+        return self.warm_weights
+
+    def warm_theta(self, structure, x, w0: Weights, a: float, b: float) -> np.ndarray:
+        """theta_i = a e_i + b w0 . phi(x_i, r) (a = 0 for the CRF)."""
+        theta = b * np.asarray(structure.scores(x, w0), dtype=np.float64)
+        if self.objective == "m3n" and a:
+            theta = theta + a * structure.part_cost(x, structure.gold(x))
+        return theta
+
+    def _warm_coefficients(self, structure, examples, hash_bits):
+        """(w0 as Weights, a, b), searched where not given; None without a warm start."""
+        array = self._load_warm_weights(hash_bits)
+        if array is None:
+            return None
+        w0 = Weights(hash_bits, False, array)
+        a = 0.0 if self.objective == "crf" else self.warm_start_margin
+        b = self.warm_start_scale
+        result = {}
+        if a is None or b is None:
+            n = len(examples)
+            size = max(1, int(round(self.warm_start_fraction * n)))
+            subset = [examples[i] for i in sorted(self.rng.choice(n, size=size, replace=False))]
+            C_sub = self.C * size / n
+            cache = [(x, np.asarray(structure.scores(x, w0), dtype=np.float64),
+                      structure.part_cost(x, structure.gold(x))) for x in subset]
+            evaluations = 0
+
+            def q(a_, b_):
+                nonlocal evaluations
+                evaluations += 1
+                return self._q_at(structure, cache, a_, b_, C_sub, hash_bits)
+
+            grid_b = [2.0 ** k for k in range(-12, 7)]
+            grid_a = [0.0] + [2.0 ** k for k in range(-4, 7)]
+            if b is None:
+                a0 = 1.0 if a is None else a
+                b = min(grid_b, key=lambda v: q(a0, v))
+            if a is None:
+                a = min(grid_a, key=lambda v: q(v, b))
+                if self.warm_start_scale is None:  # b once more, around its value, at the chosen a
+                    b = min([b / 2, b, 2 * b], key=lambda v: q(a, v))
+            self.search_visits += evaluations * size  # each Q evaluation is one visit of the subset
+            result = {"search_subset": size, "search_evaluations": evaluations, "search_visits": evaluations * size}
+        self.warm_start_result = {"scale": b, "margin": a, **result}
+        return w0, a, b
+
+    def _q_at(self, structure, cache, a, b, C, hash_bits) -> float:
+        """Q at theta_i = a e_i + b s0_i over the cached (x, s0_i, e_i), with this C."""
+        w = Weights(hash_bits, False, scale=self.scale)
+        terms = 0.0
+        for x, s0, e in cache:
+            theta = b * s0 + (a * e if self.objective == "m3n" and a else 0.0)
+            mu, logz = structure.marginals(x, theta)
+            terms += self._term(e if self.objective == "m3n" else None, theta, mu, logz)
+            structure.add_features(x, structure.indicator(x, structure.gold(x)) - mu, w, 1.0)
+        return terms + w.sq_norm() / (2.0 * C)
+
+    def _init_state(self, structure, examples, hash_bits, eta, warm=None):
         n = len(examples)
         self.weights = Weights(hash_bits, averaged=False, scale=self.scale)
         self.theta, self.mu = [], []
@@ -127,7 +253,10 @@ class EG(Trainer):
         self.term = np.zeros(n)  # example i's part of the sum over labels in Q (see module doc)
         for i, x in enumerate(examples):
             gold = structure.gold(x)
-            theta = np.zeros_like(structure.part_cost(x, gold), dtype=np.float64)
+            if warm is None:
+                theta = np.zeros_like(structure.part_cost(x, gold), dtype=np.float64)
+            else:
+                theta = self.warm_theta(structure, x, *warm)
             mu, logz = structure.marginals(x, theta)
             self.theta.append(theta)
             self.mu.append(mu)
@@ -173,7 +302,10 @@ class EG(Trainer):
             if accepted:
                 # Grow the rate only on a real improvement: an example already at its
                 # optimum (dQ = 0) would otherwise grow eta, and theta, without bound.
-                self.eta[i] = eta * self.eta_growth if adaptive and dq < 0 else eta
+                # A step accepted at the first rate tried grows it by eta_fast_growth
+                # (issue 26: a rate that collapsed early regrows in a few visits).
+                growth = self.eta_fast_growth if attempt == 0 else self.eta_growth
+                self.eta[i] = eta * growth if adaptive and dq < 0 else eta
                 return True, dq
             eta *= 0.5
             self.halvings += adaptive
@@ -322,9 +454,12 @@ class EG(Trainer):
     def finish_epoch(self, metrics: dict) -> bool:
         """C-annealing (§7.1.2): once the gap is within tolerance x primal, record the row
         (C, iterations, total iterations, the dev scores), multiply C by the factor and keep the
-        dual state (warm start). Returns True when training should stop."""
-        if not self.anneal or "relative_gap" not in metrics:
+        dual state (warm start). Returns True when training should stop. Without annealing,
+        the duality gap is the stopping rule when stop_gap > 0: stop once relative gap <= stop_gap."""
+        if "relative_gap" not in metrics:
             return False
+        if not self.anneal:
+            return self.stop_gap > 0 and metrics["relative_gap"] <= self.stop_gap
         if metrics["relative_gap"] > self.anneal_tolerance:
             return False
         self.annealing_table.append({
@@ -359,16 +494,18 @@ class EG(Trainer):
         self.sq_norm = self.weights.sq_norm()
 
     # -- eta_ini (§7) ----------------------------------------------------------
-    def _search_eta(self, structure, examples, hash_bits) -> float:
+    def _search_eta(self, structure, examples, hash_bits, warm=None) -> float:
         """The largest rate that improves Q on >= 95% of visits of one randomized pass
-        over a fixed 10% of the data, each candidate from a fresh state."""
+        over a fixed 10% of the data, each candidate from a fresh state (theta = 0, or
+        the warm start's theta with C scaled to the subset, as in the warm start's search)."""
         n = len(examples)
         size = max(1, int(round(self.eta_search_fraction * n)))
         subset = [examples[i] for i in sorted(self.rng.choice(n, size=size, replace=False))]
         chosen = ETA_CANDIDATES[-1]
         seed = int(self.rng.integers(2**31))
         for eta in ETA_CANDIDATES:
-            share = self.improvement_share(structure, subset, hash_bits, eta, seed)
+            share = self.improvement_share(structure, subset, hash_bits, eta, seed, warm,
+                                           self.C * size / n if warm is not None else self.C)
             self.search_visits += size
             if share >= self.eta_search_share:
                 chosen = eta
@@ -376,10 +513,11 @@ class EG(Trainer):
         self.eta_search_result = {"eta": chosen, "subset": size, "visits": self.search_visits}
         return chosen
 
-    def improvement_share(self, structure, examples, hash_bits, eta, seed) -> float:
-        """Share of visits of one randomized pass at a fixed rate that improve Q, from theta = 0."""
-        probe = EG(self.objective, self.C, "random", max_halvings=0, seed=seed)
-        probe._init_state(structure, examples, hash_bits, eta)
+    def improvement_share(self, structure, examples, hash_bits, eta, seed, warm=None, C=None) -> float:
+        """Share of visits of one randomized pass at a fixed rate that improve Q, from theta = 0
+        (or from the warm start's theta), at C (default self.C)."""
+        probe = EG(self.objective, self.C if C is None else C, "random", max_halvings=0, seed=seed)
+        probe._init_state(structure, examples, hash_bits, eta, warm)
         order = probe.rng.integers(len(examples), size=len(examples))
         improved = sum(probe.visit(structure, examples[i], int(i), adaptive=False)[0] for i in order)
         return improved / len(examples)

@@ -1,0 +1,221 @@
+"""EG's warm start (issue 26): theta_i from a trained model's scores, and the gap as a
+stopping rule, against the alpha-space brute force of test_eg."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from arborist.learn.eg import EG
+from arborist.weights import Weights
+
+from test_eg import BITS, Brute, make_dataset, run_to_convergence
+
+
+def trained_weights(structure, examples, C, objective="crf", tolerance=1e-9):
+    """A converged EG solution's prediction weights w* = w(alpha*) / C."""
+    eg = EG(objective, C=C, eta=0.5, seed=1, objectives_every=10**9)
+    eg.begin(structure, examples, BITS)
+    run_to_convergence(eg, structure, examples, tolerance=tolerance)
+    return eg.prediction_weights().array.copy()
+
+
+def some_weights(structure, examples, seed=0):
+    rng = np.random.default_rng(seed)
+    w = Weights(BITS)
+    for x in examples:  # a perceptron-like vector: gold features minus noise
+        structure.add_features(x, structure.indicator(x, structure.gold(x)), w, 1.0)
+    return w.array + rng.normal(0.0, 0.3, w.array.size)
+
+
+@pytest.mark.parametrize("objective", ["crf", "m3n"])
+def test_warm_theta_w_and_objectives_follow_the_formulas(objective):
+    structure, examples = make_dataset()
+    C, a, b = 2.0, 1.5, 0.7
+    w0 = some_weights(structure, examples)
+    eg = EG(objective, C=C, eta=0.5, warm_start_scale=b, warm_start_margin=a)
+    eg.warm_weights = w0
+    eg.begin(structure, examples, BITS)
+    brute = Brute(structure, examples, C, objective)
+    for k, x in enumerate(examples):
+        # theta_i over parts, by hand: b * w0 . phi(x, r) (+ a * e_r for M3N)
+        expected = np.zeros_like(eg.theta[k])
+        heads = x.heads
+        for h in range(x.n + 1):
+            for m in range(1, x.n + 1):
+                if h == m:
+                    continue
+                probe = Weights(BITS)
+                part = np.zeros_like(eg.theta[k])
+                part[h, m] = 1.0
+                structure.add_features(x, part, probe, 1.0)
+                expected[h, m] = b * float(probe.array @ w0) + (a * float(heads[m] != h) if objective == "m3n" else 0.0)
+        mask = np.ones_like(expected, dtype=bool)
+        mask[:, 0] = False
+        np.fill_diagonal(mask, False)
+        np.testing.assert_allclose(eg.theta[k][mask], expected[mask], atol=1e-9)
+    alphas = brute.alpha_from_theta(eg.theta)
+    w = brute.w(alphas)
+    np.testing.assert_allclose(eg.weights.array, w, atol=1e-9)
+    assert abs(eg.dual_value() - brute.Q(alphas)) < 1e-9
+    m = eg.objectives(structure, examples)
+    assert abs(m["primal"] - brute.primal(w)) < 1e-9 * abs(brute.primal(w))
+    assert abs(m["dual"] + brute.Q(alphas)) < 1e-9
+    assert m["duality_gap"] >= 0
+    assert eg.setup_report()["warm_start_scale"] == b
+
+
+@pytest.mark.parametrize("objective", ["crf", "m3n"])
+def test_q_decreases_from_the_warm_start_to_the_cold_optimum(objective):
+    structure, examples = make_dataset()
+    C = 3.0
+    eg = EG(objective, C=C, eta=0.5, seed=2, warm_start_scale=0.5, warm_start_margin=1.0,
+            objectives_every=10**9)
+    eg.warm_weights = some_weights(structure, examples)
+    eg.accepted_changes = []
+    eg.begin(structure, examples, BITS)
+    brute = Brute(structure, examples, C, objective)
+    q = brute.Q(brute.alpha_from_theta(eg.theta))
+    for _ in range(40):
+        i = int(eg.rng.integers(len(examples)))
+        accepted, dq = eg.visit(structure, examples[i], i)
+        q_new = brute.Q(brute.alpha_from_theta(eg.theta))
+        assert q_new <= q + 1e-12
+        if accepted:
+            assert abs((q_new - q) - dq) < 1e-9
+        q = q_new
+    metrics = run_to_convergence(eg, structure, examples)
+    assert max(eg.accepted_changes) <= 0.0
+    cold = EG(objective, C=C, eta=0.5, seed=1, objectives_every=10**9)
+    cold.begin(structure, examples, BITS)
+    cold_metrics = run_to_convergence(cold, structure, examples)
+    assert abs(metrics["primal"] - cold_metrics["primal"]) < 1e-5 * cold_metrics["primal"]
+
+
+def test_warm_start_at_the_crf_optimum_has_no_gap():
+    """theta_i = w* . phi(x_i, r) is the CRF optimum: alpha_i = Gibbs(w* . phi), w(alpha)/C = w*."""
+    structure, examples = make_dataset()
+    C = 2.0
+    w_star = trained_weights(structure, examples, C, tolerance=1e-11)
+    eg = EG("crf", C=C, eta=0.5, warm_start_scale=1.0)
+    eg.warm_weights = w_star
+    eg.begin(structure, examples, BITS)
+    m = eg.objectives(structure, examples)
+    # the gap is linear in the gap of w* (about 1e4 x here: 1e-7 -> 4e-4, 1e-11 -> 4e-8)
+    assert m["relative_gap"] < 1e-6
+    cold = EG("crf", C=C, eta=0.5)
+    cold.begin(structure, examples, BITS)
+    assert cold.objectives(structure, examples)["relative_gap"] > 1e-2
+    np.testing.assert_allclose(eg.prediction_weights().array, w_star, atol=1e-5)
+    # a wrong scale is a worse dual point: a larger Q
+    off = EG("crf", C=C, eta=0.5, warm_start_scale=2.0)
+    off.warm_weights = w_star
+    off.begin(structure, examples, BITS)
+    assert off.dual_value() > eg.dual_value() + 1e-3
+
+
+@pytest.mark.parametrize("objective", ["crf", "m3n"])
+def test_searched_scale_minimizes_q_over_the_grid(objective):
+    structure, examples = make_dataset()
+    C = 2.0
+    w_star = trained_weights(structure, examples, C)
+    # warm_start_fraction = 1: the search's subset is the whole set and its C is C
+    eg = EG(objective, C=C, eta=0.5, warm_start_fraction=1.0)
+    eg.warm_weights = w_star * 3.0  # the right direction at the wrong size
+    eg.begin(structure, examples, BITS)
+    r = eg.warm_start_result
+    assert r["search_subset"] == len(examples)
+    brute = Brute(structure, examples, C, objective)
+
+    def q(a, b):
+        probe = EG(objective, C=C, eta=0.5, warm_start_scale=b, warm_start_margin=a)
+        probe.warm_weights = w_star * 3.0
+        probe.begin(structure, examples, BITS)
+        return brute.Q(brute.alpha_from_theta(probe.theta))
+
+    chosen = q(r["margin"], r["scale"])
+    assert abs(chosen - eg.dual_value()) < 1e-9
+    for factor in (0.5, 2.0):
+        assert chosen <= q(r["margin"], r["scale"] * factor) + 1e-12
+    if objective == "crf":
+        assert r["scale"] in (0.25, 0.5)  # the grid points around 1/3, where w* is
+        assert r["margin"] == 0.0
+
+
+def test_warm_start_loads_npy_and_model_directories(tmp_path):
+    from arborist.model import Pipeline
+    from arborist.components.parser import Parser
+
+    structure, examples = make_dataset()
+    w0 = some_weights(structure, examples)
+    np.save(tmp_path / "w.npy", w0)
+    a = EG("crf", C=1.0, eta=0.5, warm_start=str(tmp_path / "w.npy"), warm_start_scale=0.5)
+    a.begin(structure, examples, BITS)
+    pipeline = Pipeline()
+    pipeline.add("parser", Parser(structure, w0))
+    pipeline.save(tmp_path / "run" / "model-best")
+    b = EG("crf", C=1.0, eta=0.5, warm_start=str(tmp_path / "run"), warm_start_scale=0.5)
+    b.begin(structure, examples, BITS)
+    np.testing.assert_array_equal(a.weights.array, b.weights.array)
+    cold = EG("crf", C=1.0, eta=0.5)
+    cold.begin(structure, examples, BITS)
+    assert not np.array_equal(a.weights.array, cold.weights.array)
+    np.save(tmp_path / "small.npy", w0[:16])
+    with pytest.raises(ValueError, match="expected 2"):
+        EG("crf", warm_start=str(tmp_path / "small.npy"), eta=0.5).begin(structure, examples, BITS)
+
+
+@pytest.mark.parametrize("objective", ["crf", "m3n"])
+def test_warm_started_checkpoint_resumes_exactly(objective):
+    structure, examples = make_dataset()
+    w0 = some_weights(structure, examples)
+    a = EG(objective, C=1.0, seed=5, warm_start_fraction=0.5)  # scale, margin and eta_ini searched
+    a.warm_weights = w0
+    a.begin(structure, examples, BITS)
+    for _ in range(3):
+        a.epoch(structure, examples)
+    arrays, meta = a.state()
+    b = EG(objective, C=1.0, seed=99)  # no warm start: restore needs none
+    b.restore(structure, examples, {k: v.copy() for k, v in arrays.items()}, meta)
+    for _ in range(4):
+        a.epoch(structure, examples)
+        b.epoch(structure, examples)
+    np.testing.assert_array_equal(a.weights.array, b.weights.array)
+    for ta, tb in zip(a.theta, b.theta):
+        np.testing.assert_array_equal(ta, tb)
+
+
+def test_stop_gap_stops_when_the_relative_gap_is_small():
+    structure, examples = make_dataset()
+    eg = EG("crf", C=3.0, eta=0.5, stop_gap=1e-3)
+    eg.begin(structure, examples, BITS)
+    for epoch in range(1, 5000):
+        metrics = eg.epoch(structure, examples)
+        if eg.finish_epoch(metrics):
+            break
+    assert metrics["relative_gap"] <= 1e-3
+    before = eg.objectives(structure, examples)["relative_gap"]
+    assert before <= 1e-3
+    # without stop_gap, the same state does not stop
+    assert not EG("crf", C=3.0, eta=0.5).finish_epoch(metrics)
+    with pytest.raises(ValueError, match="stop_gap"):
+        EG(stop_gap=-1.0)
+
+
+def test_fast_growth_applies_only_to_steps_accepted_at_the_first_rate():
+    structure, examples = make_dataset()
+    eg = EG("crf", C=0.5, eta=4.0, eta_growth=1.05, eta_fast_growth=2.0, seed=3)
+    eg.begin(structure, examples, BITS)
+    seen = set()
+    for _ in range(80):
+        i = int(eg.rng.integers(len(examples)))
+        before, halvings = eg.eta[i], eg.halvings
+        accepted, dq = eg.visit(structure, examples[i], i)
+        if not accepted or dq == 0.0:
+            continue
+        tries = eg.halvings - halvings
+        want = before * 0.5 ** tries * (2.0 if tries == 0 else 1.05)
+        assert eg.eta[i] == pytest.approx(want)
+        seen.add(tries == 0)
+    assert seen == {True, False}
+    with pytest.raises(ValueError, match="eta_fast_growth"):
+        EG(eta_fast_growth=0.5)
