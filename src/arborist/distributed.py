@@ -280,7 +280,7 @@ def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir:
             FileParser, fn_constructor_kwargs={"model": str(Path(model).resolve()), "fmt": fmt, "lang": lang,
                                                "gold_tags": gold_tags},
             # Ray Data restarts a dead actor and retries its file (its defaults: no limit)
-            batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=1).take_all()
+            batch_size=1, compute=ray.data.ActorPoolStrategy(size=min(workers, len(rows))), num_cpus=1).take_all()
         by_key = {row["key"]: row for row in results}
     for i, (job, parts, pending) in enumerate(todo):  # in input order, as the one-process path reports them
         rows_of = [by_key.get(f"{i}/{k}") for k in range(len(parts))]
