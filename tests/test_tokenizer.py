@@ -167,6 +167,28 @@ def test_feature_values():
     assert v2[0, col["chunk"]] == vals[0, col["chunk"]]
 
 
+def test_pplast_value_and_templates():
+    """pplast: at a chunk's first character, the last character of the chunk before the
+    previous one when it is punctuation (the same value for "." whatever the chunk), else one
+    constant; a constant inside chunks."""
+    from arborist.tokenizer.features import DEFAULT_TEMPLATES, PPLAST_TEMPLATES
+    chain = CharacterChain(16)
+    col = {name: i for i, name in enumerate(VALUES)}
+    text = "fine. 1. Definizioni. 4. Restrizioni ab 1. Cd"
+    vals = chain.features.values(make_example(text).chars)
+    at = lambda word: int(vals[text.index(word), col["pplast"]])
+    assert at("Definizioni") == at("Restrizioni")  # "fine." and "Definizioni." end with "."
+    assert at("Cd") != at("Definizioni")  # "Restrizioni" ... "ab" ends with a letter
+    assert at("Cd") == at("fine")  # a letter and no chunk at all: one constant
+    assert at("ab") == at("Definizioni")  # "4." before "Restrizioni" before "ab"
+    assert int(vals[1, col["pplast"]]) == int(vals[text.index("efinizioni"), col["pplast"]])  # inside chunks
+    assert at("Definizioni") != int(vals[1, col["pplast"]])
+    assert PPLAST_TEMPLATES == DEFAULT_TEMPLATES + ("pplast|prevshape|cls",)
+    keys = CharacterChain(16, PPLAST_TEMPLATES).features.keys(make_example(text).chars)
+    base = chain.features.keys(make_example(text).chars)
+    assert keys.shape[1] == base.shape[1] + 1
+
+
 def test_add_features_matches_scores_on_a_real_text():
     chain = CharacterChain(12)
     x = make_example("Don't stop. Go!", None)
