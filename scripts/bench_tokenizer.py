@@ -138,8 +138,8 @@ def run(treebank: str, args) -> dict:
             result[f"{part}_tokenize_cpu_runs"] = [round(r, 4) for r in cpu]
     words_target, sentences_target = TARGETS[treebank]
     result["targets"] = {"words_f1": words_target, "sentences_f1": sentences_target}
-    result["meets"] = {"words_f1": result["dev"]["Words"] > words_target,
-                       "sentences_f1": result["dev"]["Sentences"] > sentences_target}
+    result["meets"] = {"words_f1": result["dev"]["Words"] >= words_target,  # "at least" (issue 23)
+                       "sentences_f1": result["dev"]["Sentences"] >= sentences_target}
     if treebank == "en_ewt":
         result["meets"]["tokens_f1"] = result["dev"]["Tokens"] >= 99.0
     result["meets"]["round_trip"] = min(result["round_trip"][k] for k in ("Tokens", "Sentences", "Words")) >= 99.5
