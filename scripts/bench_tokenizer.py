@@ -29,7 +29,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from arborist.tokenizer.features import FAST_TEMPLATES
+from arborist.tokenizer.features import FAST_TEMPLATES, PPLAST_TEMPLATES
 
 from arborist.tokenizer import Tokenizer, read_paragraphs, train_tokenizer, write_conllu
 
@@ -107,12 +107,13 @@ def run(treebank: str, args) -> dict:
     base = os.path.join(CORPORA, treebank)
     train, dev = (os.path.join(base, f"{treebank}-ud-{part}.conllu") for part in ("train", "dev"))
     tok = train_tokenizer(train, epochs=args.epochs, hash_bits=args.hash_bits, window_sentences=args.window,
-                          margin=args.margin, templates=FAST_TEMPLATES if args.fast else None, join=args.join,
+                          margin=args.margin, join=args.join,
+                          templates=FAST_TEMPLATES if args.fast else PPLAST_TEMPLATES if args.pplast else None,
                           design=args.design)
     result = {"treebank": treebank, "epochs": args.epochs, "hash_bits": args.hash_bits,
               "window_sentences": args.window, "margin": args.margin, "join": args.join, "design": args.design, "train_seconds": round(tok.info["train_seconds"], 2),
               "train_examples": tok.info["examples"], "unaligned_sentences": tok.info["unaligned_sentences"],
-              "templates": len(tok.chain.templates), "template_set": "fast" if args.fast else "default"}
+              "templates": len(tok.chain.templates), "template_set": "fast" if args.fast else "pplast" if args.pplast else "default"}
     with tempfile.TemporaryDirectory() as tmp:
         for part, gold in (("dev", dev), ("train", train)):
             text = raw_text(gold, os.path.join(tmp, f"{part}.txt"))
@@ -137,8 +138,8 @@ def run(treebank: str, args) -> dict:
             result[f"{part}_tokenize_cpu_runs"] = [round(r, 4) for r in cpu]
     words_target, sentences_target = TARGETS[treebank]
     result["targets"] = {"words_f1": words_target, "sentences_f1": sentences_target}
-    result["meets"] = {"words_f1": result["dev"]["Words"] > words_target,
-                       "sentences_f1": result["dev"]["Sentences"] > sentences_target}
+    result["meets"] = {"words_f1": result["dev"]["Words"] >= words_target,  # "at least" (issue 23)
+                       "sentences_f1": result["dev"]["Sentences"] >= sentences_target}
     if treebank == "en_ewt":
         result["meets"]["tokens_f1"] = result["dev"]["Tokens"] >= 99.0
     result["meets"]["round_trip"] = min(result["round_trip"][k] for k in ("Tokens", "Sentences", "Words")) >= 99.5
@@ -159,6 +160,8 @@ def main() -> None:
     parser.add_argument("--margin", type=float, default=100.0, help="cost-augmented perceptron margin (0: plain)")
     parser.add_argument("--fast", action="store_true",
                         help="the FAST_TEMPLATES feature set; results go to tokenizer_<treebank>_fast.json")
+    parser.add_argument("--pplast", action="store_true",
+                        help="the default templates plus pplast|prevshape|cls; results go to tokenizer_<treebank>_pplast.json")
     parser.add_argument("--join", default="space", choices=("space", "spaceafter"),
                         help="how training paragraphs join sentences (see paragraph_examples)")
     parser.add_argument("--design", default="start", choices=("start", "end"),
@@ -168,7 +171,7 @@ def main() -> None:
     args = parser.parse_args()
     for treebank in args.treebanks.split(","):
         result = run(treebank, args)
-        path = os.path.join(args.out, f"tokenizer_{treebank}{'_fast' if args.fast else ''}.json")
+        path = os.path.join(args.out, f"tokenizer_{treebank}{'_fast' if args.fast else '_pplast' if args.pplast else ''}.json")
         with open(path, "w") as f:
             json.dump(result, f, indent=2)
         d, r = result["dev"], result["round_trip"]

@@ -167,6 +167,28 @@ def test_feature_values():
     assert v2[0, col["chunk"]] == vals[0, col["chunk"]]
 
 
+def test_pplast_value_and_templates():
+    """pplast: at a chunk's first character, the last character of the chunk before the
+    previous one when it is punctuation (the same value for "." whatever the chunk), else one
+    constant; a constant inside chunks."""
+    from arborist.tokenizer.features import DEFAULT_TEMPLATES, PPLAST_TEMPLATES
+    chain = CharacterChain(16)
+    col = {name: i for i, name in enumerate(VALUES)}
+    text = "fine. 1. Definizioni. 4. Restrizioni ab 1. Cd"
+    vals = chain.features.values(make_example(text).chars)
+    at = lambda word: int(vals[text.index(word), col["pplast"]])
+    assert at("Definizioni") == at("Restrizioni")  # "fine." and "Definizioni." end with "."
+    assert at("Cd") != at("Definizioni")  # "Restrizioni" ... "ab" ends with a letter
+    assert at("Cd") == at("fine")  # a letter and no chunk at all: one constant
+    assert at("ab") == at("Definizioni")  # "4." before "Restrizioni" before "ab"
+    assert int(vals[1, col["pplast"]]) == int(vals[text.index("efinizioni"), col["pplast"]])  # inside chunks
+    assert at("Definizioni") != int(vals[1, col["pplast"]])
+    assert PPLAST_TEMPLATES == DEFAULT_TEMPLATES + ("pplast|prevshape|cls",)
+    keys = CharacterChain(16, PPLAST_TEMPLATES).features.keys(make_example(text).chars)
+    base = chain.features.keys(make_example(text).chars)
+    assert keys.shape[1] == base.shape[1] + 1
+
+
 def test_add_features_matches_scores_on_a_real_text():
     chain = CharacterChain(12)
     x = make_example("Don't stop. Go!", None)
@@ -608,3 +630,45 @@ def test_examples_end_design(tmp_path):
     assert "".join("OBIEF"[t] for t in second.tags) == "BIE"
     chain = CharacterChain.from_config(CharacterChain(12, design="end").config())
     assert chain.design == "end" and chain.n_tags == 5
+
+
+# -- multiword tokens conditioned on their neighbours --------------------------------
+
+def _ambiguous_dei():
+    """"dei" is one word (gods) twice as often as "di" + "i", except before "diritti"."""
+    sentences = [[("Gli", None), ("dei", None), ("sono", None)]] * 4
+    sentences += [[("tutela", None), ("dei", ("di", "i")), ("diritti", None)]] * 2
+    sentences += [[("uno", None), ("dei", ("di", "i")), ("libri", None)]]  # one occurrence: below min_count
+    exp = MultiwordExpander().fit([t for s in sentences for t in s])
+    return exp.fit_context(sentences, min_count=2, min_share=0.7), sentences
+
+
+def test_mwt_context_overrides_the_lexicon():
+    exp, _ = _ambiguous_dei()
+    assert exp.expand("dei") is None  # the lexicon's majority
+    assert exp.expand_in_context("dei", "tutela", "diritti") == ("di", "i")
+    assert exp.expand_in_context("Dei", "<s>", "diritti") == ("Di", "i")  # case put back
+    assert exp.expand_in_context("dei", "uno", "libri") is None  # seen once: the lexicon decides
+    assert exp.expand_in_context("dei", "gli", "sono") is None
+    # only the contexts that change the lexicon's decision are kept
+    assert exp.context == {"dei\tn\tdiritti": ("di", "i"), "dei\tp\ttutela": ("di", "i")}
+    assert exp.expand_in_context("dei", "tutela", "altro") == ("di", "i")  # back-off to the previous token
+    back = MultiwordExpander.from_json(exp.to_json())
+    assert back.context == exp.context and back.expand_in_context("dei", "x", "diritti") == ("di", "i")
+    # a context whose majority is below min_share does not decide
+    mixed = [[("a", None), ("dei", ("di", "i")), ("b", None)], [("a", None), ("dei", None), ("b", None)]] * 2
+    mixed += [[("x", None), ("dei", ("di", "i")), ("y", None)]] * 3
+    exp = MultiwordExpander().fit([t for s in mixed for t in s]).fit_context(mixed, 2, 0.7)
+    assert exp.expand("dei") == ("di", "i") and exp.context == {}
+
+
+def test_tokenizer_expands_in_context():
+    tok = small_tokenizer()
+    exp, _ = _ambiguous_dei()
+    text = "Gli dei sono qui. La tutela dei diritti. Dei diritti."
+    for expander, expected in ((exp, [None, ("di", "i"), ("Di", "i")]),
+                               (MultiwordExpander().fit([t for s in _ambiguous_dei()[1] for t in s]), [None] * 3)):
+        ours = Tokenizer(tok.chain, tok.weights, expander)
+        for _ in range(2):  # the second call answers from the expander's cache
+            tokens = [t for s in ours.tokenize([text])[0].sentences for t in s.tokens]
+            assert [t.words for t in tokens if t.form.lower() == "dei"] == expected

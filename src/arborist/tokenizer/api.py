@@ -202,6 +202,15 @@ class Tokenizer:
         expand = self.expander.expand
         for k in [k for k, w in enumerate(words) if w is MISSING]:
             words[k] = expand(forms[k])
+        ambiguous = self.expander.ambiguous_forms()
+        if ambiguous:  # seen tokens written both ways: their neighbours in the sentence decide
+            sent_l = sent.tolist()
+            n = len(forms)
+            in_context = self.expander.expand_in_context
+            for k in [k for k, f in enumerate(forms) if f in ambiguous]:
+                previous = "<s>" if sent_l[k] else forms[k - 1]
+                following = "</s>" if k + 1 == n or sent_l[k + 1] else forms[k + 1]
+                words[k] = in_context(forms[k], previous, following)
         tokens = list(map(Token, forms, (ts + shift).tolist(), (te + shift).tolist(), after.tolist(), words))
         sentence_starts = np.flatnonzero(sent).tolist()
         first_l = first.tolist()
@@ -323,6 +332,7 @@ def train_tokenizer(paths, epochs: int = 15, hash_bits: int = 20, window_sentenc
                     templates: Sequence[str] | None = None, seed: int = 0, strict: bool = False,
                     mwt_min_types: int = 3, mwt_min_share: float = 0.6, max_sentence_tokens: int = 1000,
                     known_min_count: int = 0, margin: float = 100.0, join: str = "space", design: str = "start",
+                    mwt_context: bool = True, mwt_context_min_count: int = 2, mwt_context_min_share: float = 0.7,
                     trainer=None, log=None) -> Tokenizer:
     """Train the character chain (averaged perceptron unless `trainer` is given: any trainer
     of `arborist.learn` with begin/epoch/prediction_weights) and the multiword expander on
@@ -352,6 +362,9 @@ def train_tokenizer(paths, epochs: int = 15, hash_bits: int = 20, window_sentenc
     weights = trainer.prediction_weights().array
     expander = MultiwordExpander(mwt_min_types, mwt_min_share).fit(
         (t.form, t.words or None) for p in paragraphs for s in p.sentences for t in s.tokens)
+    if mwt_context:
+        expander.fit_context([[(t.form, t.words or None) for t in s.tokens] for p in paragraphs for s in p.sentences],
+                             mwt_context_min_count, mwt_context_min_share)
     info = {"train": [str(p) for p in (paths if isinstance(paths, (list, tuple)) else [paths])],
             "epochs": epochs, "window_sentences": window_sentences, "examples": len(examples),
             "trainer": trainer.settings(), "join": join,

@@ -18,6 +18,13 @@ Learned from the training tokens (`fit`):
   context seen on at least `min_types` types decides; a rule applies when it was right on
   at least `min_share` of them; of several, the most precise (then the longest cut) wins.
 
+Seen tokens that the treebank writes both ways ("its" is "its" or "it" + "s" in en_ewt) can
+be conditioned on their neighbours (`fit_context`): for such a surface, the next token (then
+the previous one; "<s>"/"</s>" at a sentence's edges) decides when it was seen with it at
+least `context_min_count` times and one outcome had at least `context_min_share` of them;
+only the contexts whose decision differs from the lexicon's are kept
+(`expand_in_context`).
+
 The case pattern of the surface is put back on the lowercase words: all-caps surface ->
 all-caps words, capitalized surface -> capitalized first word.
 
@@ -26,7 +33,7 @@ Serialized as plain JSON (`to_json` / `from_json`).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 MAX_CUT = 12  # longest suffix a rule rewrites
 CONTEXT_CHARS = 2  # characters before a rule's cut its statistics may condition on
@@ -61,6 +68,10 @@ class MultiwordExpander:
         self.vocab: set[str] = set()                           # lowercased standalone words
         self._by_cut: dict[str, list[int]] = {}
         self._cache: dict[str, tuple[str, ...] | None] = {}
+        # "low\tn\tnext" / "low\tp\tprev" -> words or None, where the context overrides the lexicon
+        self.context: dict[str, tuple[str, ...] | None] = {}
+        self.ambiguous: set[str] = set()     # lowercased surfaces with context entries
+        self._ambiguous_forms: set[str] = set()  # exact forms expanded so far that are ambiguous
 
     def cache_lookup(self):
         """A function (form, default) -> `expand(form)` if it was computed already (and is still
@@ -73,6 +84,7 @@ class MultiwordExpander:
             self._by_cut[cut].append(r)
         self._by_cut = dict(self._by_cut)
         self._cache = {}
+        self._ambiguous_forms = set()
 
     def _candidates(self, low: str):
         """(rule id, contexts) of every rule whose cut ends `low` and leaves a non-empty stem;
@@ -125,6 +137,48 @@ class MultiwordExpander:
         self._cache = {}
         return self
 
+    def fit_context(self, sentences: Iterable[Sequence[tuple[str, tuple[str, ...] | None]]],
+                    min_count: int = 2, min_share: float = 0.7) -> MultiwordExpander:
+        """sentences: sequences of (surface form, words or None). Call after `fit`."""
+        sentences = [[(form.lower(), tuple(w.lower() for w in words) if words else None) for form, words in s]
+                     for s in sentences]
+        outcomes: dict[str, set] = defaultdict(set)
+        for s in sentences:
+            for low, words in s:
+                outcomes[low].add(words)
+        ambiguous = {low for low, seen in outcomes.items() if len(seen) > 1}
+        table: dict[str, Counter] = defaultdict(Counter)
+        for s in sentences:
+            for i, (low, words) in enumerate(s):
+                if low in ambiguous:
+                    table[f"{low}\tn\t{s[i + 1][0] if i + 1 < len(s) else '</s>'}"][words] += 1
+                    table[f"{low}\tp\t{s[i - 1][0] if i else '<s>'}"][words] += 1
+        self.context = {}
+        for key, counts in table.items():
+            total = sum(counts.values())
+            words, n = counts.most_common(1)[0]
+            if total >= min_count and n >= min_share * total and words != self.lexicon.get(key.split("\t", 1)[0]):
+                self.context[key] = words
+        self.ambiguous = {key.split("\t", 1)[0] for key in self.context}
+        self._cache = {}
+        self._ambiguous_forms = set()
+        return self
+
+    def ambiguous_forms(self) -> set[str]:
+        """The exact forms expanded so far (by `expand`) whose answer may depend on their neighbours."""
+        return self._ambiguous_forms
+
+    def expand_in_context(self, form: str, previous: str, following: str) -> tuple[str, ...] | None:
+        """`expand(form)`, unless the neighbours (lowercased forms, "<s>"/"</s>" at a sentence's
+        edges) decide otherwise: the next token first, then the previous one."""
+        low = form.lower()
+        if low in self.ambiguous:
+            for key in (f"{low}\tn\t{following.lower()}", f"{low}\tp\t{previous.lower()}"):
+                if key in self.context:
+                    words = self.context[key]
+                    return apply_case(form, words) if words is not None else None
+        return self.expand(form)
+
     def _rule_for(self, low: str) -> int | None:
         best, best_key = None, None
         for r, contexts in self._candidates(low):
@@ -161,6 +215,8 @@ class MultiwordExpander:
                 words = None  # a rule that would leave an empty word: not a multiword token
         if len(self._cache) > 200_000:
             self._cache.clear()
+        if self.ambiguous and low in self.ambiguous:
+            self._ambiguous_forms.add(form)
         self._cache[form] = words
         return words
 
@@ -172,6 +228,7 @@ class MultiwordExpander:
             "rules": [[cut, *repl] for cut, repl in self.rules],
             "precision": self.precision,
             "vocab": sorted(self.vocab),
+            "context": {key: (list(words) if words is not None else None) for key, words in self.context.items()},
         }
 
     @classmethod
@@ -181,5 +238,8 @@ class MultiwordExpander:
         out.rules = [(rule[0], tuple(rule[1:])) for rule in data["rules"]]
         out.precision = {key: float(p) for key, p in data["precision"].items()}
         out.vocab = set(data["vocab"])
+        out.context = {key: (tuple(words) if words is not None else None)
+                       for key, words in data.get("context", {}).items()}
+        out.ambiguous = {key.split("\t", 1)[0] for key in out.context}
         out._index()
         return out
