@@ -173,6 +173,9 @@ def parse(
                                           "auto); default: start Ray on this machine"),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="--engine ray: parsing actors (default: "
                                           "the cluster's CPUs)"),
+    share_weights: bool = typer.Option(False, "--share-weights/--copy-weights", help="--engine ray: the actors "
+                                       "of a node memory-map the model's weights and share their pages (less "
+                                       "memory; about 20% slower lookups) instead of each holding a copy"),
     shard_size: float = typer.Option(256.0, "--shard-size", min=0.0, help="--engine ray: inputs larger than this "
                                      "many MB are parsed in shards of about this size (NAME.shards/ and "
                                      "NAME.manifest.json); 0: never"),
@@ -225,7 +228,8 @@ def parse(
             from .distributed import parse as parse_on_ray
 
             report = parse_on_ray(inputs, model, output_dir, fmt, workers=workers, address=address, lang=lang,
-                                  gold_tags=gold_tags, overwrite=overwrite, shard_bytes=int(shard_size * 2 ** 20))
+                                  gold_tags=gold_tags, overwrite=overwrite, shard_bytes=int(shard_size * 2 ** 20),
+                                  share_weights=share_weights)
         except ImportError as e:
             _fail(f"--engine ray needs Ray: pip install \"arborist[ray]\" ({e})")
         except ValueError as e:
