@@ -24,23 +24,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from arborist import Parser  # noqa: E402
 from arborist.corpus import read_corpus  # noqa: E402
-from arborist.evaluate import attachment_scores  # noqa: E402
 from arborist.learn.eg import EG  # noqa: E402
 from arborist.learn.perceptron import Perceptron  # noqa: E402
 from arborist.parser.tree import DependencyTree  # noqa: E402
 
-CORPUS = ROOT.parent / "shared" / "corpora" / "ud" / "en_ewt"
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
-
-
-def dev_uas(structure, w, dev):
-    parser = Parser(structure, w)
-    return attachment_scores((x, parser.predict(x), None) for x in dev)["uas"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from reproduce_eg_convergence import CORPUS, dev_uas, log  # noqa: E402  (the same data and scoring)
 
 
 def point(eg, structure, train, dev, charged, start):
