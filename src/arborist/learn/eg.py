@@ -175,16 +175,18 @@ class EG(Trainer):
         if path.suffix == ".npy":
             array = np.load(path, allow_pickle=False)
         else:
-            from ..model import BEST_MODEL, load
-
-            if not (path / "meta.json").is_file() and (path / BEST_MODEL / "meta.json").is_file():
-                path = path / BEST_MODEL
-            found = [c.weights.array for c in load(path).components.values()
-                     if c.weights is not None and c.weights.array.size == 2 ** hash_bits]
+            # A model directory holds each component's weights as NAME.npy (float64, 2^bits).
+            # They are read here as arrays, not through arborist.model, which the trainers'
+            # layer does not import (the registry imports the trainers).
+            if not (path / "meta.json").is_file() and (path / "model-best" / "meta.json").is_file():
+                path = path / "model-best"
+            found = [f for f in sorted(path.glob("*.npy"))
+                     if (a := np.load(f, mmap_mode="r", allow_pickle=False)).ndim == 1
+                     and a.dtype == np.float64 and a.size == 2 ** hash_bits]
             if len(found) != 1:
                 raise ValueError(f"warm_start {self.warm_start}: expected one component with 2^{hash_bits} "
                                  f"weights, found {len(found)}")
-            array = found[0]
+            array = np.load(found[0], allow_pickle=False)
         if array.size != 2 ** hash_bits:
             raise ValueError(f"warm_start {self.warm_start}: {array.size} weights, expected 2^{hash_bits}")
         self.warm_weights = np.asarray(array, dtype=np.float64).copy()
