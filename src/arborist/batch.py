@@ -631,7 +631,7 @@ class _Output:
         if fmt == "html":
             from html import escape
 
-            self.file.write(HTML_HEAD.format(lang=escape(lang), title=escape(_input_name(job.source))))
+            self.file.write(HTML_HEAD.format(lang=escape(lang), title=escape(location_name(job.source))))
 
     def write(self, text: str) -> None:
         self.file.write(text)
@@ -664,7 +664,7 @@ def parse_files(pipeline: Pipeline, jobs: list[Job], fmt: str = "conllu", *, mod
             _log(console, f"{job.source}: skipped, {job.target} exists (--overwrite to parse it again)")
             continue
         try:
-            job.size = job.size or _input_size(job.source)
+            job.size = job.size or location_size(job.source)
         except OSError as e:
             report.failed.append((job.source, f"{job.source}: {e.strerror or e}"))
             _log(console, f"error: {job.source}: {e.strerror or e} (skipped)")
@@ -760,7 +760,7 @@ def _run(jobs, fmt, lang, pool, window, report, bar) -> None:
     try:
         for job, payload, nbytes in items():
             if isinstance(payload, tuple):
-                name = _input_name(job.source)
+                name = location_name(job.source)
                 result = pool.apply_async(_work, (payload, name)) if pool is not None else _Done(payload, name)
             else:
                 result = payload
@@ -796,7 +796,7 @@ class _Progress:
         self.words += words
         self.done[job.source] = self.done.get(job.source, 0) + nbytes
         elapsed = time.perf_counter() - self.start
-        self.progress.update(self.task, advance=nbytes, description=_input_name(job.source),
+        self.progress.update(self.task, advance=nbytes, description=location_name(job.source),
                              speed=f"{self.words / elapsed:,.0f}" if elapsed > 0 else "-")
 
     def finish_file(self, job: Job) -> None:
@@ -812,8 +812,8 @@ class _Progress:
         self.progress.stop()
 
 
-def _input_size(source: Path | str) -> int:
-    """The size of an input: a path, or a URL fsspec reaches (`distributed` passes those)."""
+def location_size(source: Path | str) -> int:
+    """The size of a file: a path, or a URL (a str) fsspec reaches (`distributed` passes those)."""
     if isinstance(source, str):
         import fsspec
 
@@ -822,8 +822,9 @@ def _input_size(source: Path | str) -> int:
     return source.stat().st_size
 
 
-def _input_name(source: Path | str) -> str:
-    """An input's file name: its document id in CoNLL-U output (`# newdoc id`)."""
+def location_name(source: Path | str) -> str:
+    """A file's name, of a path or a URL (a str); an input's is its document id in CoNLL-U
+    output (`# newdoc id`)."""
     return source.rsplit("/", 1)[-1] if isinstance(source, str) else source.name
 
 

@@ -42,7 +42,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from .batch import FORMATS, Job, Report, paragraph_boundaries, parse_files, plan
+from .batch import FORMATS, Job, Report, location_name, location_size, paragraph_boundaries, parse_files, plan
 from .corpus import conllu_boundaries
 
 SHARD_BYTES = 256 * 2 ** 20  # inputs larger than this are cut into shards of about this size
@@ -59,10 +59,6 @@ def _fs(url: str):
     return fsspec.core.url_to_fs(url)
 
 
-def _name(location) -> str:
-    return location.rstrip("/").rsplit("/", 1)[-1] if is_url(location) else Path(location).name
-
-
 def _join(directory, *parts: str):
     if is_url(directory):
         return "/".join([str(directory).rstrip("/"), *(p for p in parts if p and p != ".")])
@@ -74,13 +70,6 @@ def _exists(location) -> bool:
         fs, path = _fs(location)
         return fs.exists(path)
     return Path(location).exists()
-
-
-def _size(location) -> int:
-    if is_url(location):
-        fs, path = _fs(location)
-        return int(fs.size(path))
-    return Path(location).stat().st_size
 
 
 def plan_any(inputs: list, output_dir, fmt: str) -> list[Job]:
@@ -119,7 +108,7 @@ def plan_any(inputs: list, output_dir, fmt: str) -> list[Job]:
 # -- shards -----------------------------------------------------------------------
 def shard_paths(target) -> tuple[object, object]:
     """(the directory of a sharded input's outputs, its manifest)."""
-    stem = os.path.splitext(_name(target))[0]
+    stem = os.path.splitext(location_name(target))[0]
     parent = str(target).rsplit("/", 1)[0] if is_url(target) else Path(target).parent
     return _join(parent, f"{stem}.shards"), _join(parent, f"{stem}.manifest.json")
 
@@ -127,7 +116,7 @@ def shard_paths(target) -> tuple[object, object]:
 def shard(job: Job, shard_bytes: int | None) -> list[Job]:
     """The job itself, or its shards when its input is larger than `shard_bytes`: about
     that many bytes each, cut where `read_paragraphs`/`read_conllu` can start reading."""
-    job.size = _size(job.source)
+    job.size = location_size(job.source)
     if not shard_bytes or job.size <= shard_bytes:
         return [job]
     cuts, nxt = [], shard_bytes
@@ -142,7 +131,7 @@ def shard(job: Job, shard_bytes: int | None) -> list[Job]:
     if not cuts:
         return [job]
     directory, _ = shard_paths(job.target)
-    suffix = os.path.splitext(_name(job.target))[1]
+    suffix = os.path.splitext(location_name(job.target))[1]
     starts = [(0, 1, 0)] + cuts
     ends = [c[0] for c in cuts] + [None]
     return [dataclasses.replace(job, target=_join(directory, f"{k:05d}{suffix}"), start=start, end=end, line=line,
@@ -155,7 +144,7 @@ def write_manifest(original: Job, shards: list[Job], words: dict[int, int]) -> N
     """The manifest of a sharded input, written atomically once all its shards exist."""
     directory, manifest = shard_paths(original.target)
     document = {"format": MANIFEST_FORMAT, "source": str(original.source), "source_bytes": original.size,
-                "shards": [{"path": f"{_name(directory)}/{_name(s.target)}", "start": s.start,
+                "shards": [{"path": f"{location_name(directory)}/{location_name(s.target)}", "start": s.start,
                             "end": s.end if s.end is not None else original.size, "first_line": s.line,
                             "paragraphs_before": s.paragraph, "words": words.get(k)}
                            for k, s in enumerate(shards)]}
@@ -223,7 +212,7 @@ class FileParser:
         it into place: the target appears complete or not at all."""
         fs, path = _fs(job.target)
         with tempfile.TemporaryDirectory(prefix="arborist-") as scratch:
-            local = Path(scratch) / _name(job.target)
+            local = Path(scratch) / location_name(job.target)
             report = self.parse(dataclasses.replace(job, target=local))
             if report.written:
                 parent, name = path.rsplit("/", 1)

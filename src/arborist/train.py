@@ -58,7 +58,7 @@ import numpy as np
 from confection import Config
 
 from .component import Component
-from .confidence import describe_fit
+from .confidence import describe_fit, upstream_inputs
 from .learn.mixing import ENGINES, ParameterMixing, connect_ray, parallel_trainer
 from .corpus import read_corpus
 from .model import BEST_MODEL, Pipeline, annotate, load, read_json, recover_directory, write_directory
@@ -345,17 +345,7 @@ class Training:
 
     def dev_inputs(self, name: str) -> list:
         """The dev sentences with what the components before `name` predict."""
-        upstream = self.upstream(name)
-        if not upstream:
-            return list(self.dev_set)
-        out = []
-        for parsed in annotate(upstream, self.dev_set):
-            x = parsed.sentence
-            for component in upstream:
-                if component.name in parsed.values and not component.tagging:
-                    x = component.apply(x, parsed.values[component.name])
-            out.append(x)
-        return out
+        return upstream_inputs(self.upstream(name), self.dev_set)
 
     def jackknife(self, component: Component) -> list:
         """The jackknifed predictions of `component` on the training sentences (computed once)."""
