@@ -89,7 +89,7 @@ def compare_epochs(args) -> dict:
         inputs = run.train_inputs(name, component)
         component.structure.initialize(inputs)
         train_x = component.examples(inputs, training=True)
-        trainer = parallel_trainer(trainer, workers, args.engine, tracker)
+        trainer = parallel_trainer(trainer, workers, args.engine, tracker, args.mixes_per_epoch)
         if isinstance(trainer, ParameterMixing):
             trainer.mix_weight = args.mix_weight
         trainer.begin(component.structure, train_x, component.structure.hash_bits)
@@ -123,7 +123,7 @@ def compare_epochs(args) -> dict:
                 s["trainer"].close()
     serial, mixed = setups.values()
     out = {"config": args.config, "component": name, "score": key, "workers": args.workers, "engine": args.engine,
-           "mix_weight": args.mix_weight,
+           "mix_weight": args.mix_weight, "mixes_per_epoch": args.mixes_per_epoch,
            "train_sentences": len(serial["train_x"]), "dev_sentences": len(dev_x), "epochs": args.epochs, "runs": {}}
     for label, s in setups.items():
         seconds = [r["epoch_seconds"] for r in s["epochs"]]
@@ -183,6 +183,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--engine", choices=("local", "ray"), default="local")
     ap.add_argument("--max-train-sentences", type=int, default=0, help="0: all (a quick check: e.g. 3000)")
+    ap.add_argument("--mixes-per-epoch", type=int, default=1,
+                    help="rounds of shards and mixing per epoch (1: McDonald et al.'s IPM, one mix per epoch)")
     ap.add_argument("--mix-weight", type=float, default=None,
                     help="experiment: weight of each shard's change in the mix (default 1/workers, IPM's average; "
                          "1 sums the changes)")

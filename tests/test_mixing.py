@@ -30,27 +30,30 @@ def sentences():
 
 
 def reference_ipm(structure, examples, shards: int, epochs: int, seed: int, update,
-                  weight: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+                  weight: float | None = None, rounds: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """IPM by brute force (McDonald et al. 2010, Figure 3, uniform mixture): each epoch the
     seed's permutation dealt into shards order[k::K], each shard one perceptron epoch from
-    the mixed weights, the new mixed weights the mean of the shards' weights. The averaged
-    weights: the explicit mean of the running weights after every visit, summed visit by
-    visit. Returns (mixed weights, averaged weights)."""
+    the mixed weights, the new mixed weights the mean of the shards' weights (with `rounds`
+    > 1, the permutation is cut into that many consecutive parts, each dealt and mixed in
+    turn). The averaged weights: the explicit mean of the running weights after every visit,
+    summed visit by visit. Returns (mixed weights, averaged weights)."""
     rng = np.random.default_rng(seed)
     mixed = np.zeros(1 << BITS)
     running_sum = np.zeros(1 << BITS)
     visits = 0
     for _ in range(epochs):
         order = rng.permutation(len(examples))
-        ends = []
-        for k in range(shards):
-            w = Weights(BITS, averaged=False, array=mixed.copy())
-            for i in order[k::shards]:
-                update(structure, examples[i], w)
-                running_sum += w.array
-                visits += 1
-            ends.append(w.array.copy())
-        mixed = np.mean(ends, axis=0) if weight is None else mixed + weight * sum(end - mixed for end in ends)
+        cut = [len(order) * r // rounds for r in range(rounds + 1)]
+        for part in (order[cut[r]:cut[r + 1]] for r in range(rounds)):
+            ends = []
+            for k in range(shards):
+                w = Weights(BITS, averaged=False, array=mixed.copy())
+                for i in part[k::shards]:
+                    update(structure, examples[i], w)
+                    running_sum += w.array
+                    visits += 1
+                ends.append(w.array.copy())
+            mixed = np.mean(ends, axis=0) if weight is None else mixed + weight * sum(end - mixed for end in ends)
     return mixed, running_sum / visits
 
 
@@ -75,9 +78,9 @@ def swvp_update(trainer):
     return update
 
 
-def mixed_run(trainer, examples, shards: int, epochs: int, engine=None) -> ParameterMixing:
+def mixed_run(trainer, examples, shards: int, epochs: int, engine=None, rounds: int = 1) -> ParameterMixing:
     structure = DependencyTree(hash_bits=BITS)
-    mixing = ParameterMixing(trainer, shards, "local")
+    mixing = ParameterMixing(trainer, shards, "local", rounds)
     if engine is not None:
         mixing.engine = engine
     mixing.begin(structure, examples, BITS)
@@ -97,6 +100,17 @@ def test_mixing_equals_brute_force_ipm_with_the_explicit_mean(sentences, shards)
     np.testing.assert_allclose(mixing.trainer.weights.array, mixed, rtol=0, atol=1e-9)
     np.testing.assert_allclose(mixing.prediction_weights().array, mean, rtol=0, atol=1e-9)
     assert mixing.trainer.weights.step == 3 * len(sentences)
+
+
+@pytest.mark.parametrize("shards,rounds", [(2, 3), (3, 4)])
+def test_several_mixes_per_epoch_equal_brute_force_ipm_with_the_explicit_mean(sentences, shards, rounds):
+    mixing = mixed_run(Perceptron(seed=3), sentences, shards, 2, rounds=rounds)
+    mixed, mean = reference_ipm(DependencyTree(hash_bits=BITS), sentences, shards, 2, 3, csp_update, rounds=rounds)
+    once, _ = reference_ipm(DependencyTree(hash_bits=BITS), sentences, shards, 2, 3, csp_update)
+    assert not np.allclose(mixed, once)  # mixing more often trains another model
+    np.testing.assert_allclose(mixing.trainer.weights.array, mixed, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(mixing.prediction_weights().array, mean, rtol=0, atol=1e-9)
+    assert mixing.trainer.weights.step == 2 * len(sentences)
 
 
 def test_summed_changes_keep_the_exact_mean(sentences):
@@ -213,6 +227,20 @@ def test_resumed_mixed_run_ends_at_the_uninterrupted_model(tmp_path):
     assert state["epoch"] == 3 and state["trainer"]["workers"] == 2
     for key in ("weights", "accumulator"):
         np.testing.assert_array_equal(a[key], b[key])
+
+
+def test_a_mixed_checkpoint_resumes_only_with_its_mixes_per_epoch(tmp_path):
+    mix = {"parameter_mixing": True, "workers": 2}
+    whole, _ = train(parser_config(tmp_path, max_epochs=2, mixes_per_epoch=3, **mix), tmp_path / "whole", Quiet(),
+                     use_wandb=False)
+    train(parser_config(tmp_path, max_epochs=1, mixes_per_epoch=3, **mix), tmp_path / "part", Quiet(), use_wandb=False)
+    with pytest.raises(ValueError, match="3 mix\\(es\\) per epoch.*resume with training.mixes_per_epoch = 3"):
+        train(parser_config(tmp_path, max_epochs=2, **mix), tmp_path / "part", Quiet(), resume=True, use_wandb=False)
+    resumed, _ = train(parser_config(tmp_path, max_epochs=2, mixes_per_epoch=3, **mix), tmp_path / "part", Quiet(),
+                       resume=True, use_wandb=False)
+    np.testing.assert_array_equal(whole.components["parser"].weights.array, resumed.components["parser"].weights.array)
+    with pytest.raises(ValueError, match="training.mixes_per_epoch must be a positive integer"):
+        train(parser_config(tmp_path, mixes_per_epoch=0, **mix), tmp_path / "x", Quiet(), use_wandb=False)
 
 
 def test_a_serial_checkpoint_is_not_resumed_by_mixing(tmp_path):

@@ -25,10 +25,7 @@ def test_parallel_folds_equal_serial_folds():
 
 
 def test_a_run_with_two_workers_trains_the_same_model(tmp_path):
-    overrides = {"paths.train": str(SAMPLE / "sample-train.conllu"), "paths.dev": str(SAMPLE / "sample-dev.conllu"),
-                 "training.max_epochs": 2, "training.jackknife_folds": 2}
-    for name in ("upos", "xpos", "parser", "labeler"):
-        overrides[f"components.{name}.structure.hash_bits"] = 14
+    overrides = sample_overrides()
     one, _ = train(load_config(REPO / "configs" / "quickstart.cfg", overrides), tmp_path / "one", Quiet())
     two, _ = train(load_config(REPO / "configs" / "quickstart.cfg", overrides | {"training.workers": 2}),
                    tmp_path / "two", Quiet())
@@ -39,3 +36,56 @@ def test_a_run_with_two_workers_trains_the_same_model(tmp_path):
 def test_workers_must_be_positive(tmp_path):
     with pytest.raises(ValueError, match="training.workers must be a positive integer"):
         train(load_config(REPO / "configs" / "quickstart.cfg", {"training.workers": 0}), tmp_path / "x", Quiet())
+
+
+class Events(Quiet):
+    """Quiet, recording component starts and messages in one sequence."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.events: list[str] = []
+
+    def start_component(self, name, columns):
+        self.events.append(f"train {name}")
+        super().start_component(name, columns)
+
+    def message(self, text):
+        self.events.append(text)
+        super().message(text)
+
+
+def sample_overrides(**extra) -> dict:
+    overrides = {"paths.train": str(SAMPLE / "sample-train.conllu"), "paths.dev": str(SAMPLE / "sample-dev.conllu"),
+                 "training.max_epochs": 2, "training.jackknife_folds": 2}
+    for name in ("upos", "xpos", "parser", "labeler"):
+        overrides[f"components.{name}.structure.hash_bits"] = 14
+    return overrides | extra
+
+
+def test_folds_start_in_the_background_as_soon_as_their_component_is_trained(tmp_path):
+    # With two workers the UPOS folds run while the XPOS tagger trains, not when the parser
+    # first asks for them: the cores are shared instead of one of them waiting.
+    tracker = Events()
+    train(load_config(REPO / "configs" / "quickstart.cfg", sample_overrides(**{"training.workers": 2})),
+          tmp_path / "two", tracker)
+    events = tracker.events
+    upos_folds = next(i for i, e in enumerate(events) if e.startswith("jackknifing upos"))
+    xpos_folds = next(i for i, e in enumerate(events) if e.startswith("jackknifing xpos"))
+    assert "background" in events[upos_folds]
+    assert events.index("train upos") < upos_folds < events.index("train xpos") < xpos_folds < events.index("train parser")
+    # One worker keeps today's order: the folds run when the parser needs them.
+    tracker = Events()
+    train(load_config(REPO / "configs" / "quickstart.cfg", sample_overrides()), tmp_path / "one", tracker)
+    first_fold = next(i for i, e in enumerate(tracker.events) if e.startswith("jackknifing upos"))
+    assert tracker.events.index("train xpos") < first_fold < tracker.events.index("train parser")
+
+
+def test_an_interrupted_run_stops_its_background_folds(tmp_path):
+    import multiprocessing
+
+    tracker = Events(interrupt_at=("xpos", 1, 5))
+    with pytest.raises(KeyboardInterrupt):
+        train(load_config(REPO / "configs" / "quickstart.cfg", sample_overrides(**{"training.workers": 2})),
+              tmp_path / "run", tracker)
+    assert any(e.startswith("jackknifing upos") for e in tracker.events)  # the folds had started
+    assert multiprocessing.active_children() == []

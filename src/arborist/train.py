@@ -77,6 +77,7 @@ TRAINING_DEFAULTS = {
     "jackknife_folds": 10,
     "workers": 1,  # workers for the jackknife folds (and parameter mixing's shards); 1: serial
     "parameter_mixing": False,  # with workers > 1: the perceptron family trains by parameter mixing (another model)
+    "mixes_per_epoch": 1,  # parameter mixing's rounds per epoch (1: McDonald et al.'s IPM, one mix per epoch)
     "engine": "local",  # where the workers run: "local" (forked processes) or "ray" (Ray tasks and actors)
     "calibrate": True,
 }
@@ -248,6 +249,7 @@ class Training:
         self.pipeline = Pipeline(vocabulary=vocabulary, info={"config": self.config_text})
         self.report: dict = {"components": {}}
         self.jackknifed: dict[str, list[list[str]]] = {}
+        self._jackknifing: dict[str, Jackknife] = {}  # started, not yet collected
         self._train_inputs: dict[str, list] = {}
         if state is None and output is not None and (output / CHECKPOINT / JACKKNIFE).exists():
             (output / CHECKPOINT / JACKKNIFE).unlink()  # an earlier run's predictions: this run jackknifes its own
@@ -271,17 +273,24 @@ class Training:
             tracker.message(f"resuming {state['component']} after epoch {state['epoch']} from {output / CHECKPOINT}")
 
     def run(self) -> tuple[Pipeline, dict]:
-        for name, spec in self.specs.items():
-            limits = spec.limits(self.settings)
-            entry = self.report["components"].get(name, {})
-            resuming = self.state is not None and self.state["component"] == name
-            if entry.get("done"):
-                # Only the last component trained may go on, when it stopped at max_epochs and
-                # the resumed run allows more; the ones before it are fixed (later ones read them).
-                if not (resuming and entry.get("stopped") == "max_epochs" and self.state["epoch"] < limits["max_epochs"]):
-                    continue
-            self.train(spec, limits, resuming)
-            self.state = None
+        try:
+            for name, spec in self.specs.items():
+                limits = spec.limits(self.settings)
+                entry = self.report["components"].get(name, {})
+                resuming = self.state is not None and self.state["component"] == name
+                if entry.get("done"):
+                    # Only the last component trained may go on, when it stopped at max_epochs and
+                    # the resumed run allows more; the ones before it are fixed (later ones read them).
+                    if not (resuming and entry.get("stopped") == "max_epochs" and self.state["epoch"] < limits["max_epochs"]):
+                        self.start_jackknife(name)
+                        continue
+                self.train(spec, limits, resuming)
+                self.state = None
+                self.start_jackknife(name)
+        finally:
+            for pending in self._jackknifing.values():
+                pending.close()
+            self._jackknifing.clear()
         return self.pipeline, self.report
 
     def upstream(self, name: str) -> list[Component]:
@@ -293,7 +302,8 @@ class Training:
     def train(self, spec: ComponentSpec, limits: dict, resuming: bool) -> None:
         component, trainer = spec.resolve()
         if self.settings["parameter_mixing"]:
-            trainer = parallel_trainer(trainer, self.settings["workers"], self.settings["engine"], self.tracker)
+            trainer = parallel_trainer(trainer, self.settings["workers"], self.settings["engine"], self.tracker,
+                                       self.settings["mixes_per_epoch"])
         try:
             self._train(spec, component, trainer, limits, resuming)
         finally:
@@ -347,14 +357,32 @@ class Training:
         """The dev sentences with what the components before `name` predict."""
         return upstream_inputs(self.upstream(name), self.dev_set)
 
+    def start_jackknife(self, name: str) -> None:
+        """With workers > 1, start the jackknife of `name` (just trained) in the background
+        when a later component will train on it, so that its folds share the cores with the
+        training of the next components instead of waiting for the first one that reads it."""
+        if self.settings["workers"] < 2 or not self.settings["jackknife_folds"]:
+            return
+        component = self.pipeline.components.get(name)
+        if component is None or not component.jackknifed or name in self.jackknifed or name in self._jackknifing:
+            return
+        later = list(self.specs)[list(self.specs).index(name) + 1:]
+        if not any(set(component.writes) & set(self.specs[n].probe.reads) for n in later):
+            return
+        self._jackknifing[name] = self._jackknife_job(component)
+
+    def _jackknife_job(self, component: Component) -> Jackknife:
+        return Jackknife(self.specs[component.name], self.train_inputs(component.name, component),
+                         self.settings["jackknife_folds"], self.report["components"][component.name]["best_epoch"],
+                         self.tracker, upstream=self.upstream(component.name), workers=self.settings["workers"],
+                         engine=self.settings["engine"])
+
     def jackknife(self, component: Component) -> list:
-        """The jackknifed predictions of `component` on the training sentences (computed once)."""
+        """The jackknifed predictions of `component` on the training sentences (computed once,
+        or collected from `start_jackknife`)."""
         if component.name not in self.jackknifed:
-            self.jackknifed[component.name] = jackknife(
-                self.specs[component.name], self.train_inputs(component.name, component),
-                self.settings["jackknife_folds"], self.report["components"][component.name]["best_epoch"],
-                self.tracker, upstream=self.upstream(component.name), workers=self.settings["workers"],
-                engine=self.settings["engine"])
+            pending = self._jackknifing.pop(component.name, None) or self._jackknife_job(component)
+            self.jackknifed[component.name] = pending.result()
             if self.output is not None:
                 _save_jackknife(self.output / CHECKPOINT, self.jackknifed)
         return self.jackknifed[component.name]
@@ -368,39 +396,80 @@ def jackknife(spec: ComponentSpec | dict, sentences: list, folds: int, epochs: i
     independent: with `workers` > 1 they run in that many forked processes (engine
     "local") or as Ray tasks (engine "ray"), with the same result as in one (each fold's
     trainer has its own seed from the spec; a fold trains serially)."""
-    if folds < 2:
-        raise ValueError(f"training.jackknife_folds must be 0 (parser trains on gold tags) or >= 2, got {folds}")
-    if not isinstance(spec, ComponentSpec):
-        spec = ComponentSpec(name or "component", spec)
-    job = (spec, sentences, folds, epochs, list(upstream))
-    predicted: list = [None] * len(sentences)
-    if engine == "ray":
-        ray = connect_ray(workers)
-        tracker.message(f"jackknifing {spec.name}: {folds} folds as Ray tasks, {epochs} epochs")
-        job_ref = ray.put(job)
-        task = ray.remote(num_cpus=1)(_fold)
-        results = ray.get([task.remote(fold, job_ref) for fold in range(folds)])
-        del job_ref
-    elif workers > 1 and "fork" in multiprocessing.get_all_start_methods():
-        global _FOLD_JOB
-        _FOLD_JOB = job  # the forked workers inherit it: nothing is pickled but fold numbers and predictions
-        tracker.message(f"jackknifing {spec.name}: {folds} folds in {workers} processes, {epochs} epochs")
-        try:
-            with multiprocessing.get_context("fork").Pool(min(workers, folds)) as pool:
-                results = pool.map(_fold, range(folds))
-        finally:
-            _FOLD_JOB = None
-    else:
-        results = []
-        for fold in range(folds):
-            tracker.message(f"jackknifing {spec.name}: fold {fold + 1}/{folds}, {epochs} epochs")
-            results.append(_fold(fold, job))
-    for fold, values in enumerate(results):
-        predicted[fold::folds] = values
-    return predicted
+    return Jackknife(spec, sentences, folds, epochs, tracker, name, upstream, workers, engine).result()
 
 
-_FOLD_JOB = None  # (spec, sentences, folds, epochs, upstream) of the jackknife the forked workers run
+class Jackknife:
+    """A jackknife (see `jackknife`) started in the background: with `workers` > 1 its folds
+    run in forked processes or Ray tasks from construction on, while the caller goes on
+    (training the next component); `result()` waits for them. With one worker the folds
+    run in `result()`, one after another."""
+
+    def __init__(self, spec: ComponentSpec | dict, sentences: list, folds: int, epochs: int, tracker,
+                 name: str = "", upstream: list[Component] = (), workers: int = 1, engine: str = "local"):
+        if folds < 2:
+            raise ValueError(f"training.jackknife_folds must be 0 (parser trains on gold tags) or >= 2, got {folds}")
+        if not isinstance(spec, ComponentSpec):
+            spec = ComponentSpec(name or "component", spec)
+        self.name, self.folds, self.tracker, self.epochs = spec.name, folds, tracker, epochs
+        self.job = (spec, sentences, folds, epochs, list(upstream))
+        self._pool = self._pending = self._refs = None
+        if engine == "ray":
+            ray = connect_ray(workers)
+            tracker.message(f"jackknifing {spec.name}: {folds} folds as Ray tasks, {epochs} epochs")
+            job_ref = ray.put(self.job)
+            task = ray.remote(num_cpus=1)(_fold)
+            self._refs = [task.remote(fold, job_ref) for fold in range(folds)]
+        elif workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+            tracker.message(f"jackknifing {spec.name}: {folds} folds in {workers} processes, {epochs} epochs "
+                            "(in the background)")
+            # The forked workers inherit the job (initargs are not pickled under fork): nothing
+            # crosses a pipe but fold numbers and predictions.
+            self._pool = multiprocessing.get_context("fork").Pool(min(workers, folds), initializer=_install_fold_job,
+                                                                  initargs=(self.job,))
+            self._pending = self._pool.map_async(_fold, range(folds), chunksize=1)
+
+    def result(self) -> list:
+        if self._refs is not None:
+            import ray
+
+            results = ray.get(self._refs)
+            self._refs = None
+        elif self._pool is not None:
+            try:
+                results = self._pending.get()
+            finally:
+                self.close()
+        else:
+            results = []
+            for fold in range(self.folds):
+                self.tracker.message(f"jackknifing {self.name}: fold {fold + 1}/{self.folds}, {self.epochs} epochs")
+                results.append(_fold(fold, self.job))
+        predicted: list = [None] * len(self.job[1])
+        for fold, values in enumerate(results):
+            predicted[fold::self.folds] = values
+        return predicted
+
+    def close(self) -> None:
+        """Stop the folds (an abandoned run); idempotent."""
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = self._pending = None
+        if self._refs is not None:
+            import ray
+
+            for ref in self._refs:
+                ray.cancel(ref, force=True)
+            self._refs = None
+
+
+_FOLD_JOB = None  # (spec, sentences, folds, epochs, upstream) of the jackknife a forked worker runs
+
+
+def _install_fold_job(job) -> None:
+    global _FOLD_JOB
+    _FOLD_JOB = job
 
 
 def _fold(fold: int, job=None) -> list:
@@ -644,6 +713,9 @@ def _settings(config: Config) -> dict:
         raise ValueError(f"training.workers must be a positive integer, got {settings['workers']!r}")
     if not isinstance(settings["parameter_mixing"], bool):
         raise ValueError(f"training.parameter_mixing must be true or false, got {settings['parameter_mixing']!r}")
+    mixes = settings["mixes_per_epoch"]
+    if not isinstance(mixes, int) or isinstance(mixes, bool) or mixes < 1:
+        raise ValueError(f"training.mixes_per_epoch must be a positive integer, got {mixes!r}")
     if settings["engine"] not in ENGINES:
         raise ValueError(f"training.engine must be one of {', '.join(repr(e) for e in ENGINES)}, "
                          f"got {settings['engine']!r}")
@@ -665,6 +737,7 @@ def _resumable(config_text: str) -> dict:
     training.pop("workers", None)
     training.pop("engine", None)
     training.pop("parameter_mixing", None)
+    training.pop("mixes_per_epoch", None)
     config.pop("tracking", None)  # where progress is logged does not change what is trained
     components = {}
     for name, spec in dict(config.get("components", {})).items():

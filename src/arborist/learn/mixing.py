@@ -68,7 +68,7 @@ def mixable(trainer) -> bool:
     return isinstance(trainer, SWVP)
 
 
-def parallel_trainer(trainer, workers: int, engine: str = "local", tracker=None):
+def parallel_trainer(trainer, workers: int, engine: str = "local", tracker=None, mixes_per_epoch: int = 1):
     """`trainer` mixed over `workers` shards when it is of the perceptron family and
     workers > 1; otherwise `trainer` itself (serial training), with a message when
     workers > 1 asked for more."""
@@ -82,22 +82,25 @@ def parallel_trainer(trainer, workers: int, engine: str = "local", tracker=None)
                 "implemented for the perceptron family only: EG's dual state splits by shard, but w(alpha) "
                 "sums over all sentences, so shards would have to exchange their changes of w)")
         return trainer
-    return ParameterMixing(trainer, workers, engine)
+    return ParameterMixing(trainer, workers, engine, mixes_per_epoch)
 
 
 class ParameterMixing(Trainer):
     """A perceptron-family trainer whose epochs run as K shards mixed by averaging (see the
     module docstring); it offers the same Trainer interface as the trainer it wraps."""
 
-    def __init__(self, trainer: SWVP, workers: int, engine: str = "local"):
+    def __init__(self, trainer: SWVP, workers: int, engine: str = "local", mixes_per_epoch: int = 1):
         if not mixable(trainer):
             raise ValueError(f"parameter mixing trains the perceptron family, not {type(trainer).__name__}")
         if not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be a positive integer, got {workers!r}")
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        if not isinstance(mixes_per_epoch, int) or isinstance(mixes_per_epoch, bool) or mixes_per_epoch < 1:
+            raise ValueError(f"mixes_per_epoch must be a positive integer, got {mixes_per_epoch!r}")
         self.trainer = trainer
         self.workers = workers
+        self.mixes_per_epoch = mixes_per_epoch
         self.engine_name = engine
         self.engine = None
         self.columns = trainer.columns
@@ -115,12 +118,16 @@ class ParameterMixing(Trainer):
         if recorded != self.workers:
             raise ValueError(f"the checkpoint was trained with {recorded} worker(s) (shards mixed per epoch), "
                              f"this run has {self.workers}; resume with training.workers = {recorded}")
+        mixes = meta.get("mixes_per_epoch", 1)
+        if mixes != self.mixes_per_epoch:
+            raise ValueError(f"the checkpoint was trained with {mixes} mix(es) per epoch, this run has "
+                             f"{self.mixes_per_epoch}; resume with training.mixes_per_epoch = {mixes}")
         self.trainer.restore(structure, examples, arrays, meta)
         self._positions = None
 
     def state(self) -> tuple[dict, dict]:
         arrays, meta = self.trainer.state()
-        return arrays, {**meta, "workers": self.workers}
+        return arrays, {**meta, "workers": self.workers, "mixes_per_epoch": self.mixes_per_epoch}
 
     def settings(self) -> dict:
         return self.trainer.settings()
@@ -138,37 +145,46 @@ class ParameterMixing(Trainer):
         return self.trainer.tables()
 
     def epoch(self, structure, examples: list, tracker=None) -> dict:
-        """One mixed epoch: K shards from W^{n-1}, then W^n, U_n and the clock T_n."""
+        """One mixed epoch: the epoch's order cut into `mixes_per_epoch` consecutive rounds;
+        each round, K shards of it from the mixed weights, then their mix (W, U and the
+        clock T as after an epoch of the module docstring, with the round's examples)."""
         inner = self.trainer
         start = time.perf_counter()
         order = inner.rng.permutation(len(examples)) if inner.shuffle else np.arange(len(examples))
-        shards = [order[k::self.workers] for k in range(self.workers)]
         if self._positions is None:
             self._positions = np.array([structure.hits(x, g, g)[1] for x in examples
                                         for g in (structure.gold(x),)], dtype=np.float64)
         if self.engine is None:
             self.engine = make_engine(self.engine_name, self.workers, tracker)
-        results = self.engine.run(inner, structure, examples, inner.weights, shards, tracker)
-        shard_seconds = [r.metrics.get("epoch_seconds", 0.0) for r in results]
-        mix_start = time.perf_counter()
-        mix(inner.weights, [r.sparse() for r in results], self.mix_weight)
-        mix_seconds = time.perf_counter() - mix_start
-        positions = [float(self._positions[s].sum()) for s in shards]
-        correct = sum(r.metrics["train_accuracy"] * p for r, p in zip(results, positions))
+        correct = positions = mix_seconds = shard_seconds = shard_cpu = 0.0
+        updates = backoffs = 0
+        for part in np.array_split(order, min(self.mixes_per_epoch, max(len(order), 1))):
+            shards = [part[k::self.workers] for k in range(self.workers)]
+            results = self.engine.run(inner, structure, examples, inner.weights, shards, tracker)
+            mix_start = time.perf_counter()
+            mix(inner.weights, [r.sparse() for r in results], self.mix_weight)
+            mix_seconds += time.perf_counter() - mix_start
+            for r, s in zip(results, shards):
+                p = float(self._positions[s].sum())
+                correct += r.metrics["train_accuracy"] * p
+                positions += p
+            updates += sum(r.metrics.get("updates", 0) for r in results)
+            backoffs += sum(r.metrics.get("backoffs", 0) for r in results)
+            shard_seconds += max(r.metrics.get("epoch_seconds", 0.0) for r in results)
+            shard_cpu += max(r.metrics.get("cpu_seconds", 0.0) for r in results)
+            for r in results:
+                r.release()
         seconds = time.perf_counter() - start
-        metrics = {
-            "train_accuracy": correct / max(sum(positions), 1.0),
-            "updates": sum(r.metrics.get("updates", 0) for r in results),
-            "backoffs": sum(r.metrics.get("backoffs", 0) for r in results),
+        return {
+            "train_accuracy": correct / max(positions, 1.0),
+            "updates": updates,
+            "backoffs": backoffs,
             "epoch_seconds": seconds,
             "examples_per_second": len(order) / max(seconds, 1e-9),
-            "shard_seconds_max": max(shard_seconds),
-            "shard_cpu_seconds_max": max(r.metrics.get("cpu_seconds", 0.0) for r in results),
+            "shard_seconds_max": shard_seconds,  # summed over the rounds: the slowest shard of each
+            "shard_cpu_seconds_max": shard_cpu,
             "mix_seconds": mix_seconds,
         }
-        for r in results:
-            r.release()
-        return metrics
 
     def close(self) -> None:
         """Stop the engine's workers (Ray actors) and free its shared memory."""
