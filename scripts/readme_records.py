@@ -124,6 +124,7 @@ def main() -> None:
         elif in_code:
             code_lines.add(i)
     counts = {"figures": 0}
+    line_counts: dict[str, int] = {}
     print("| line | figures | command (nearest before, in the section) | JSON: key | status |")
     print("|---:|---|---|---|---|")
     for lo, hi in sections(lines):
@@ -174,12 +175,14 @@ def main() -> None:
                     status, note = given, given_note
                     break
             counts[status] = counts.get(status, 0) + len(figures)
+            line_counts[status] = line_counts.get(status, 0) + 1
             cell = "; ".join(where)
             if missing:
                 cell += ("; " if cell else "") + "not found: " + ", ".join(missing)
             cmd = f"`{command}`" if command else ""
             print(f"| {i + 1} | {len(figures)} | {cmd} | {cell} | {status}{(': ' + note) if note else ''} |")
     print(f"\nfigures by line status: {counts}", file=sys.stderr)
+    print(f"lines by status: {line_counts} ({sum(line_counts.values())} lines)", file=sys.stderr)
 
 
 if __name__ == "__main__":
