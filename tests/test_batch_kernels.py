@@ -212,3 +212,30 @@ def test_kernels_release_the_gil():
     # Holding the GIL, the kernel would let the counter run only between switch intervals
     # (none: it is one C call); without it the counter loops all along.
     assert during > 1000, (during, alone, shared)
+
+
+def test_scores_split_between_two_threads_equal_one_thread():
+    # `scoring_threads`: a first-order parser's training scores half of each sentence's heads
+    # in a helper thread; every score must be the one-thread score, bit for bit.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from arborist.structure import scoring_threads
+    from arborist.weights import Weights
+
+    rng = np.random.default_rng(7)
+    tree = DependencyTree(hash_bits=BITS)
+    w = Weights(BITS, False, rng.normal(size=1 << BITS))
+    sentences = random_sentences(rng, 40, lengths=(1, 40)) + random_sentences(rng, 5, (20, 30), n_xpos=90)
+    alone = [tree.scores(x, w) for x in sentences]
+    with ThreadPoolExecutor(1) as helper:
+        split = [tree.features.score(x, w.array, helper=helper) for x in sentences]
+    with scoring_threads(tree, 2):
+        assert tree.score_helper is not None
+        in_block = [tree.scores(x, w) for x in sentences]
+    assert tree.score_helper is None
+    for x, a, b, c in zip(sentences, alone, split, in_block):
+        assert np.count_nonzero(a) > 0 or x.n < 2
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)
+    with scoring_threads(tree, 1):
+        assert tree.score_helper is None

@@ -89,3 +89,21 @@ def test_an_interrupted_run_stops_its_background_folds(tmp_path):
               tmp_path / "run", tracker)
     assert any(e.startswith("jackknifing upos") for e in tracker.events)  # the folds had started
     assert multiprocessing.active_children() == []
+
+
+def test_a_failing_or_dying_fold_worker_is_a_clear_error(monkeypatch):
+    import os
+
+    import arborist.train as training
+
+    sentences = read_corpus(SAMPLE / "sample-train.conllu")[:20]
+
+    def boom(fold, job):
+        raise ValueError("boom")
+
+    monkeypatch.setattr(training, "_fold", boom)  # the forked workers inherit it
+    with pytest.raises(RuntimeError, match="jackknifing upos failed in a worker process: ValueError: boom"):
+        training.jackknife(SPEC, sentences, 2, 1, Quiet(), name="upos", workers=2)
+    monkeypatch.setattr(training, "_fold", lambda fold, job: os._exit(3))
+    with pytest.raises(RuntimeError, match="a jackknife process of upos died \\(exit code 3\\)"):
+        training.jackknife(SPEC, sentences, 2, 1, Quiet(), name="upos", workers=2)

@@ -17,6 +17,8 @@ when its configuration has no such kernel; `Component.predict_batch` falls back 
 """
 from __future__ import annotations
 
+import contextlib
+
 from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -76,3 +78,22 @@ def take_positions(gold: Label, pred: Label, positions: Sequence[int]) -> np.nda
     idx = np.asarray(positions, dtype=np.intp)
     out[idx] = np.asarray(pred)[idx]
     return out
+
+
+@contextlib.contextmanager
+def scoring_threads(structure, threads: int):
+    """Within the block, a structure that can score one example in two threads (a first-order
+    `DependencyTree`: `score_helper`) does so when `threads` > 1: the same scores, so the
+    same training, faster with a second core. The helper thread ends with the block (so
+    nothing that copies or pickles the structure meets it)."""
+    if threads < 2 or not hasattr(structure, "score_helper"):
+        yield
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="score-helper") as helper:
+        structure.score_helper = helper
+        try:
+            yield
+        finally:
+            del structure.score_helper  # back to the class's None

@@ -64,6 +64,7 @@ from .corpus import read_corpus
 from .model import BEST_MODEL, Pipeline, annotate, load, read_json, recover_directory, write_directory
 from .registry import component_kind, kind_for_structure, registry
 from .sentence import FORM
+from .structure import scoring_threads
 from .tracking import trackers_for, tracking_settings
 
 CHECKPOINT = "checkpoint"
@@ -413,7 +414,8 @@ class Jackknife:
             spec = ComponentSpec(name or "component", spec)
         self.name, self.folds, self.tracker, self.epochs = spec.name, folds, tracker, epochs
         self.job = (spec, sentences, folds, epochs, list(upstream))
-        self._pool = self._pending = self._refs = None
+        self._workers: list = []  # (process, connection) of the forked fold workers
+        self._refs = None
         if engine == "ray":
             ray = connect_ray(workers)
             tracker.message(f"jackknifing {spec.name}: {folds} folds as Ray tasks, {epochs} epochs")
@@ -423,11 +425,19 @@ class Jackknife:
         elif workers > 1 and "fork" in multiprocessing.get_all_start_methods():
             tracker.message(f"jackknifing {spec.name}: {folds} folds in {workers} processes, {epochs} epochs "
                             "(in the background)")
-            # The forked workers inherit the job (initargs are not pickled under fork): nothing
-            # crosses a pipe but fold numbers and predictions.
-            self._pool = multiprocessing.get_context("fork").Pool(min(workers, folds), initializer=_install_fold_job,
-                                                                  initargs=(self.job,))
-            self._pending = self._pool.map_async(_fold, range(folds), chunksize=1)
+            # Plain forked processes, fold f in worker f mod N: they inherit the job (nothing is
+            # pickled but the predictions they send back), and unlike a Pool they start no
+            # threads in this process, so that the next jackknife's fork, while these run,
+            # cannot copy a lock a thread holds, and stopping them is a kill.
+            context = multiprocessing.get_context("fork")
+            n = min(workers, folds)
+            for k in range(n):
+                receive, send = context.Pipe(duplex=False)
+                process = context.Process(target=_fold_worker, args=(self.job, list(range(k, folds, n)), send),
+                                          name=f"jackknife-{spec.name}-{k}", daemon=True)
+                process.start()
+                send.close()
+                self._workers.append((process, receive))
 
     def result(self) -> list:
         if self._refs is not None:
@@ -435,9 +445,20 @@ class Jackknife:
 
             results = ray.get(self._refs)
             self._refs = None
-        elif self._pool is not None:
+        elif self._workers:
+            results: list = [None] * self.folds
             try:
-                results = self._pending.get()
+                for process, receive in self._workers:
+                    try:
+                        status, payload = receive.recv()
+                    except EOFError:
+                        process.join()
+                        raise RuntimeError(f"a jackknife process of {self.name} died (exit code "
+                                           f"{process.exitcode}) before sending its folds' predictions") from None
+                    if status != "ok":
+                        raise RuntimeError(f"jackknifing {self.name} failed in a worker process: {payload}")
+                    for fold, values in payload:
+                        results[fold] = values
             finally:
                 self.close()
         else:
@@ -451,11 +472,13 @@ class Jackknife:
         return predicted
 
     def close(self) -> None:
-        """Stop the folds (an abandoned run); idempotent."""
-        if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
-            self._pool = self._pending = None
+        """Stop the folds still running (an abandoned run) and release the workers; idempotent."""
+        for process, receive in self._workers:
+            if process.is_alive():
+                process.kill()
+            process.join()
+            receive.close()
+        self._workers = []
         if self._refs is not None:
             import ray
 
@@ -464,17 +487,21 @@ class Jackknife:
             self._refs = None
 
 
-_FOLD_JOB = None  # (spec, sentences, folds, epochs, upstream) of the jackknife a forked worker runs
+def _fold_worker(job, folds: list[int], send) -> None:
+    """A forked jackknife worker: its folds' predictions, or the error, sent to the parent."""
+    try:
+        send.send(("ok", [(fold, _fold(fold, job)) for fold in folds]))
+    except BaseException as e:  # the parent raises it (a KeyboardInterrupt too: the run stops)
+        import traceback
+
+        send.send(("error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
+    finally:
+        send.close()
 
 
-def _install_fold_job(job) -> None:
-    global _FOLD_JOB
-    _FOLD_JOB = job
-
-
-def _fold(fold: int, job=None) -> list:
+def _fold(fold: int, job) -> list:
     """The predictions, in order, for the held-out sentences of one jackknife fold."""
-    spec, sentences, folds, epochs, upstream = job if job is not None else _FOLD_JOB
+    spec, sentences, folds, epochs, upstream = job
     rest = [x for i, x in enumerate(sentences) if i % folds != fold]
     component, trainer = spec.resolve()
     component.link(upstream)
@@ -551,6 +578,8 @@ def _train_component(name: str, component: Component, trainer, train_x: list, de
         entry["stopped"] = ("schedule" if stop else "patience" if patience_over
                             else "max_epochs" if epoch == limits["max_epochs"] else None)
         entry["done"] = entry["stopped"] is not None
+        if entry["done"]:
+            run.start_jackknife(name)  # its folds need the best epoch, not the temperature
         if entry["done"] and dev_x and run.settings["calibrate"]:
             run.calibrate(name, dev_x)
         _log_tables(trainer, entry, run.tracker)
@@ -600,7 +629,11 @@ def _begin(component: Component, trainer, train_x: list, tracker, arrays: dict |
 def _epoch(component: Component, trainer, train_x: list, dev_x: list, run: Training, epoch: int):
     """One training epoch and the dev scores of its weights: (metrics, the component with them)."""
     run.tracker.start_epoch(epoch, len(train_x))
-    metrics = trainer.epoch(component.structure, train_x, run.tracker)
+    # With workers to spare and no parameter mixing (whose forked shards must not inherit a
+    # helper thread), a first-order parser scores each sentence in two threads: same model.
+    threads = 1 if isinstance(trainer, ParameterMixing) else run.settings["workers"]
+    with scoring_threads(component.structure, threads):
+        metrics = trainer.epoch(component.structure, train_x, run.tracker)
     if metrics.get("epoch_seconds"):
         metrics["train_words_per_second"] = sum(getattr(x, "n", 1) for x in train_x) / metrics["epoch_seconds"]
     if "train_accuracy" in metrics:

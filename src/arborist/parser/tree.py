@@ -78,8 +78,12 @@ class DependencyTree:
         return (eisner_argmax, eisner_marginals) if self.projective else (mst_argmax, mst_marginals)
 
     # -- the protocol -------------------------------------------------------
+    # An executor with one thread that scores half of each sentence's heads (`ArcFeatures.score`);
+    # set only for the span of a training epoch by `scoring_threads`, never saved.
+    score_helper = None
+
     def scores(self, x: Sentence, w) -> np.ndarray:
-        return self.features.score(x, w.array)
+        return self.features.score(x, w.array, helper=self.score_helper)
 
     def argmax(self, x: Sentence, scores: np.ndarray) -> np.ndarray:
         return self._decoder()[0](scores, self.single_root)[0]
