@@ -62,17 +62,17 @@ def sample_overrides(**extra) -> dict:
     return overrides | extra
 
 
-def test_folds_start_in_the_background_as_soon_as_their_component_is_trained(tmp_path):
-    # With two workers the UPOS folds run while the XPOS tagger trains, not when the parser
-    # first asks for them: the cores are shared instead of one of them waiting.
+def test_folds_follow_their_component_in_the_background(tmp_path):
+    # With two workers the UPOS folds run while the UPOS and XPOS taggers train, not when
+    # the parser first asks for them: the cores are shared instead of one of them waiting.
     tracker = Events()
     train(load_config(REPO / "configs" / "quickstart.cfg", sample_overrides(**{"training.workers": 2})),
           tmp_path / "two", tracker)
     events = tracker.events
     upos_folds = next(i for i, e in enumerate(events) if e.startswith("jackknifing upos"))
     xpos_folds = next(i for i, e in enumerate(events) if e.startswith("jackknifing xpos"))
-    assert "background" in events[upos_folds]
-    assert events.index("train upos") < upos_folds < events.index("train xpos") < xpos_folds < events.index("train parser")
+    assert "following its training" in events[upos_folds] and "background" in events[upos_folds]
+    assert upos_folds < events.index("train upos") < xpos_folds < events.index("train xpos") < events.index("train parser")
     # One worker keeps today's order: the folds run when the parser needs them.
     tracker = Events()
     train(load_config(REPO / "configs" / "quickstart.cfg", sample_overrides()), tmp_path / "one", tracker)
@@ -98,12 +98,32 @@ def test_a_failing_or_dying_fold_worker_is_a_clear_error(monkeypatch):
 
     sentences = read_corpus(SAMPLE / "sample-train.conllu")[:20]
 
-    def boom(fold, job):
+    def boom(fold, job, progress=None):
         raise ValueError("boom")
 
     monkeypatch.setattr(training, "_fold", boom)  # the forked workers inherit it
     with pytest.raises(RuntimeError, match="jackknifing upos failed in a worker process: ValueError: boom"):
         training.jackknife(SPEC, sentences, 2, 1, Quiet(), name="upos", workers=2)
-    monkeypatch.setattr(training, "_fold", lambda fold, job: os._exit(3))
+    monkeypatch.setattr(training, "_fold", lambda fold, job, progress=None: os._exit(3))
     with pytest.raises(RuntimeError, match="a jackknife process of upos died \\(exit code 3\\)"):
         training.jackknife(SPEC, sentences, 2, 1, Quiet(), name="upos", workers=2)
+
+
+@pytest.mark.parametrize("best,epochs", [(3, 3), (1, 3), (2, 4)])
+def test_folds_that_follow_a_training_equal_folds_told_the_epochs(best, epochs):
+    # The following folds train while the best epoch is unknown, keep each epoch's weights,
+    # and end with those of the best epoch (here chosen after `epochs` epochs of training).
+    import time as clock
+
+    from arborist.train import Jackknife
+
+    sentences = read_corpus(SAMPLE / "sample-train.conllu")[:90]
+    expected = jackknife(SPEC, sentences, 3, best, Quiet(), name="upos")
+    following = Jackknife(SPEC, sentences, 3, None, Quiet(), name="upos", workers=2)
+    for epoch in range(1, epochs + 1):
+        following.allow(epoch)
+        clock.sleep(0.3)  # the "training" of epoch `epoch`: folds may train as far
+    following.finish(best)
+    assert following.result() == expected
+    with pytest.raises(ValueError, match="follow a training"):
+        Jackknife(SPEC, sentences, 3, None, Quiet(), name="upos", workers=1)

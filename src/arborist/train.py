@@ -320,6 +320,7 @@ class Training:
         report = component.training_report(train_x)
         if report:
             self.tracker.message(report)
+        self.follow_jackknife(spec.name, component, self.state["epoch"] + 1 if resuming else 1)
         _train_component(spec.name, component, trainer, train_x, dev_x, self, limits,
                          self.arrays if resuming else None, self.state if resuming else None)
 
@@ -358,19 +359,45 @@ class Training:
         """The dev sentences with what the components before `name` predict."""
         return upstream_inputs(self.upstream(name), self.dev_set)
 
+    def read_later(self, name: str) -> bool:
+        """Whether a later component trains on the jackknifed predictions of `name`."""
+        spec = self.specs[name]
+        if not self.settings["jackknife_folds"] or not spec.probe.jackknifed:
+            return False
+        later = list(self.specs)[list(self.specs).index(name) + 1:]
+        return any(set(spec.probe.writes) & set(self.specs[n].probe.reads) for n in later)
+
+    def follow_jackknife(self, name: str, component: Component, first_epoch: int) -> None:
+        """With workers > 1 on this machine, start the folds of `name` as its own training
+        starts: they train epoch by epoch behind it (`_follow`) on the cores it leaves, and
+        take its best epoch when it has chosen one (`start_jackknife`)."""
+        if (self.settings["workers"] < 2 or self.settings["engine"] != "local" or name in self.jackknifed
+                or name in self._jackknifing or not self.read_later(name)
+                or "fork" not in multiprocessing.get_all_start_methods()):
+            return
+        pending = Jackknife(self.specs[name], self.train_inputs(name, component), self.settings["jackknife_folds"],
+                           None, self.tracker, upstream=self.upstream(name), workers=self.settings["workers"])
+        pending.allow(first_epoch)
+        self._jackknifing[name] = pending
+
+    def allow_folds(self, name: str, epochs: int) -> None:
+        """The training of `name` is on its epoch `epochs`: its following folds may train as many."""
+        if name in self._jackknifing:
+            self._jackknifing[name].allow(epochs)
+
     def start_jackknife(self, name: str) -> None:
-        """With workers > 1, start the jackknife of `name` (just trained) in the background
-        when a later component will train on it, so that its folds share the cores with the
-        training of the next components instead of waiting for the first one that reads it."""
-        if self.settings["workers"] < 2 or not self.settings["jackknife_folds"]:
+        """With workers > 1, the jackknife of `name` (just trained: its best epoch is known)
+        runs in the background when a later component will train on it, so that its folds
+        share the cores with the training of the next components instead of waiting for
+        the first one that reads it; folds that followed its training are told the epoch."""
+        if self.settings["workers"] < 2 or name in self.jackknifed or not self.read_later(name):
+            return
+        if name in self._jackknifing:
+            self._jackknifing[name].finish(self.report["components"][name]["best_epoch"])
             return
         component = self.pipeline.components.get(name)
-        if component is None or not component.jackknifed or name in self.jackknifed or name in self._jackknifing:
-            return
-        later = list(self.specs)[list(self.specs).index(name) + 1:]
-        if not any(set(component.writes) & set(self.specs[n].probe.reads) for n in later):
-            return
-        self._jackknifing[name] = self._jackknife_job(component)
+        if component is not None:
+            self._jackknifing[name] = self._jackknife_job(component)
 
     def _jackknife_job(self, component: Component) -> Jackknife:
         return Jackknife(self.specs[component.name], self.train_inputs(component.name, component),
@@ -406,7 +433,7 @@ class Jackknife:
     (training the next component); `result()` waits for them. With one worker the folds
     run in `result()`, one after another."""
 
-    def __init__(self, spec: ComponentSpec | dict, sentences: list, folds: int, epochs: int, tracker,
+    def __init__(self, spec: ComponentSpec | dict, sentences: list, folds: int, epochs: int | None, tracker,
                  name: str = "", upstream: list[Component] = (), workers: int = 1, engine: str = "local"):
         if folds < 2:
             raise ValueError(f"training.jackknife_folds must be 0 (parser trains on gold tags) or >= 2, got {folds}")
@@ -416,6 +443,14 @@ class Jackknife:
         self.job = (spec, sentences, folds, epochs, list(upstream))
         self._workers: list = []  # (process, connection) of the forked fold workers
         self._refs = None
+        # epochs None: the folds follow the component's own training (`follow`), which has
+        # not chosen its best epoch yet: [epochs a fold may train, the best epoch or 0].
+        self.progress = None
+        if epochs is None:
+            if engine != "local" or workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+                raise ValueError("folds that follow a training run in forked local workers")
+            self.progress = multiprocessing.get_context("fork").RawArray("i", 2)
+            self.progress[0] = 1
         if engine == "ray":
             ray = connect_ray(workers)
             tracker.message(f"jackknifing {spec.name}: {folds} folds as Ray tasks, {epochs} epochs")
@@ -423,8 +458,9 @@ class Jackknife:
             task = ray.remote(num_cpus=1)(_fold)
             self._refs = [task.remote(fold, job_ref) for fold in range(folds)]
         elif workers > 1 and "fork" in multiprocessing.get_all_start_methods():
-            tracker.message(f"jackknifing {spec.name}: {folds} folds in {workers} processes, {epochs} epochs "
-                            "(in the background)")
+            tracker.message(f"jackknifing {spec.name}: {folds} folds in {workers} processes, "
+                            + (f"{epochs} epochs (in the background)" if epochs is not None else
+                               "following its training epoch by epoch (in the background)"))
             # Plain forked processes, fold f in worker f mod N: they inherit the job (nothing is
             # pickled but the predictions they send back), and unlike a Pool they start no
             # threads in this process, so that the next jackknife's fork, while these run,
@@ -433,13 +469,28 @@ class Jackknife:
             n = min(workers, folds)
             for k in range(n):
                 receive, send = context.Pipe(duplex=False)
-                process = context.Process(target=_fold_worker, args=(self.job, list(range(k, folds, n)), send),
+                process = context.Process(target=_fold_worker,
+                                          args=(self.job, list(range(k, folds, n)), send, self.progress),
                                           name=f"jackknife-{spec.name}-{k}", daemon=True)
                 process.start()
                 send.close()
                 self._workers.append((process, receive))
 
+    def allow(self, epochs: int) -> None:
+        """Following folds may train up to `epochs` epochs (the component's training is on its
+        epoch `epochs`: the folds' speculative epoch costs nothing unless it stops there)."""
+        if self.progress is not None and not self.progress[1]:
+            self.progress[0] = max(self.progress[0], epochs)
+
+    def finish(self, best_epoch: int) -> None:
+        """The component's best epoch: following folds predict with their weights after it."""
+        if self.progress is not None:
+            self.progress[1] = best_epoch
+            self.epochs = best_epoch
+
     def result(self) -> list:
+        if self.progress is not None and not self.progress[1]:
+            raise RuntimeError(f"the jackknife of {self.name} follows a training that has not chosen its best epoch")
         if self._refs is not None:
             import ray
 
@@ -487,10 +538,10 @@ class Jackknife:
             self._refs = None
 
 
-def _fold_worker(job, folds: list[int], send) -> None:
+def _fold_worker(job, folds: list[int], send, progress=None) -> None:
     """A forked jackknife worker: its folds' predictions, or the error, sent to the parent."""
     try:
-        send.send(("ok", [(fold, _fold(fold, job)) for fold in folds]))
+        send.send(("ok", [(fold, _fold(fold, job, progress)) for fold in folds]))
     except BaseException as e:  # the parent raises it (a KeyboardInterrupt too: the run stops)
         import traceback
 
@@ -499,8 +550,10 @@ def _fold_worker(job, folds: list[int], send) -> None:
         send.close()
 
 
-def _fold(fold: int, job) -> list:
-    """The predictions, in order, for the held-out sentences of one jackknife fold."""
+def _fold(fold: int, job, progress=None) -> list:
+    """The predictions, in order, for the held-out sentences of one jackknife fold: its copy
+    of the component trained for the job's epochs (or, with `progress`, for the best epoch
+    the component's own training chooses; see `_follow`)."""
     spec, sentences, folds, epochs, upstream = job
     rest = [x for i, x in enumerate(sentences) if i % folds != fold]
     component, trainer = spec.resolve()
@@ -508,11 +561,40 @@ def _fold(fold: int, job) -> list:
     component.structure.initialize(rest)
     examples = component.examples(rest, training=True)
     trainer.begin(component.structure, examples, component.structure.hash_bits)
-    for _ in range(epochs):
-        if trainer.finish_epoch(trainer.epoch(component.structure, examples, None)):
-            break
-    component = _with_weights(component, trainer)
+    if progress is not None:
+        component = _follow(component, trainer, examples, progress)
+    else:
+        for _ in range(epochs):
+            if trainer.finish_epoch(trainer.epoch(component.structure, examples, None)):
+                break
+        component = _with_weights(component, trainer)
     return [parsed.values[component.name] for parsed in annotate([component], sentences[fold::folds])]
+
+
+def _follow(component: Component, trainer, examples: list, progress) -> Component:
+    """Train epoch by epoch while the component's own training runs: epoch e once the
+    training allows it (progress[0] >= e), until it names its best epoch (progress[1]). An
+    epoch trained before the best is known keeps a copy of its weights, so that the fold
+    ends with exactly the weights of `best` epochs (or fewer, when the trainer's schedule
+    ends first), as a fold told the number of epochs at the start does."""
+    done, stopped, kept = 0, False, {}
+    while True:
+        best = progress[1]
+        if best and (done >= best or stopped):
+            break
+        if stopped or (not best and done >= progress[0]):
+            time.sleep(0.02)  # the training is ahead of no one: wait for its next epoch or its choice
+            continue
+        stopped = trainer.finish_epoch(trainer.epoch(component.structure, examples, None))
+        done += 1
+        if not progress[1]:
+            kept[done] = np.array(trainer.prediction_weights().array, copy=True)
+    best = progress[1]
+    if best < done:
+        out = type(component)(component.structure, kept[best])
+        out.name, out.trainer_call = component.name, component.trainer_call
+        return out
+    return _with_weights(component, trainer)
 
 
 def train(config: Config, output: str | Path | None = None, tracker=None,
@@ -561,6 +643,7 @@ def _train_component(name: str, component: Component, trainer, train_x: list, de
     first_epoch = _begin(component, trainer, train_x, run.tracker, arrays, state)
     best_score = -1.0 if entry["best"] is None else entry["best"]
     for epoch in range(first_epoch, limits["max_epochs"] + 1):
+        run.allow_folds(name, epoch)
         metrics, candidate = _epoch(component, trainer, train_x, dev_x, run, epoch)
         stop = trainer.finish_epoch(metrics)
         entry["history"].append(metrics)
