@@ -26,11 +26,17 @@ def test_parallel_folds_equal_serial_folds():
 
 def test_a_run_with_two_workers_trains_the_same_model(tmp_path):
     overrides = sample_overrides()
-    one, _ = train(load_config(REPO / "configs" / "quickstart.cfg", overrides), tmp_path / "one", Quiet())
-    two, _ = train(load_config(REPO / "configs" / "quickstart.cfg", overrides | {"training.workers": 2}),
-                   tmp_path / "two", Quiet())
+    one, report_one = train(load_config(REPO / "configs" / "quickstart.cfg", overrides), tmp_path / "one", Quiet())
+    two, report_two = train(load_config(REPO / "configs" / "quickstart.cfg", overrides | {"training.workers": 2}),
+                            tmp_path / "two", Quiet())
     for name, component in one.components.items():
         np.testing.assert_array_equal(component.weights.array, two.components[name].weights.array, err_msg=name)
+        # The dev scores of every epoch (dev sentences annotated in two threads) and the
+        # temperature (the parser scoring in two threads) are the one-worker ones too.
+        a, b = report_one["components"][name], report_two["components"][name]
+        assert [{k: v for k, v in e.items() if k.startswith("dev_") and "per_second" not in k} for e in a["history"]] \
+            == [{k: v for k, v in e.items() if k.startswith("dev_") and "per_second" not in k} for e in b["history"]]
+        assert a.get("calibration") == b.get("calibration")
 
 
 def test_workers_must_be_positive(tmp_path):

@@ -333,7 +333,8 @@ class Training:
         if component is None or not component.confidence_column:
             return
         start = time.perf_counter()
-        fit = component.calibrate(dev_x, self.dev_set)
+        with scoring_threads(component.structure, self.settings["workers"]):
+            fit = component.calibrate(dev_x, self.dev_set)
         if fit is None:
             return
         self.report["components"][name]["calibration"] = fit
@@ -725,11 +726,28 @@ def _epoch(component: Component, trainer, train_x: list, dev_x: list, run: Train
     candidate.link(run.upstream(component.name))
     if dev_x:
         start = time.perf_counter()
-        scores = candidate.score(run.dev_set, annotate([candidate], dev_x), run.pipeline.unseen)
+        scores = candidate.score(run.dev_set, _annotate_in_threads(candidate, dev_x, threads), run.pipeline.unseen)
         metrics.update({f"dev_{k}": v for k, v in scores.items() if k not in ("words", "sentences")})
         metrics["dev_words_per_second"] = scores["words"] / (time.perf_counter() - start)
     metrics["epoch"] = epoch
     return metrics, candidate
+
+
+def _annotate_in_threads(component: Component, sentences: list, threads: int) -> list:
+    """`annotate([component], sentences)`, the sentences split among `threads` threads (the
+    batch kernels release the GIL; each sentence's prediction is its own, so the same)."""
+    if threads < 2 or len(sentences) < 2 * threads:
+        return annotate([component], sentences)
+    from concurrent.futures import ThreadPoolExecutor
+
+    cuts = [len(sentences) * k // threads for k in range(threads + 1)]
+    parts = [sentences[cuts[k]:cuts[k + 1]] for k in range(threads)]
+    with ThreadPoolExecutor(threads - 1, thread_name_prefix="dev") as pool:
+        rest = [pool.submit(annotate, [component], part) for part in parts[1:]]
+        out = annotate([component], parts[0])
+        for future in rest:
+            out.extend(future.result())
+    return out
 
 
 def data_fingerprint(settings: dict) -> dict:
