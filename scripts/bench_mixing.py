@@ -77,6 +77,8 @@ def compare_epochs(args) -> dict:
     overrides = {"training.max_epochs": args.epochs, "training.calibrate": False}
     if args.max_train_sentences:
         overrides["training.max_train_sentences"] = args.max_train_sentences
+    if args.seed is not None:
+        overrides["components.parser.trainer.seed"] = args.seed
     config = load_config(REPO / args.config if not Path(args.config).is_absolute() else args.config, overrides)
     tracker = Silent(args.verbose)
     run = Training(config, None, tracker, None, None)
@@ -123,7 +125,7 @@ def compare_epochs(args) -> dict:
                 s["trainer"].close()
     serial, mixed = setups.values()
     out = {"config": args.config, "component": name, "score": key, "workers": args.workers, "engine": args.engine,
-           "mix_weight": args.mix_weight, "mixes_per_epoch": args.mixes_per_epoch,
+           "mix_weight": args.mix_weight, "mixes_per_epoch": args.mixes_per_epoch, "seed": args.seed,
            "train_sentences": len(serial["train_x"]), "dev_sentences": len(dev_x), "epochs": args.epochs, "runs": {}}
     for label, s in setups.items():
         seconds = [r["epoch_seconds"] for r in s["epochs"]]
@@ -183,6 +185,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--engine", choices=("local", "ray"), default="local")
     ap.add_argument("--max-train-sentences", type=int, default=0, help="0: all (a quick check: e.g. 3000)")
+    ap.add_argument("--seed", type=int, default=None, help="the parser trainer's seed (default: the config's)")
     ap.add_argument("--mixes-per-epoch", type=int, default=1,
                     help="rounds of shards and mixing per epoch (1: McDonald et al.'s IPM, one mix per epoch)")
     ap.add_argument("--mix-weight", type=float, default=None,

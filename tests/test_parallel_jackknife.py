@@ -133,3 +133,17 @@ def test_folds_that_follow_a_training_equal_folds_told_the_epochs(best, epochs):
     assert following.result() == expected
     with pytest.raises(ValueError, match="follow a training"):
         Jackknife(SPEC, sentences, 3, None, Quiet(), name="upos", workers=1)
+
+
+def test_ray_engine_trains_the_same_model(tmp_path):
+    # With Ray the folds start as Ray tasks once a tagger's best epoch is known, and are
+    # collected when the parser needs them: the model is the one worker's.
+    pytest.importorskip("ray", reason="Ray is an optional extra: pip install \"arborist[ray]\"")
+    config = REPO / "configs" / "quickstart.cfg"
+    one, _ = train(load_config(config, sample_overrides()), tmp_path / "one", Quiet())
+    tracker = Events()
+    two, _ = train(load_config(config, sample_overrides(**{"training.workers": 2, "training.engine": "ray"})),
+                   tmp_path / "two", tracker)
+    assert any(e.startswith("jackknifing upos: 2 folds as Ray tasks") for e in tracker.events), tracker.events
+    for name, component in one.components.items():
+        np.testing.assert_array_equal(component.weights.array, two.components[name].weights.array, err_msg=name)

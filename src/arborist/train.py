@@ -34,8 +34,12 @@ so a crash loses at most the current epoch.
 `[training] workers = N` (N > 1) shares the work among N workers, which `engine` places:
 "local" (default: processes forked on this machine, which read the examples
 copy-on-write) or "ray" (Ray tasks and actors, on the cluster at RAY_ADDRESS or on
-`ray.init(num_cpus=N)`; Ray is imported only then). The jackknife folds run in parallel,
-each fold training serially, so the model is the one a single worker trains. With
+`ray.init(num_cpus=N)`; Ray is imported only then), and the model is the one a single
+worker trains, bit for bit: the jackknife folds run in parallel, each fold training
+serially (with the local engine they start with their component's training and follow it
+epoch by epoch, `_follow`; the next components train while they run); a first-order
+parser scores each sentence in two threads (`scoring_threads`), and the dev sentences are
+annotated in N threads. With
 `parameter_mixing = true` as well, a component of the perceptron family trains by
 iterative parameter mixing over N shards (`arborist.learn.mixing`: each epoch, N shards
 from the mixed weights, then their average; the averaged weights stay the exact mean
@@ -378,11 +382,11 @@ class Training:
             return
         pending = Jackknife(self.specs[name], self.train_inputs(name, component), self.settings["jackknife_folds"],
                            None, self.tracker, upstream=self.upstream(name), workers=self.settings["workers"])
-        pending.allow(first_epoch)
+        pending.allow(min(first_epoch + 1, self.specs[name].limits(self.settings)["max_epochs"]))
         self._jackknifing[name] = pending
 
     def allow_folds(self, name: str, epochs: int) -> None:
-        """The training of `name` is on its epoch `epochs`: its following folds may train as many."""
+        """The following folds of `name` may train up to `epochs` epochs."""
         if name in self._jackknifing:
             self._jackknifing[name].allow(epochs)
 
@@ -441,7 +445,11 @@ class Jackknife:
         if not isinstance(spec, ComponentSpec):
             spec = ComponentSpec(name or "component", spec)
         self.name, self.folds, self.tracker, self.epochs = spec.name, folds, tracker, epochs
-        self.job = (spec, sentences, folds, epochs, list(upstream))
+        # A fold links its copy to the components before it only when its kind reads them
+        # there (`Component.link`): trained components hold weights and feature tables that
+        # Ray's object store could not take, and nothing else needs them.
+        linked = list(upstream) if spec.cls.link is not Component.link else []
+        self.job = (spec, sentences, folds, epochs, linked)
         self._workers: list = []  # (process, connection) of the forked fold workers
         self._refs = None
         # epochs None: the folds follow the component's own training (`follow`), which has
@@ -478,8 +486,8 @@ class Jackknife:
                 self._workers.append((process, receive))
 
     def allow(self, epochs: int) -> None:
-        """Following folds may train up to `epochs` epochs (the component's training is on its
-        epoch `epochs`: the folds' speculative epoch costs nothing unless it stops there)."""
+        """Following folds may train up to `epochs` epochs (the component's training decides
+        when: see `_train_component`)."""
         if self.progress is not None and not self.progress[1]:
             self.progress[0] = max(self.progress[0], epochs)
 
@@ -644,7 +652,10 @@ def _train_component(name: str, component: Component, trainer, train_x: list, de
     first_epoch = _begin(component, trainer, train_x, run.tracker, arrays, state)
     best_score = -1.0 if entry["best"] is None else entry["best"]
     for epoch in range(first_epoch, limits["max_epochs"] + 1):
-        run.allow_folds(name, epoch)
+        # The folds that follow it may be one epoch ahead: a busy machine slows this training
+        # more than the folds (there are more of them), and a fold kept waiting leaves its
+        # core idle; the most a stop at this epoch wastes is one epoch of each fold.
+        run.allow_folds(name, min(epoch + 1, limits["max_epochs"]))
         metrics, candidate = _epoch(component, trainer, train_x, dev_x, run, epoch)
         stop = trainer.finish_epoch(metrics)
         entry["history"].append(metrics)
