@@ -599,11 +599,7 @@ def _follow(component: Component, trainer, examples: list, progress) -> Componen
         if not progress[1]:
             kept[done] = np.array(trainer.prediction_weights().array, copy=True)
     best = progress[1]
-    if best < done:
-        out = type(component)(component.structure, kept[best])
-        out.name, out.trainer_call = component.name, component.trainer_call
-        return out
-    return _with_weights(component, trainer)
+    return _with_array(component, kept[best]) if best < done else _with_weights(component, trainer)
 
 
 def train(config: Config, output: str | Path | None = None, tracker=None,
@@ -793,7 +789,12 @@ def check_output(output: Path) -> None:
 
 def _with_weights(component: Component, trainer) -> Component:
     """A copy of the component that predicts with the trainer's current prediction weights."""
-    out = type(component)(component.structure, trainer.prediction_weights().array)
+    return _with_array(component, trainer.prediction_weights().array)
+
+
+def _with_array(component: Component, array: np.ndarray) -> Component:
+    """A copy of the component that predicts with the weights `array`."""
+    out = type(component)(component.structure, array)
     out.name, out.trainer_call = component.name, component.trainer_call
     return out
 
