@@ -19,7 +19,7 @@ from arborist.weights import Weights
 from arborist.sentence import Sentence
 from arborist.tagger.chain import LinearChain
 from arborist.tagger.features import CONJUNCTIONS, EMISSION_TEMPLATES, word_shape
-from arborist.tagger.viterbi import chain_argmax, chain_log_z, chain_marginals
+from arborist.tagger.viterbi import chain_argmax, chain_log_z, chain_marginals, chain_tag_marginals
 from arborist.legacy import structure_call
 from arborist.registry import make_structure
 
@@ -129,6 +129,49 @@ def test_invalid_parts_are_never_used_and_start_parts_can_be_forbidden(order):
         chain_argmax(everything)
     with pytest.raises(ValueError, match="no tag sequence"):
         chain_marginals(everything)
+
+
+@pytest.mark.parametrize("order", [1, 2])
+@pytest.mark.parametrize("n,K", [(1, 1), (1, 3), (2, 2), (3, 3), (4, 2)])
+def test_tag_marginals_against_brute_force(order, n, K):
+    # P(y[t] = c) by enumerating every tag sequence, and equal to the parts summed over history.
+    rng = np.random.default_rng(100 * order + 10 * n + K)
+    structure = chain(K, order)
+    x = sentence(n, K)
+    for scale in (2.0, 40.0):
+        scores = random_scores(rng, structure, n, scale)
+        weights = np.array([label_score(structure, x, scores, y) for y in all_sequences(n, K)])
+        p = np.exp(weights - weights.max())
+        p /= p.sum()
+        expected = np.zeros((n, K))
+        for prob, y in zip(p, all_sequences(n, K)):
+            expected[np.arange(n), y] += prob
+        marg, logz = chain_tag_marginals(scores)
+        np.testing.assert_allclose(marg, expected, atol=1e-12)
+        assert np.isclose(logz, chain_log_z(scores))
+        mu, _ = chain_marginals(scores)
+        np.testing.assert_allclose(marg, mu.sum(axis=tuple(range(1, mu.ndim - 1))), atol=1e-12)
+        np.testing.assert_array_equal(structure.tag_marginals(x, scores), marg)
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_tag_marginals_with_large_and_forbidden_scores(order):
+    rng = np.random.default_rng(7 + order)
+    structure = LinearChain(["A", "B", "C", "D"], order=order, hash_bits=10)
+    for n in (1, 5, 60):
+        scores = random_scores(rng, structure, n, scale=1e4)
+        marg, _ = chain_tag_marginals(scores)
+        mu, _ = chain_marginals(scores)
+        assert np.isfinite(marg).all()
+        np.testing.assert_allclose(marg.sum(axis=1), 1.0, atol=1e-6)
+        np.testing.assert_allclose(marg, mu.sum(axis=tuple(range(1, mu.ndim - 1))), atol=1e-9)
+    scores = random_scores(rng, structure, 4)
+    scores[(1,) + (slice(None),) * order + (2,)] = -np.inf  # tag C can never be word 1's
+    marg, _ = chain_tag_marginals(scores)
+    assert marg[1, 2] == 0 and np.isclose(marg[1].sum(), 1.0)
+    with pytest.raises(ValueError, match="no tag sequence"):
+        chain_tag_marginals(np.full(structure.shape(3), -np.inf))
+    assert chain_tag_marginals(np.zeros(structure.shape(0)))[0].shape == (0, 4)
 
 
 def test_second_order_uses_the_trigram():

@@ -264,11 +264,13 @@ class Component:
                 top_prob[a:b, :kk] = np.take_along_axis(p, order, axis=1)
         return {self.confidence_column: Confidence(prob, top, top_prob, self.candidate_names)}
 
-    def calibrate(self, inputs: Sequence[Sentence], gold: Sequence[Sentence]) -> dict | None:
+    def calibrate(self, inputs: Sequence[Sentence], gold: Sequence[Sentence], threads: int = 1) -> dict | None:
         """Fit its temperature on dev by maximum likelihood: the T that maximizes the sum over
         words of log P_T(gold value), P_T from the structure's marginals of scores / T.
         `inputs`: the dev sentences as the components before it leave them; `gold`: the
-        same sentences with their gold columns. Stores T in `info` (saved in meta.json) and
+        same sentences with their gold columns; `threads`: the sentences' marginals are
+        computed in that many threads (the kernels release the GIL; the fit is the same).
+        Stores T in `info` (saved in meta.json) and
         returns {"temperature", "nll_before", "nll_after", "words", "impossible" (words left
         out: see `possible_classes`)}, or None when the kind
         gives no probabilities or no word has a gold value."""
@@ -292,19 +294,41 @@ class Component:
         if not words:
             return None
 
-        def nll(log_t: float) -> float:
-            total = 0.0
-            t = math.exp(log_t)
-            for x, scores, classes in cached:
+        # Each sentence's term goes to its own slot and the slots are summed in order, so the
+        # fit does not depend on the number of threads.
+        terms = np.zeros(len(cached))
+
+        def add_terms(t: float, first: int, last: int) -> None:
+            for i in range(first, last):
+                x, scores, classes = cached[i]
                 keep = classes >= 0
                 p = self.word_probabilities(x, scores / t)[np.flatnonzero(keep), classes[keep]]
-                total -= np.log(np.maximum(p, 1e-300)).sum()
-            return total / words
+                terms[i] = -np.log(np.maximum(p, 1e-300)).sum()
+
+        cuts = [len(cached) * k // max(threads, 1) for k in range(max(threads, 1) + 1)]
+
+        def nll(log_t: float) -> float:
+            t = math.exp(log_t)
+            if pool is None:
+                add_terms(t, 0, len(cached))
+            else:
+                rest = [pool.submit(add_terms, t, cuts[k], cuts[k + 1]) for k in range(1, threads)]
+                add_terms(t, cuts[0], cuts[1])
+                for future in rest:
+                    future.result()
+            return float(terms.sum()) / words
+
+        from concurrent.futures import ThreadPoolExecutor
 
         from scipy.optimize import minimize_scalar
 
-        before = nll(0.0)
-        result = minimize_scalar(nll, bounds=(-6.0, 6.0), method="bounded", options={"xatol": 1e-3})
+        pool = ThreadPoolExecutor(threads - 1, thread_name_prefix="calibrate") if threads > 1 else None
+        try:
+            before = nll(0.0)
+            result = minimize_scalar(nll, bounds=(-6.0, 6.0), method="bounded", options={"xatol": 1e-3})
+        finally:
+            if pool is not None:
+                pool.shutdown()
         log_t, after = (float(result.x), float(result.fun)) if result.fun < before else (0.0, before)
         self.info["temperature"] = math.exp(log_t)
         return {"temperature": self.info["temperature"], "nll_before": before, "nll_after": after, "words": words,

@@ -86,17 +86,18 @@ def upstream_inputs(upstream: list, sentences: list[Sentence]) -> list[Sentence]
     return out
 
 
-def calibrate_pipeline(pipeline: Pipeline, gold: Sequence[Sentence], log: Callable[[str], None] = lambda _: None
-                       ) -> dict[str, dict]:
+def calibrate_pipeline(pipeline: Pipeline, gold: Sequence[Sentence], log: Callable[[str], None] = lambda _: None,
+                       threads: int = 1) -> dict[str, dict]:
     """Fit the temperature of every component that gives probabilities on the gold sentences
-    (each on what the components before it predict); {name: the fit} (`Component.calibrate`)."""
+    (each on what the components before it predict, its marginals in `threads` threads);
+    {name: the fit} (`Component.calibrate`)."""
     gold = list(gold)
     components = list(pipeline.components.values())
     fits = {}
     for i, component in enumerate(components):
         if not component.confidence_column:
             continue
-        fit = component.calibrate(upstream_inputs(components[:i], gold), gold)
+        fit = component.calibrate(upstream_inputs(components[:i], gold), gold, threads=threads)
         if fit is not None:
             fits[component.name] = fit
             log(describe_fit(component.name, fit))

@@ -337,8 +337,9 @@ class Training:
         if component is None or not component.confidence_column:
             return
         start = time.perf_counter()
-        with scoring_threads(component.structure, self.settings["workers"]):
-            fit = component.calibrate(dev_x, self.dev_set)
+        workers = self.settings["workers"]
+        with scoring_threads(component.structure, workers):
+            fit = component.calibrate(dev_x, self.dev_set, threads=workers)
         if fit is None:
             return
         self.report["components"][name]["calibration"] = fit

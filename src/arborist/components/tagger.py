@@ -80,8 +80,7 @@ class Tagger(Component):
         return self.attribute
 
     def word_probabilities(self, x, scores) -> np.ndarray:
-        mu, _ = self.structure.marginals(x, scores)
-        return mu.sum(axis=tuple(range(1, mu.ndim - 1)))  # (n, K): summed over the previous tags
+        return self.structure.tag_marginals(x, scores)
 
     def predicted_classes(self, batch: SentenceBatch, predicted, i: int) -> np.ndarray:
         words = batch.word_starts

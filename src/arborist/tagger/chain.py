@@ -26,7 +26,7 @@ from ..sentence import FORM, Sentence, SentenceBatch
 from ..strings import hash_strings
 from ..structure import take_positions
 from .features import EMISSION_TEMPLATES, ChainFeatures
-from .viterbi import chain_argmax, chain_marginals, chain_shape, valid_parts
+from .viterbi import chain_argmax, chain_marginals, chain_shape, chain_tag_marginals, valid_parts
 
 ATTRIBUTES = ("upos", "xpos")
 MISSING = "_"
@@ -155,6 +155,11 @@ class LinearChain:
 
     def marginals(self, x: Sentence, scores: np.ndarray) -> tuple[np.ndarray, float]:
         return chain_marginals(scores)
+
+    def tag_marginals(self, x: Sentence, scores: np.ndarray) -> np.ndarray:
+        """(n, K): each word's tag distribution, the part marginals summed over the previous
+        tags, computed without them (`chain_tag_marginals`)."""
+        return chain_tag_marginals(scores)[0]
 
     def _part_index(self, y: np.ndarray) -> tuple[np.ndarray, ...]:
         """Index arrays of the parts of label y: (t, prev, cur) or (t, prev2, prev, cur)."""
