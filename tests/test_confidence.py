@@ -191,6 +191,10 @@ def test_temperature_fit_is_the_maximum_likelihood_temperature():
     assert nll(t) == pytest.approx(fit["nll_after"], rel=1e-9)
     assert nll(t) <= nll(t * 1.05) and nll(t) <= nll(t / 1.05)
     assert nll(t) < nll(1.0) or t == pytest.approx(1.0)
+    # In threads: the same fit, to the last bit (each sentence's term is summed in order).
+    for threads in (2, 3):
+        again = Parser(DependencyTree(DEFAULT_TEMPLATES, HASH_BITS, True, projective=True), parser.weights.array)
+        assert again.calibrate(train, train, threads=threads) == fit
 
 
 def test_metrics():
