@@ -27,8 +27,12 @@ def test_parallel_folds_equal_serial_folds():
 def test_a_run_with_two_workers_trains_the_same_model(tmp_path):
     overrides = sample_overrides()
     one, report_one = train(load_config(REPO / "configs" / "quickstart.cfg", overrides), tmp_path / "one", Quiet())
+    tracker = Events()
     two, report_two = train(load_config(REPO / "configs" / "quickstart.cfg", overrides | {"training.workers": 2}),
-                            tmp_path / "two", Quiet())
+                            tmp_path / "two", tracker)
+    # The labeler's epochs trained ahead, beside the parser's (`AheadTraining`): the same model.
+    ahead = tracker.events.index("training labeler ahead, beside parser (its dev scores wait for parser)")
+    assert ahead < tracker.events.index("train parser") < tracker.events.index("train labeler")
     for name, component in one.components.items():
         np.testing.assert_array_equal(component.weights.array, two.components[name].weights.array, err_msg=name)
         # The dev scores of every epoch (dev sentences annotated in two threads) and the
@@ -95,6 +99,68 @@ def test_an_interrupted_run_stops_its_background_folds(tmp_path):
               tmp_path / "run", tracker)
     assert any(e.startswith("jackknifing upos") for e in tracker.events)  # the folds had started
     assert multiprocessing.active_children() == []
+
+
+def test_epochs_trained_ahead_are_the_epochs_trained_here():
+    from arborist.train import AheadTraining, ComponentSpec
+
+    sentences = read_corpus(SAMPLE / "sample-train.conllu")[:60]
+    spec = ComponentSpec("upos", SPEC)
+    ahead = AheadTraining(spec, sentences, [], 3)
+    component, trainer = spec.resolve()
+    component.structure.initialize(sentences)
+    examples = component.examples(sentences, training=True)
+    trainer.begin(component.structure, examples, component.structure.hash_bits)
+    try:
+        for epoch in (1, 2, 3):
+            metrics, arrays, meta = ahead.epoch(epoch)
+            here = trainer.epoch(component.structure, examples, None)
+            assert metrics["updates"] == here["updates"] and metrics["train_accuracy"] == here["train_accuracy"]
+            expected_arrays, expected_meta = trainer.state()
+            assert meta == expected_meta and sorted(arrays) == sorted(expected_arrays)
+            for key in arrays:
+                np.testing.assert_array_equal(arrays[key], expected_arrays[key], err_msg=key)
+    finally:
+        ahead.close()
+    assert not ahead.directory.exists()
+
+
+def test_a_failing_or_dying_ahead_process_is_a_clear_error(monkeypatch):
+    import os
+
+    from arborist.train import AheadTraining, ComponentSpec
+
+    sentences = read_corpus(SAMPLE / "sample-train.conllu")[:20]
+
+    def boom(self):
+        raise ValueError("boom")
+
+    monkeypatch.setattr(ComponentSpec, "resolve", boom)  # the forked process inherits it
+    ahead = AheadTraining(ComponentSpec("upos", SPEC), sentences, [], 2)
+    with pytest.raises(RuntimeError, match="training upos ahead failed: ValueError: boom"):
+        ahead.epoch(1)
+    ahead.close()
+    monkeypatch.setattr(ComponentSpec, "resolve", lambda self: os._exit(3))
+    ahead = AheadTraining(ComponentSpec("upos", SPEC), sentences, [], 2)
+    with pytest.raises(RuntimeError, match="the process training upos ahead died \\(exit code 3\\) before epoch 1"):
+        ahead.epoch(1)
+    ahead.close()
+
+
+def test_a_run_interrupted_while_its_labeler_trains_ahead_resumes_to_the_same_model(tmp_path):
+    import multiprocessing
+
+    config = load_config(REPO / "configs" / "quickstart.cfg", sample_overrides(**{"training.workers": 2}))
+    whole, _ = train(config, tmp_path / "whole", Quiet())
+    # Interrupted after the labeler's last epoch, before that epoch's checkpoint: the resumed
+    # run restores the checkpoint of the epoch before (a state trained ahead) and trains the
+    # last epoch here.
+    with pytest.raises(KeyboardInterrupt):
+        train(config, tmp_path / "cut", Quiet(interrupt_on="labeler: temperature"))
+    assert multiprocessing.active_children() == []
+    resumed, report = train(config, tmp_path / "cut", Quiet(), resume=True)
+    for name, component in whole.components.items():
+        np.testing.assert_array_equal(component.weights.array, resumed.components[name].weights.array, err_msg=name)
 
 
 def test_a_failing_or_dying_fold_worker_is_a_clear_error(monkeypatch):

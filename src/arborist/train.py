@@ -38,8 +38,11 @@ copy-on-write) or "ray" (Ray tasks and actors, on the cluster at RAY_ADDRESS or 
 worker trains, bit for bit: the jackknife folds run in parallel, each fold training
 serially (with the local engine they start with their component's training and follow it
 epoch by epoch, `_follow`; the next components train while they run); a first-order
-parser scores each sentence in two threads (`scoring_threads`), and the dev sentences are
-annotated in N threads. With
+parser scores each sentence in two threads (`scoring_threads`); the component after it,
+when its training does not depend on it (the labeler trains on gold trees) and its
+trainer is of the perceptron family, trains ahead in a process of its own while it trains
+(`AheadTraining`: its epochs' states are restored in turn and scored on dev as usual);
+and the dev sentences are annotated in N threads. With
 `parameter_mixing = true` as well, a component of the perceptron family trains by
 iterative parameter mixing over N shards (`arborist.learn.mixing`: each epoch, N shards
 from the mixed weights, then their average; the averaged weights stay the exact mean
@@ -64,6 +67,7 @@ from confection import Config
 from .component import Component
 from .confidence import describe_fit, upstream_inputs
 from .learn.mixing import ENGINES, ParameterMixing, connect_ray, parallel_trainer
+from .learn.perceptron import SWVP
 from .corpus import read_corpus
 from .model import BEST_MODEL, Pipeline, annotate, load, read_json, recover_directory, write_directory
 from .registry import component_kind, kind_for_structure, registry
@@ -255,6 +259,7 @@ class Training:
         self.report: dict = {"components": {}}
         self.jackknifed: dict[str, list[list[str]]] = {}
         self._jackknifing: dict[str, Jackknife] = {}  # started, not yet collected
+        self._ahead: dict[str, AheadTraining] = {}  # components training ahead, not yet collected
         self._train_inputs: dict[str, list] = {}
         if state is None and output is not None and (output / CHECKPOINT / JACKKNIFE).exists():
             (output / CHECKPOINT / JACKKNIFE).unlink()  # an earlier run's predictions: this run jackknifes its own
@@ -293,9 +298,10 @@ class Training:
                 self.state = None
                 self.start_jackknife(name)
         finally:
-            for pending in self._jackknifing.values():
+            for pending in [*self._jackknifing.values(), *self._ahead.values()]:
                 pending.close()
             self._jackknifing.clear()
+            self._ahead.clear()
         return self.pipeline, self.report
 
     def upstream(self, name: str) -> list[Component]:
@@ -325,8 +331,10 @@ class Training:
         if report:
             self.tracker.message(report)
         self.follow_jackknife(spec.name, component, self.state["epoch"] + 1 if resuming else 1)
+        self.train_next_ahead(spec.name)
         _train_component(spec.name, component, trainer, train_x, dev_x, self, limits,
-                         self.arrays if resuming else None, self.state if resuming else None)
+                         self.arrays if resuming else None, self.state if resuming else None,
+                         self._ahead.pop(spec.name, None))
 
     def calibrate(self, name: str, dev_x: list) -> None:
         """Fit the best epoch's temperature on dev (`Component.calibrate`), for the
@@ -385,6 +393,39 @@ class Training:
                            None, self.tracker, upstream=self.upstream(name), workers=self.settings["workers"])
         pending.allow(min(first_epoch + 1, self.specs[name].limits(self.settings)["max_epochs"]))
         self._jackknifing[name] = pending
+
+    def train_next_ahead(self, name: str) -> None:
+        """With workers > 1 on this machine, start training the component after `name` in a
+        forked process now, when its training does not depend on `name`: its training
+        sentences have gold values where `name` predicts (the labeler trains on gold trees;
+        only its dev scores need the parser), the components whose jackknifed predictions
+        it reads are done, and its trainer's epochs depend on nothing but the examples (the
+        perceptron family). Its epochs then run beside `name`'s on the core the parser's
+        second thread leaves idle (`AheadTraining`); `_train_component` takes them in turn."""
+        names = list(self.specs)
+        if (self.settings["workers"] < 2 or self.settings["engine"] != "local" or self.settings["parameter_mixing"]
+                or "fork" not in multiprocessing.get_all_start_methods() or names.index(name) + 1 == len(names)):
+            return
+        after = names[names.index(name) + 1]
+        spec = self.specs[after]
+        if after in self.report["components"] or after in self._ahead or spec.cls.link is not Component.link:
+            return
+        component, trainer = spec.resolve()
+        if not isinstance(trainer, SWVP):
+            return
+        probe, folds = spec.probe, self.settings["jackknife_folds"]
+        if not set(self.specs[name].probe.writes) & set(probe.reads):
+            return  # independent of `name`: it trains after it, as configured
+        for up_name in names[:names.index(after)]:
+            up = self.specs[up_name].probe
+            if folds and up.jackknifed and set(up.writes) & set(probe.reads) and (
+                    up_name == name or up_name not in self.jackknifed):
+                return  # its training sentences are not ready (or would wait for folds still running)
+        upstream = self.upstream(after)
+        train_inputs = self.train_inputs(after, component)
+        limits = spec.limits(self.settings)
+        self.tracker.message(f"training {after} ahead, beside {name} (its dev scores wait for {name})")
+        self._ahead[after] = AheadTraining(spec, train_inputs, upstream, limits["max_epochs"])
 
     def allow_folds(self, name: str, epochs: int) -> None:
         """The following folds of `name` may train up to `epochs` epochs."""
@@ -603,6 +644,82 @@ def _follow(component: Component, trainer, examples: list, progress) -> Componen
     return _with_array(component, kept[best]) if best < done else _with_weights(component, trainer)
 
 
+class AheadTraining:
+    """The epochs of a component trained ahead in a forked process (`Training.train_next_ahead`).
+    The process writes the trainer's state after each epoch (`Trainer.state`: weights,
+    averaging, random state) to a temporary directory and says so through a pipe; `epoch(e)`
+    waits for epoch e and gives its training metrics and state, which `_train_component`
+    restores into its own trainer: the same trainer state, epoch by epoch, as training it
+    there (so the dev scores, the best epoch and every checkpoint are the one-process ones)."""
+
+    def __init__(self, spec: ComponentSpec, sentences: list, upstream: list, max_epochs: int):
+        self.name = spec.name
+        self.directory = Path(tempfile.mkdtemp(prefix=f"arborist-ahead-{spec.name}-"))
+        context = multiprocessing.get_context("fork")
+        self._receive, send = context.Pipe(duplex=False)
+        self._process = context.Process(target=_ahead_worker, name=f"ahead-{spec.name}", daemon=True,
+                                        args=(spec, sentences, upstream, max_epochs, self.directory, send))
+        self._process.start()
+        send.close()
+        self._epochs: dict[int, tuple] = {}
+
+    def epoch(self, epoch: int) -> tuple[dict, dict, dict]:
+        """(training metrics, state arrays, state meta) of epoch `epoch`, waiting for it."""
+        while epoch not in self._epochs:
+            try:
+                message = self._receive.recv()
+            except EOFError:
+                self._process.join()
+                raise RuntimeError(f"the process training {self.name} ahead died (exit code "
+                                   f"{self._process.exitcode}) before epoch {epoch}") from None
+            if message[0] == "error":
+                raise RuntimeError(f"training {self.name} ahead failed: {message[1]}")
+            _, done, metrics, meta = message
+            self._epochs[done] = (metrics, meta)
+        metrics, meta = self._epochs.pop(epoch)
+        folder = self.directory / str(epoch)
+        arrays = {f.stem: np.load(f, allow_pickle=False) for f in sorted(folder.glob("*.npy"))}
+        shutil.rmtree(folder, ignore_errors=True)
+        return metrics, arrays, meta
+
+    def close(self) -> None:
+        """Stop the process (the component stopped before its last epoch, or the run ended) and
+        remove its files; idempotent."""
+        if self._process is not None:
+            if self._process.is_alive():
+                self._process.kill()
+            self._process.join()
+            self._receive.close()
+            self._process = None
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _ahead_worker(spec: ComponentSpec, sentences: list, upstream: list, max_epochs: int, directory: Path,
+                  send) -> None:
+    """The forked process of `AheadTraining`: each epoch's trainer state to directory/EPOCH/."""
+    try:
+        component, trainer = spec.resolve()
+        component.link(upstream)
+        component.structure.initialize(sentences)
+        examples = component.examples(sentences, training=True)
+        trainer.begin(component.structure, examples, component.structure.hash_bits)
+        for epoch in range(1, max_epochs + 1):
+            metrics = trainer.epoch(component.structure, examples, None)
+            arrays, meta = trainer.state()
+            partial = directory / f".{epoch}.tmp"
+            partial.mkdir()
+            for key, array in arrays.items():
+                np.save(partial / f"{key}.npy", array, allow_pickle=False)
+            partial.rename(directory / str(epoch))
+            send.send(("epoch", epoch, metrics, meta))
+    except BaseException as e:  # the parent raises it
+        import traceback
+
+        send.send(("error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
+    finally:
+        send.close()
+
+
 def train(config: Config, output: str | Path | None = None, tracker=None,
           resume: bool = False, use_wandb: bool = True) -> tuple[Pipeline, dict]:
     """Train every component of the config; returns the best pipeline and the report.
@@ -640,8 +757,19 @@ def train(config: Config, output: str | Path | None = None, tracker=None,
 
 
 def _train_component(name: str, component: Component, trainer, train_x: list, dev_x: list, run: Training,
-                     limits: dict, arrays: dict | None, state: dict | None) -> None:
-    """Epochs of one component; its best epoch on dev goes into the pipeline (and model-best)."""
+                     limits: dict, arrays: dict | None, state: dict | None, ahead: AheadTraining | None = None
+                     ) -> None:
+    """Epochs of one component; its best epoch on dev goes into the pipeline (and model-best).
+    With `ahead`, each epoch's training was done ahead (`AheadTraining`): its state is restored."""
+    try:
+        _train_epochs(name, component, trainer, train_x, dev_x, run, limits, arrays, state, ahead)
+    finally:
+        if ahead is not None:
+            ahead.close()
+
+
+def _train_epochs(name: str, component: Component, trainer, train_x: list, dev_x: list, run: Training,
+                  limits: dict, arrays: dict | None, state: dict | None, ahead: AheadTraining | None) -> None:
     entry = run.report["components"].setdefault(name, {"kind": component.kind, "key": component.score_key,
                                                        "best_epoch": None, "best": None, "history": [],
                                                        "done": False})
@@ -653,7 +781,7 @@ def _train_component(name: str, component: Component, trainer, train_x: list, de
         # more than the folds (there are more of them), and a fold kept waiting leaves its
         # core idle; the most a stop at this epoch wastes is one epoch of each fold.
         run.allow_folds(name, min(epoch + 1, limits["max_epochs"]))
-        metrics, candidate = _epoch(component, trainer, train_x, dev_x, run, epoch)
+        metrics, candidate = _epoch(component, trainer, train_x, dev_x, run, epoch, ahead)
         stop = trainer.finish_epoch(metrics)
         entry["history"].append(metrics)
         run.tracker.end_epoch(epoch, metrics)
@@ -718,14 +846,21 @@ def _begin(component: Component, trainer, train_x: list, tracker, arrays: dict |
     return 1
 
 
-def _epoch(component: Component, trainer, train_x: list, dev_x: list, run: Training, epoch: int):
-    """One training epoch and the dev scores of its weights: (metrics, the component with them)."""
+def _epoch(component: Component, trainer, train_x: list, dev_x: list, run: Training, epoch: int,
+           ahead: AheadTraining | None = None):
+    """One training epoch (or, with `ahead`, its state restored) and the dev scores of its
+    weights: (metrics, the component with them)."""
     run.tracker.start_epoch(epoch, len(train_x))
     # With workers to spare and no parameter mixing (whose forked shards must not inherit a
     # helper thread), a first-order parser scores each sentence in two threads: same model.
     threads = 1 if isinstance(trainer, ParameterMixing) else run.settings["workers"]
-    with scoring_threads(component.structure, threads):
-        metrics = trainer.epoch(component.structure, train_x, run.tracker)
+    if ahead is not None:
+        metrics, arrays, meta = ahead.epoch(epoch)
+        trainer.restore(component.structure, train_x, arrays, meta)
+        run.tracker.advance(len(train_x), train_accuracy=metrics.get("train_accuracy"))
+    else:
+        with scoring_threads(component.structure, threads):
+            metrics = trainer.epoch(component.structure, train_x, run.tracker)
     if metrics.get("epoch_seconds"):
         metrics["train_words_per_second"] = sum(getattr(x, "n", 1) for x in train_x) / metrics["epoch_seconds"]
     if "train_accuracy" in metrics:
