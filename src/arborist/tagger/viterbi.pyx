@@ -63,8 +63,9 @@ cdef void _backtrack1(int n, int last, int[:, ::1] bp, int[::1] tags) noexcept n
 
 
 cdef void _backward1(const double[:, :, ::1] S, int n, int K, double logz, double[:, ::1] alpha,
-                     double[:, ::1] beta, double* terms, double[:, :, ::1] mu) noexcept nogil:
-    """beta[t, c] = log-sum-exp over continuations of words t+1..n-1 given y[t] = c; then mu."""
+                     double[:, ::1] beta, double* terms, double[:, :, ::1] mu, bint parts=True) noexcept nogil:
+    """beta[t, c] = log-sum-exp over continuations of words t+1..n-1 given y[t] = c; then the
+    part marginals mu (unless `parts` is false)."""
     cdef int t, p, c, arg
     for c in range(K):
         beta[n - 1, c] = 0.0
@@ -73,6 +74,8 @@ cdef void _backward1(const double[:, :, ::1] S, int n, int K, double logz, doubl
             for c in range(K):
                 terms[c] = S[t + 1, p, c] + beta[t + 1, c]
             beta[t, p] = reduce_terms(terms, K, False, &arg)
+    if not parts:
+        return
     for c in range(K):
         mu[0, K, c] = _prob(S[0, K, c] + beta[0, c], logz)
     for t in range(1, n):
@@ -81,18 +84,11 @@ cdef void _backward1(const double[:, :, ::1] S, int n, int K, double logz, doubl
                 mu[t, p, c] = _prob(alpha[t - 1, p] + S[t, p, c] + beta[t, c], logz)
 
 
-cdef void _tags1(const double[:, :, ::1] S, int n, int K, double logz, double[:, ::1] alpha,
-                 double[:, ::1] beta, double* terms, double[:, ::1] marg) noexcept nogil:
-    """Tag marginals marg[t, c] = P(y[t] = c) = exp(alpha[t, c] + beta[t, c] - log Z): the
-    backward pass without the part marginals (two exps per part instead of three)."""
-    cdef int t, p, c, arg
-    for c in range(K):
-        beta[n - 1, c] = 0.0
-    for t in range(n - 2, -1, -1):
-        for p in range(K):
-            for c in range(K):
-                terms[c] = S[t + 1, p, c] + beta[t + 1, c]
-            beta[t, p] = reduce_terms(terms, K, False, &arg)
+cdef void _tags1(int n, int K, double logz, double[:, ::1] alpha, double[:, ::1] beta,
+                 double[:, ::1] marg) noexcept nogil:
+    """Tag marginals marg[t, c] = P(y[t] = c) = exp(alpha[t, c] + beta[t, c] - log Z): without
+    the part marginals, two exps per part instead of three."""
+    cdef int t, c
     for t in range(n):
         for c in range(K):
             marg[t, c] = _prob(alpha[t, c] + beta[t, c], logz)
@@ -302,42 +298,7 @@ def chain_marginals(scores):
     """Part marginals mu (the scores' shape; 0 on invalid parts) and log Z, by forward-backward."""
     cdef int order, n, K
     S, order, n, K = _check_scores(scores)
-    mu_arr = numpy.zeros(S.shape)
-    if n == 0:
-        return mu_arr, 0.0
-    cdef double[::1] terms = numpy.empty((K + 1) * (K + 1))
-    cdef int last = 0
-    cdef double logz
-    cdef double[:, ::1] alpha1, beta1
-    cdef int[:, ::1] bp1
-    cdef double[:, :, ::1] alpha2, beta2, mu1
-    cdef int[:, :, ::1] bp2
-    cdef double[:, :, :, ::1] mu2
-    cdef const double[:, :, ::1] S1
-    cdef const double[:, :, :, ::1] S2
-    if order == 1:
-        S1 = S
-        mu1 = mu_arr
-        alpha1 = numpy.empty((n, K))
-        beta1 = numpy.empty((n, K))
-        bp1 = numpy.zeros((n, K), dtype=numpy.intc)
-        with nogil:
-            logz = _forward1(S1, n, K, False, alpha1, bp1, &terms[0], &last)
-            if logz > -INFINITY:
-                _backward1(S1, n, K, logz, alpha1, beta1, &terms[0], mu1)
-    else:
-        S2 = S
-        mu2 = mu_arr
-        alpha2 = numpy.empty((n, K + 1, K))
-        beta2 = numpy.full((n, K + 1, K), -INFINITY)
-        bp2 = numpy.zeros((n, K + 1, K), dtype=numpy.intc)
-        with nogil:
-            logz = _forward2(S2, n, K, False, alpha2, bp2, &terms[0], &last)
-            if logz > -INFINITY:
-                _backward2(S2, n, K, logz, alpha2, beta2, &terms[0], mu2)
-    if logz == -INFINITY:
-        raise _no_sequence()
-    return mu_arr, logz
+    return _forward_backward(S, order, n, K, True)
 
 
 def chain_tag_marginals(scores):
@@ -346,18 +307,24 @@ def chain_tag_marginals(scores):
     predictions need: cheaper than summing `chain_marginals`' parts)."""
     cdef int order, n, K
     S, order, n, K = _check_scores(scores)
-    marg_arr = numpy.zeros((n, K))
+    return _forward_backward(S, order, n, K, False)
+
+
+def _forward_backward(S, int order, int n, int K, bint parts):
+    """(the part marginals if `parts`, else the tag marginals; log Z)."""
+    out = numpy.zeros(S.shape if parts else (n, K))
     if n == 0:
-        return marg_arr, 0.0
+        return out, 0.0
     cdef double[::1] terms = numpy.empty((K + 1) * (K + 1))
-    cdef double[:, ::1] marg = marg_arr
     cdef int last = 0
     cdef double logz
     cdef double[:, ::1] alpha1, beta1
+    cdef double[:, ::1] marg = numpy.zeros((0, 0)) if parts else out
     cdef int[:, ::1] bp1
     cdef double[:, :, ::1] alpha2, beta2
+    cdef double[:, :, ::1] mu1 = out if parts and order == 1 else numpy.zeros((0, 0, 0))
+    cdef double[:, :, :, ::1] mu2 = out if parts and order == 2 else numpy.zeros((0, 0, 0, 0))
     cdef int[:, :, ::1] bp2
-    cdef double[:, :, :, ::1] no_parts = numpy.zeros((0, 0, 0, 0))
     cdef const double[:, :, ::1] S1
     cdef const double[:, :, :, ::1] S2
     if order == 1:
@@ -368,7 +335,9 @@ def chain_tag_marginals(scores):
         with nogil:
             logz = _forward1(S1, n, K, False, alpha1, bp1, &terms[0], &last)
             if logz > -INFINITY:
-                _tags1(S1, n, K, logz, alpha1, beta1, &terms[0], marg)
+                _backward1(S1, n, K, logz, alpha1, beta1, &terms[0], mu1, parts)
+                if not parts:
+                    _tags1(n, K, logz, alpha1, beta1, marg)
     else:
         S2 = S
         alpha2 = numpy.empty((n, K + 1, K))
@@ -377,8 +346,9 @@ def chain_tag_marginals(scores):
         with nogil:
             logz = _forward2(S2, n, K, False, alpha2, bp2, &terms[0], &last)
             if logz > -INFINITY:
-                _backward2(S2, n, K, logz, alpha2, beta2, &terms[0], no_parts, False)
-                _tags2(n, K, logz, alpha2, beta2, marg)
+                _backward2(S2, n, K, logz, alpha2, beta2, &terms[0], mu2, parts)
+                if not parts:
+                    _tags2(n, K, logz, alpha2, beta2, marg)
     if logz == -INFINITY:
         raise _no_sequence()
-    return marg_arr, logz
+    return out, logz
