@@ -309,10 +309,10 @@ def main():
                         help="lemma candidates: only the scripts seen with the word's UPOS")
     parser.add_argument("--min-count", type=int, default=1)
     parser.add_argument("--lexicon-min-count", type=int, default=1)
-    parser.add_argument("--lexicon-share", type=float, default=0.0,
+    parser.add_argument("--lexicon-share", type=float, default=0.99,
                         help="lemma lexicon: force a pair only when its top script has this share")
-    parser.add_argument("--known-lemmas", action="store_true",
-                        help="lemma classes: a candidate whose lemma is attested with another form gets the known atom")
+    parser.add_argument("--no-known-lemmas", dest="known_lemmas", action="store_false",
+                        help="lemma classes without the known atom (a candidate whose lemma is attested with another form)")
     parser.add_argument("--max-train", type=int, default=0)
     parser.add_argument("--cache", default="/tmp/arborist_lemma_morph_cache")
     parser.add_argument("--out", default=str(ROOT_DIR / "scripts" / "results"))

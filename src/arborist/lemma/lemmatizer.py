@@ -58,8 +58,8 @@ class Lemmatizer(CandidateModel):
     def __init__(self, hash_bits: int = 22, script_templates: Sequence[str] | None = None,
                  suffix_templates: Sequence[str] | None = None, prefix_templates: Sequence[str] | None = None,
                  case_templates: Sequence[str] | None = None, min_count: int = 1, lexicon_min_count: int = 1,
-                 upos_candidates: bool = False, form_lexicon: bool = True, lexicon_share: float = 0.0,
-                 known_lemmas: bool = False, known_templates: Sequence[str] | None = None):
+                 upos_candidates: bool = False, form_lexicon: bool = True, lexicon_share: float = 0.99,
+                 known_lemmas: bool = True, known_templates: Sequence[str] | None = None):
         kinds = {
             "script": SCRIPT_TEMPLATES if script_templates is None else script_templates,
             "suffix": SUFFIX_TEMPLATES if suffix_templates is None else suffix_templates,
