@@ -298,12 +298,14 @@ def test_lexicon_share_leaves_ambiguous_pairs_to_the_classifier(ambiguous, tmp_p
     again = Lemmatizer.load(tmp_path / "lemma")
     assert again.config() == lem.config()
     np.testing.assert_array_equal(again.predict_batch(SentenceBatch.from_sentences(ambiguous), w), ids)
+    # (and without known_lemmas: its classes are the scripts).
     config, arrays = forcing.config(), forcing.arrays()
-    del config["lexicon_share"]
-    for name in ("ambiguous_keys", "ambiguous_start", "ambiguous_scripts"):
+    for name in ("lexicon_share", "known_lemmas", "known_templates"):
+        del config[name]
+    for name in ("ambiguous_keys", "ambiguous_start", "ambiguous_scripts", "lemma_keys", "lemma_forms"):
         del arrays[name]
     old = Lemmatizer.from_state(config, arrays)
-    assert old.lexicon_share == 0.0
+    assert old.lexicon_share == 0.0 and not old.known_lemmas and old.n_classes == len(old.scripts)
     np.testing.assert_array_equal(old._candidates(attrs, batch.text_of, False)[3],
                                   forcing._candidates(attrs, batch.text_of, False)[3])
     with pytest.raises(ValueError):
