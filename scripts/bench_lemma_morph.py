@@ -183,7 +183,8 @@ def run(name, args):
             pos += s.n
         dev_p = retagged
     lem = Lemmatizer(hash_bits=args.bits, min_count=args.min_count, lexicon_min_count=args.lexicon_min_count,
-                     upos_candidates=args.upos_candidates)
+                     upos_candidates=args.upos_candidates, lexicon_share=args.lexicon_share,
+                     known_lemmas=args.known_lemmas)
     start = time.perf_counter()
     lem.initialize(train_p)
     lemma_ok = lambda pred: [p == g or g == "_" for p, g in zip(pred, gold_lemmas)]
@@ -308,6 +309,10 @@ def main():
                         help="lemma candidates: only the scripts seen with the word's UPOS")
     parser.add_argument("--min-count", type=int, default=1)
     parser.add_argument("--lexicon-min-count", type=int, default=1)
+    parser.add_argument("--lexicon-share", type=float, default=0.99,
+                        help="lemma lexicon: force a pair only when its top script has this share")
+    parser.add_argument("--no-known-lemmas", dest="known_lemmas", action="store_false",
+                        help="lemma classes without the known atom (a candidate whose lemma is attested with another form)")
     parser.add_argument("--max-train", type=int, default=0)
     parser.add_argument("--cache", default="/tmp/arborist_lemma_morph_cache")
     parser.add_argument("--out", default=str(ROOT_DIR / "scripts" / "results"))

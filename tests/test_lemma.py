@@ -128,7 +128,7 @@ def test_upos_restricts_candidates_to_scripts_seen_with_it(toy):
         for f, l, u in zip(s.forms[1:], conll_column(s, 2), s.upos[1:]):
             seen.setdefault(u, set()).add(lem.script_index[edit.extract(f, l)])
     for i, (form, u) in enumerate(zip(forms, upos)):
-        got = set_classes[set_start[cand_set[i]]:set_start[cand_set[i] + 1]].tolist()
+        got = [lem.script_of(c) for c in set_classes[set_start[cand_set[i]]:set_start[cand_set[i] + 1]].tolist()]
         brute = [k for k in lem.applicable(form) if k in seen[u] or k == lem.keep_id]
         assert got == brute, (form, u)
     # "went" -> "go" was seen with VERB only: no candidate of a NOUN "went".
@@ -138,7 +138,8 @@ def test_upos_restricts_candidates_to_scripts_seen_with_it(toy):
     free.initialize(toy)
     cand_set, set_start, set_classes, _ = free._candidates(attrs, batch.text_of, False)
     for i, form in enumerate(forms):
-        assert set_classes[set_start[cand_set[i]]:set_start[cand_set[i] + 1]].tolist() == free.applicable(form)
+        got = set_classes[set_start[cand_set[i]]:set_start[cand_set[i] + 1]].tolist()
+        assert [free.script_of(c) for c in got] == free.applicable(form)
 
 
 def test_lexicon_and_fallback(toy):
@@ -233,4 +234,134 @@ def test_batch_kernel_equals_one_sentence_path_on_a_treebank():
     np.testing.assert_array_equal(got, np.concatenate([lem.predict_sentence(s, w) for s in sentences]))
     forms = [f for s in sentences for f in s.forms[1:]]
     for form, k in zip(forms, got.tolist()):
-        assert edit.applies(lem.scripts[k], form)  # candidates only
+        assert edit.applies(lem.scripts[lem.script_of(k)], form)  # candidates only
+
+
+AMBIGUOUS = """\
+1	it	it	PRON	PRP	_	2	nsubj	_	_
+2	's	be	AUX	VBZ	_	0	root	_	_
+3	good	good	ADJ	JJ	_	2	xcomp	_	_
+
+1	it	it	PRON	PRP	_	3	nsubj	_	_
+2	's	have	AUX	VBZ	_	3	aux	_	_
+3	gone	go	VERB	VBN	_	0	root	_	_
+
+1	he	he	PRON	PRP	_	2	nsubj	_	_
+2	's	be	AUX	VBZ	_	0	root	_	_
+3	here	here	ADV	RB	_	2	advmod	_	_
+
+"""
+
+
+@pytest.fixture
+def ambiguous(tmp_path):
+    path = tmp_path / "ambiguous.conllu"
+    path.write_text(AMBIGUOUS, encoding="utf-8")
+    return read_corpus(path)
+
+
+def test_lexicon_share_leaves_ambiguous_pairs_to_the_classifier(ambiguous, tmp_path):
+    be, have = edit.extract("'s", "be"), edit.extract("'s", "have")
+    batch = SentenceBatch.from_sentences(ambiguous)
+    attrs = batch.attrs[:, batch.words]
+    # Default (share 0): "'s" AUX is forced to its most frequent script, "be" (2 of 3).
+    forcing = Lemmatizer(hash_bits=BITS, lexicon_share=0.0)
+    forcing.initialize(ambiguous)
+    _, _, _, forced = forcing._candidates(attrs, batch.text_of, False)
+    assert [forcing.scripts[k] for k in forced[[1, 4, 7]]] == [be, be, be]
+    # Share 0.5: 2/3 is enough, still forced; share 0.9: not forced, candidates = the pair's two scripts.
+    half = Lemmatizer(hash_bits=BITS, lexicon_share=0.5)
+    half.initialize(ambiguous)
+    assert (half._candidates(attrs, batch.text_of, False)[3] == forced).all()
+    lem = Lemmatizer(hash_bits=16, lexicon_share=0.9,
+                     script_templates=("bias", "lower", "upos", "lower+1", "upos+1"))
+    lem.initialize(ambiguous)
+    cand_set, set_start, set_classes, forced = lem._candidates(attrs, batch.text_of, False)
+    assert (forced[[1, 4, 7]] == -1).all() and (forced[[0, 2, 3, 5, 6, 8]] >= 0).all()
+    for i in (1, 4, 7):
+        got = set_classes[set_start[cand_set[i]]:set_start[cand_set[i] + 1]].tolist()
+        assert sorted(lem.scripts[lem.script_of(k)] for k in got) == sorted([be, have])
+    # The classifier learns the choice from the context ("'s gone": have), which forcing cannot
+    # (not averaged: on three sentences the average keeps the first epochs' mistakes).
+    trainer = Perceptron(seed=0, averaged=False)
+    examples = lem.examples(ambiguous)
+    trainer.begin(lem, examples, lem.hash_bits)
+    for _ in range(10):
+        trainer.epoch(lem, examples)
+    w = trainer.prediction_weights()
+    ids = lem.predict_batch(batch, w)
+    forms = [f for s in ambiguous for f in s.forms[1:]]
+    assert lem.lemma_strings(forms, ids) == [l for s in ambiguous for l in conll_column(s, 2)]
+    np.testing.assert_array_equal(ids, np.concatenate([lem.predict_sentence(s, w) for s in ambiguous]))
+    # State round trip keeps the ambiguous pairs; a state saved before lexicon_share loads as share 0.
+    lem.save(tmp_path / "lemma")
+    again = Lemmatizer.load(tmp_path / "lemma")
+    assert again.config() == lem.config()
+    np.testing.assert_array_equal(again.predict_batch(SentenceBatch.from_sentences(ambiguous), w), ids)
+    # (and without known_lemmas: its classes are the scripts).
+    config, arrays = forcing.config(), forcing.arrays()
+    for name in ("lexicon_share", "known_lemmas", "known_templates"):
+        del config[name]
+    for name in ("ambiguous_keys", "ambiguous_start", "ambiguous_scripts", "lemma_keys", "lemma_forms"):
+        del arrays[name]
+    old = Lemmatizer.from_state(config, arrays)
+    assert old.lexicon_share == 0.0 and not old.known_lemmas and old.n_classes == len(old.scripts)
+    np.testing.assert_array_equal(old._candidates(attrs, batch.text_of, False)[3],
+                                  forcing._candidates(attrs, batch.text_of, False)[3])
+    with pytest.raises(ValueError):
+        Lemmatizer(lexicon_share=1.5)
+
+
+def test_known_lemmas_classes_mark_attested_lemmas(toy, tmp_path):
+    lem = Lemmatizer(hash_bits=BITS, lexicon_min_count=0, known_lemmas=True)
+    lem.initialize(toy)
+    K = len(lem.scripts)
+    assert lem.n_classes == 2 * K
+    lemma_forms = {}
+    for s in toy:
+        for f, l in zip(s.forms[1:], conll_column(s, 2)):
+            lemma_forms.setdefault(l, set()).add(f)
+    attested = lambda form, lemma: bool(lemma_forms.get(lemma, set()) - {form})
+    assert attested("walks", "walk") and attested("in", "the") and not attested("in", "in")
+    forms = ["walks", "go", "in", "cat", "Dogs", "saw", "Zzz", "went"]
+    path = tmp_path / "unseen.conllu"
+    lines = [f"{i + 1}\t{f}\t_\tNOUN\t_\t_\t{min(i, 1)}\t{'dep' if i else 'root'}\t_\t_\n" for i, f in enumerate(forms)]
+    path.write_text("".join(lines) + "\n", encoding="utf-8")
+    sentence = read_corpus(path)[0]
+    batch = SentenceBatch.from_sentences([sentence])
+    cand_set, set_start, set_classes, _ = lem._candidates(batch.attrs[:, batch.words], batch.text_of, False)
+    for i, form in enumerate(forms):
+        got = set_classes[set_start[cand_set[i]]:set_start[cand_set[i] + 1]].tolist()
+        brute = [K + k if attested(form, edit.apply(lem.scripts[k], form)) else k for k in lem.applicable(form)]
+        assert got == brute, form
+        assert [lem.lemma(form, c) for c in got] == [edit.apply(lem.scripts[k], form) for k in lem.applicable(form)]
+    # Gold classes of training words are candidates without the training augmentation.
+    for s in toy:
+        x = lem.example(s)
+        for i, g in enumerate(x.gold_classes.tolist()):
+            assert g in x.cand[x.cand_start[i]:x.cand_start[i + 1]].tolist()
+    # The known atom's weight alone picks the attested lemma: "walks" -> "walk", not "walks".
+    values = lem.form_values.values(batch.attrs[:, batch.words], batch.text_of)
+    key = int(lem.tables.keys(values)[0, lem.templates.index("bias")])
+    array = np.zeros(1 << BITS)
+    array[(key + lem.tables.n_atoms - 1) & ((1 << BITS) - 1)] = 1.0
+    w = Weights(BITS, False, array)
+    lemmas = lem.lemma_strings(forms, lem.predict_batch(batch, w))
+    assert lemmas[:2] == ["walk", "go"] and lemmas[2] == "in"
+    plain = Lemmatizer(hash_bits=BITS, lexicon_min_count=0, known_lemmas=False)
+    plain.initialize(toy)
+    assert plain.lemma_strings(forms, plain.predict_batch(batch, Weights(BITS)))[0] == "walks"  # keep: first
+    # Protocol suite, batch = one-sentence path, state round trip.
+    x = lem.example(toy[1], training=True)
+    per_word = [x.cand[x.cand_start[i]:x.cand_start[i + 1]].tolist() for i in range(x.n)]
+    labels = [np.array(y, dtype=np.int32) for y in itertools.product(*per_word)]
+    rng = np.random.default_rng(1)
+    check_protocol(lem, x, rng.normal(size=len(x.cand)), labels, lem.gold(x),
+                   lambda g, y: int((np.asarray(g) != np.asarray(y)).sum()), rng, BITS)
+    w = Weights(BITS, False, np.random.default_rng(5).normal(size=1 << BITS))
+    got = lem.predict_batch(SentenceBatch.from_sentences(toy), w)
+    np.testing.assert_array_equal(got, np.concatenate([lem.predict_sentence(s, w) for s in toy]))
+    lem.save(tmp_path / "known")
+    again = Lemmatizer.load(tmp_path / "known")
+    assert again.config() == lem.config() and again.n_classes == 2 * K
+    np.testing.assert_array_equal(again.predict_batch(SentenceBatch.from_sentences(toy), w), got)

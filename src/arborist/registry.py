@@ -164,13 +164,14 @@ def morphologizer(hash_bits: int = 22, feature_templates: list[str] | None = Non
 def lemmatizer(hash_bits: int = 22, script_templates: list[str] | None = None,
                suffix_templates: list[str] | None = None, prefix_templates: list[str] | None = None,
                case_templates: list[str] | None = None, min_count: int = 1, lexicon_min_count: int = 1,
-               upos_candidates: bool = False, form_lexicon: bool = True):
+               upos_candidates: bool = False, form_lexicon: bool = True, lexicon_share: float = 0.99,
+               known_lemmas: bool = True, known_templates: list[str] | None = None):
     """LEMMA, one edit script per word (`arborist.lemma.Lemmatizer`); the scripts and lexicons
     are learned from the training data and saved beside the weights."""
     from .lemma.lemmatizer import Lemmatizer
 
     return Lemmatizer(hash_bits, script_templates, suffix_templates, prefix_templates, case_templates, min_count,
-                      lexicon_min_count, upos_candidates, form_lexicon)
+                      lexicon_min_count, upos_candidates, form_lexicon, lexicon_share, known_lemmas, known_templates)
 
 
 @registry.structures("arborist.Tokenizer.v1")

@@ -10,7 +10,17 @@ A word's candidates are the scripts seen at least `min_count` times whose deleti
 match its form (`scripts.applies`), plus "keep the form" (the fallback: a form no
 script applies to is its own lemma). A lexicon gives the most frequent script of
 every (form, UPOS) pair seen at least `lexicon_min_count` times in training
-(`lexicon_min_count=0`: no lexicon); the classifier decides the other words.
+(`lexicon_min_count=0`: no lexicon); the classifier decides the other words. With
+`lexicon_share` > 0, a pair is forced only when its most frequent script has at least
+that share of its occurrences; a more ambiguous pair ("'s" AUX: "be" or "have") has
+the scripts it was seen with as its candidates, and the classifier chooses among them.
+
+With `known_lemmas`, a candidate whose lemma is attested in training as the lemma of
+another form ("dog" for the unseen "dogs" when "dog" was seen) is its own class: the
+script's atoms plus a "known" atom (kind "known", `known_templates`), so the
+classifier learns how much an attested lemma counts (Lemming's dictionary feature).
+Class k < K is script k, class K + k script k with the known atom (K scripts). "Another
+form" keeps the feature honest on training words, whose own lemma is always attested.
 """
 from __future__ import annotations
 
@@ -25,7 +35,7 @@ from ..morph.atoms import U64Map, pair_keys
 from ..morph.values import NOT_FOUND
 from ..morph.choice import CandidateModel, KeyIndex, conll_column, csr
 from ..sentence import FORM, LEMMA, ROOT, UPOS, Sentence
-from ..strings import hash_strings
+from ..strings import hash_string, hash_strings
 from . import scripts as edit
 
 LEMMA_COLUMN = 2
@@ -35,6 +45,7 @@ SCRIPT_TEMPLATES = ("bias", "lower", "upos", "suffix1", "suffix2", "suffix3", "s
 SUFFIX_TEMPLATES = ("bias", "lower", "upos", "suffix1", "suffix2", "suffix3", "suffix4", "suffix5", "suffix6",
                     "suffix7", "upos|suffix1", "upos|suffix2", "upos|suffix3", "upos|suffix4", "upos|suffix5",
                     "upos|lower", "upos-1|upos", "upos|upos+1")
+KNOWN_TEMPLATES = ("bias", "upos", "suffix1", "suffix2", "suffix3", "upos|suffix2", "upper_initial")
 PREFIX_TEMPLATES = ("bias", "upos", "prefix1", "prefix2", "prefix3", "prefix4", "upos|prefix2", "upos|prefix3")
 CASE_TEMPLATES = ("bias", "upos", "shape", "upper_initial", "all_upper", "has_digit", "lower", "form",
                   "upos|upper_initial", "lower-1|upper_initial", "upos|all_upper", "upos-1|upos|upper_initial")
@@ -47,19 +58,27 @@ class Lemmatizer(CandidateModel):
     def __init__(self, hash_bits: int = 22, script_templates: Sequence[str] | None = None,
                  suffix_templates: Sequence[str] | None = None, prefix_templates: Sequence[str] | None = None,
                  case_templates: Sequence[str] | None = None, min_count: int = 1, lexicon_min_count: int = 1,
-                 upos_candidates: bool = False, form_lexicon: bool = True):
-        super().__init__(hash_bits, {
+                 upos_candidates: bool = False, form_lexicon: bool = True, lexicon_share: float = 0.99,
+                 known_lemmas: bool = True, known_templates: Sequence[str] | None = None):
+        kinds = {
             "script": SCRIPT_TEMPLATES if script_templates is None else script_templates,
             "suffix": SUFFIX_TEMPLATES if suffix_templates is None else suffix_templates,
             "prefix": PREFIX_TEMPLATES if prefix_templates is None else prefix_templates,
             "case": CASE_TEMPLATES if case_templates is None else case_templates,
-        })
+        }
+        if known_lemmas:
+            kinds["known"] = KNOWN_TEMPLATES if known_templates is None else known_templates
+        super().__init__(hash_bits, kinds)
+        self.known_lemmas = bool(known_lemmas)
         if min_count < 1 or lexicon_min_count < 0:
             raise ValueError(f"min_count must be >= 1 and lexicon_min_count >= 0, got {min_count}, {lexicon_min_count}")
         self.min_count = int(min_count)
         self.lexicon_min_count = int(lexicon_min_count)
         self.upos_candidates = bool(upos_candidates)
         self.form_lexicon = bool(form_lexicon)
+        if not 0.0 <= lexicon_share <= 1.0:
+            raise ValueError(f"lexicon_share must be in [0, 1], got {lexicon_share}")
+        self.lexicon_share = float(lexicon_share)
         self.scripts: tuple[edit.Script, ...] = ()
         self.counts: np.ndarray = np.zeros(0, dtype=np.int64)
         self._arrays: dict[str, np.ndarray] = {}
@@ -73,6 +92,7 @@ class Lemmatizer(CandidateModel):
         by_pair: dict[int, Counter] = defaultdict(Counter)
         by_upos: dict[int, Counter] = defaultdict(Counter)
         by_form: dict[int, Counter] = defaultdict(Counter)
+        lemma_forms: dict[str, set] = defaultdict(set)
         cache: dict[tuple[str, str], edit.Script] = {}
         for k, s in enumerate(sentences):
             column = list(lemmas[k]) if lemmas is not None else conll_column(s, LEMMA_COLUMN)
@@ -86,19 +106,33 @@ class Lemmatizer(CandidateModel):
                 by_pair[key][script] += 1
                 by_upos[upos_id][script] += 1
                 by_form[form_id][script] += 1
+                if self.known_lemmas and lemma != "_":
+                    lemma_forms[lemma].add(form)
         if not counts:
             raise ValueError("no words in the training sentences")
         scripts = sorted(counts, key=lambda sc: (-counts[sc], sc))
         if KEEP not in counts:
             scripts.append(KEEP)
         index = {sc: i for i, sc in enumerate(scripts)}
-        lexicon = sorted((key, index[c.most_common(1)[0][0]]) for key, c in by_pair.items()
-                         if self.lexicon_min_count and sum(c.values()) >= self.lexicon_min_count)
+        lexicon, ambiguous = [], []
+        for key, c in by_pair.items():
+            total = sum(c.values())
+            if not self.lexicon_min_count or total < self.lexicon_min_count:
+                continue
+            top, n = c.most_common(1)[0]
+            if n >= self.lexicon_share * total:
+                lexicon.append((key, index[top]))
+            else:  # ambiguous: the classifier chooses among the pair's scripts
+                ambiguous.append((key, sorted(index[sc] for sc in c)))
+        lexicon.sort()
+        ambiguous.sort()
         self._arrays = {
             "counts": np.array([counts.get(sc, 0) for sc in scripts], dtype=np.int64),
             "lexicon_keys": np.array([k for k, _ in lexicon], dtype=np.uint64),
             "lexicon_scripts": np.array([v for _, v in lexicon], dtype=np.int32),
+            "ambiguous_keys": np.array([k for k, _ in ambiguous], dtype=np.uint64),
         }
+        self._arrays["ambiguous_start"], self._arrays["ambiguous_scripts"] = csr([v for _, v in ambiguous])
         # The form lexicon, for a (form, UPOS) pair not in the lexicon (the UPOS is often a tagging
         # error then): forms seen lexicon_min_count times, always with one script.
         forms = sorted((key, index[next(iter(c))]) for key, c in by_form.items()
@@ -106,6 +140,13 @@ class Lemmatizer(CandidateModel):
                        and sum(c.values()) >= self.lexicon_min_count)
         self._arrays["form_keys"] = np.array([k for k, _ in forms], dtype=np.uint64)
         self._arrays["form_scripts"] = np.array([v for _, v in forms], dtype=np.int32)
+        # Attested lemmas (known_lemmas): the lemma's string id, and the string id of its one
+        # form when it was seen with one form only (0 when with several).
+        known = sorted(lemma_forms)
+        self._arrays["lemma_keys"] = hash_strings(known) if known else np.zeros(0, dtype=np.uint64)
+        self._arrays["lemma_forms"] = (hash_strings([next(iter(lemma_forms[l])) if len(lemma_forms[l]) == 1 else ""
+                                                     for l in known]) if known else np.zeros(0, dtype=np.uint64))
+        self._arrays["lemma_forms"][np.array([len(lemma_forms[l]) > 1 for l in known], dtype=bool)] = 0
         # Scripts seen with each UPOS (input rows as given: jackknifed tags in training).
         upos_ids = sorted(by_upos)
         self._arrays["upos_keys"], self._arrays["upos_start"], self._arrays["upos_scripts"] = (
@@ -130,6 +171,9 @@ class Lemmatizer(CandidateModel):
 
         class_atoms = [[k, atom("suffix", (sc.suffix_del, sc.suffix_add)), atom("prefix", (sc.prefix_del, sc.prefix_add)),
                         atom("case", sc.case)] for k, sc in enumerate(self.scripts)]
+        if self.known_lemmas:  # class K + k: script k, its lemma attested (the "known" atom)
+            known_atom = atom("known", True)
+            class_atoms += [atoms_k + [known_atom] for atoms_k in class_atoms]
         self._set_tables(class_atoms, atom_kinds)
         # Applicability index: (lowercase base?, suffix_del) -> [(script id, prefix_del)], for the
         # candidate scripts (seen min_count times) and for all (training adds the gold script).
@@ -144,6 +188,9 @@ class Lemmatizer(CandidateModel):
         a = self._arrays
         self._upos_scripts = {int(u): set(a["upos_scripts"][a["upos_start"][i]:a["upos_start"][i + 1]].tolist())
                               for i, u in enumerate(a["upos_keys"].tolist())}
+        self._known = dict(zip(a["lemma_keys"].tolist(), a["lemma_forms"].tolist()))
+        self._ambiguous = {int(k): a["ambiguous_scripts"][a["ambiguous_start"][i]:a["ambiguous_start"][i + 1]].tolist()
+                           for i, k in enumerate(a["ambiguous_keys"].tolist())}
         self._pool = self._new_pool()
         self._lexicon = KeyIndex(a["lexicon_keys"], a["lexicon_scripts"])
         self._form_lexicon = KeyIndex(a["form_keys"], a["form_scripts"])
@@ -151,7 +198,24 @@ class Lemmatizer(CandidateModel):
 
     @property
     def n_classes(self) -> int:
-        return len(self.scripts)
+        return len(self.scripts) * (2 if self.known_lemmas else 1)
+
+    def script_of(self, class_id: int) -> int:
+        """The script of a class (class K + k is script k with its lemma attested)."""
+        K = len(self.scripts)
+        return class_id - K if class_id >= K else class_id
+
+    def attested(self, form: str, lemma: str) -> bool:
+        """Whether `lemma` is the training lemma of a form other than `form`."""
+        single = self._known.get(hash_string(lemma))
+        return single is not None and (single == 0 or single != hash_string(form))
+
+    def _classes(self, form: str, scripts: list[int]) -> list[int]:
+        """The classes of a form's candidate scripts (known_lemmas: K + k when script k's lemma is attested)."""
+        if not self.known_lemmas:
+            return scripts
+        K = len(self.scripts)
+        return [K + k if self.attested(form, self.lemma(form, k)) else k for k in scripts]
 
     def applicable(self, form: str) -> list[int]:
         """The candidate scripts of a form (ids, by decreasing training frequency); "keep the
@@ -165,15 +229,18 @@ class Lemmatizer(CandidateModel):
                         out.append(k)
         return sorted(set(out))
 
-    def _pair_set(self, form: str, upos_id: int) -> list[int]:
-        """Candidates of a (form, UPOS) pair: the applicable scripts, and with `upos_candidates`
-        only those seen with that UPOS in training ("keep the form" always)."""
+    def _pair_set(self, form: str, upos_id: int, key: int | None = None) -> list[int]:
+        """Candidates of a (form, UPOS) pair (pair key `key`): the scripts an ambiguous pair of
+        the lexicon was seen with; else the applicable scripts, and with `upos_candidates` only
+        those seen with that UPOS in training ("keep the form" always)."""
+        if key is not None and key in self._ambiguous:
+            return self._classes(form, self._ambiguous[key])
         cands = self.applicable(form)
         if self.upos_candidates:
             seen = self._upos_scripts.get(upos_id)
             if seen is not None:
                 cands = [k for k in cands if k in seen or k == self.keep_id]
-        return cands
+        return self._classes(form, cands)
 
     def _new_pool(self):
         # (pair key -> set id map, set_start buffer, set_classes buffer, sets used, classes used)
@@ -189,7 +256,8 @@ class Lemmatizer(CandidateModel):
         else:
             first = np.flatnonzero(index.get_many(keys) == NOT_FOUND)[first]
         if len(missing):
-            sets = [self._pair_set(text_of(f), u) for f, u in zip(forms[first].tolist(), upos[first].tolist())]
+            sets = [self._pair_set(text_of(f), u, k) for f, u, k in zip(forms[first].tolist(), upos[first].tolist(),
+                                                                         missing.tolist())]
             sizes = np.array([len(x) for x in sets], dtype=np.int64)
             total = int(sizes.sum())
             if n + len(missing) + 1 > len(starts):
@@ -234,13 +302,14 @@ class Lemmatizer(CandidateModel):
         column = list(gold) if gold is not None else conll_column(sentence, LEMMA_COLUMN)
         out = np.empty(sentence.n, dtype=np.int32)
         for i, (form, lemma) in enumerate(zip(sentence.forms[1:], column)):
-            out[i] = self.script_index.get(edit.extract(form, lemma), -1)
+            k = self.script_index.get(edit.extract(form, lemma), -1)
+            out[i] = self._classes(form, [k])[0] if k >= 0 else -1
         return out
 
     # -- output -----------------------------------------------------------------
     def lemma(self, form: str, script_id: int) -> str:
-        """The lemma script `script_id` makes of `form`; the form itself when it does not apply."""
-        script = self.scripts[script_id]
+        """The lemma class `script_id` (its script) makes of `form`; the form itself when it does not apply."""
+        script = self.scripts[self.script_of(script_id)]
         return edit.apply(script, form) if edit.applies(script, form) else form
 
     def lemma_strings(self, forms: Sequence[str], ids) -> list[str]:
@@ -288,6 +357,9 @@ class Lemmatizer(CandidateModel):
             "lexicon_min_count": self.lexicon_min_count,
             "upos_candidates": self.upos_candidates,
             "form_lexicon": self.form_lexicon,
+            "lexicon_share": self.lexicon_share,
+            "known_lemmas": self.known_lemmas,
+            "known_templates": list(self.kinds.get("known", KNOWN_TEMPLATES)),
             "scripts": [edit.encode(sc) for sc in self.scripts],
         }
 
@@ -298,8 +370,15 @@ class Lemmatizer(CandidateModel):
     def from_state(cls, config: dict, arrays: dict[str, np.ndarray]) -> "Lemmatizer":
         m = cls(config["hash_bits"], config["script_templates"], config["suffix_templates"],
                 config["prefix_templates"], config["case_templates"], config["min_count"], config["lexicon_min_count"],
-                config["upos_candidates"], config["form_lexicon"])
+                config["upos_candidates"], config["form_lexicon"], config.get("lexicon_share", 0.0),
+                config.get("known_lemmas", False), config.get("known_templates"))
         m._arrays = {k: np.asarray(arrays[k]) for k in ("counts", "lexicon_keys", "lexicon_scripts", "upos_keys",
                                                          "upos_start", "upos_scripts", "form_keys", "form_scripts")}
+        # Saved before lexicon_share existed: no ambiguous pairs.
+        m._arrays["ambiguous_keys"] = np.asarray(arrays.get("ambiguous_keys", np.zeros(0, dtype=np.uint64)))
+        m._arrays["ambiguous_start"] = np.asarray(arrays.get("ambiguous_start", np.zeros(1, dtype=np.int64)))
+        m._arrays["ambiguous_scripts"] = np.asarray(arrays.get("ambiguous_scripts", np.zeros(0, dtype=np.int32)))
+        for name in ("lemma_keys", "lemma_forms"):  # saved before known_lemmas existed: none
+            m._arrays[name] = np.asarray(arrays.get(name, np.zeros(0, dtype=np.uint64)))
         m._set_scripts([edit.decode(t) for t in config["scripts"]])
         return m
