@@ -47,11 +47,15 @@ TOY = """\
 """
 
 
+def corpus_of(tmp_path, name: str, text: str):
+    path = tmp_path / f"{name}.conllu"
+    path.write_text(text, encoding="utf-8")
+    return read_corpus(path)
+
+
 @pytest.fixture
 def toy(tmp_path):
-    path = tmp_path / "toy.conllu"
-    path.write_text(TOY, encoding="utf-8")
-    return read_corpus(path)
+    return corpus_of(tmp_path, "toy", TOY)
 
 
 @pytest.mark.parametrize("form,lemma,script", [
@@ -255,9 +259,7 @@ AMBIGUOUS = """\
 
 @pytest.fixture
 def ambiguous(tmp_path):
-    path = tmp_path / "ambiguous.conllu"
-    path.write_text(AMBIGUOUS, encoding="utf-8")
-    return read_corpus(path)
+    return corpus_of(tmp_path, "ambiguous", AMBIGUOUS)
 
 
 def test_lexicon_share_leaves_ambiguous_pairs_to_the_classifier(ambiguous, tmp_path):

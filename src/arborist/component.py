@@ -296,6 +296,7 @@ class Component:
 
         # Each sentence's term goes to its own slot and the slots are summed in order, so the
         # fit does not depend on the number of threads.
+        threads = max(1, threads)
         terms = np.zeros(len(cached))
 
         def add_terms(t: float, first: int, last: int) -> None:
@@ -305,7 +306,7 @@ class Component:
                 p = self.word_probabilities(x, scores / t)[np.flatnonzero(keep), classes[keep]]
                 terms[i] = -np.log(np.maximum(p, 1e-300)).sum()
 
-        cuts = [len(cached) * k // max(threads, 1) for k in range(max(threads, 1) + 1)]
+        cuts = [len(cached) * k // threads for k in range(threads + 1)]
 
         def nll(log_t: float) -> float:
             t = math.exp(log_t)

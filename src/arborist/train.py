@@ -408,7 +408,7 @@ class Training:
             return
         after = names[names.index(name) + 1]
         spec = self.specs[after]
-        if after in self.report["components"] or after in self._ahead or spec.cls.link is not Component.link:
+        if after in self.report["components"] or spec.cls.link is not Component.link:
             return
         component, trainer = spec.resolve()
         if not isinstance(trainer, SWVP):
@@ -601,17 +601,23 @@ def _fold_worker(job, folds: list[int], send, progress=None) -> None:
         send.close()
 
 
+def _begun(spec: ComponentSpec, sentences: list, upstream: list) -> tuple[Component, Any, list]:
+    """A fresh copy of the component and its trainer, begun on `sentences` (a jackknife fold's
+    or a component trained ahead): (component, trainer, training examples)."""
+    component, trainer = spec.resolve()
+    component.link(upstream)
+    component.structure.initialize(sentences)
+    examples = component.examples(sentences, training=True)
+    trainer.begin(component.structure, examples, component.structure.hash_bits)
+    return component, trainer, examples
+
+
 def _fold(fold: int, job, progress=None) -> list:
     """The predictions, in order, for the held-out sentences of one jackknife fold: its copy
     of the component trained for the job's epochs (or, with `progress`, for the best epoch
     the component's own training chooses; see `_follow`)."""
     spec, sentences, folds, epochs, upstream = job
-    rest = [x for i, x in enumerate(sentences) if i % folds != fold]
-    component, trainer = spec.resolve()
-    component.link(upstream)
-    component.structure.initialize(rest)
-    examples = component.examples(rest, training=True)
-    trainer.begin(component.structure, examples, component.structure.hash_bits)
+    component, trainer, examples = _begun(spec, [x for i, x in enumerate(sentences) if i % folds != fold], upstream)
     if progress is not None:
         component = _follow(component, trainer, examples, progress)
     else:
@@ -698,19 +704,16 @@ def _ahead_worker(spec: ComponentSpec, sentences: list, upstream: list, max_epoc
                   send) -> None:
     """The forked process of `AheadTraining`: each epoch's trainer state to directory/EPOCH/."""
     try:
-        component, trainer = spec.resolve()
-        component.link(upstream)
-        component.structure.initialize(sentences)
-        examples = component.examples(sentences, training=True)
-        trainer.begin(component.structure, examples, component.structure.hash_bits)
+        component, trainer, examples = _begun(spec, sentences, upstream)
         for epoch in range(1, max_epochs + 1):
             metrics = trainer.epoch(component.structure, examples, None)
             arrays, meta = trainer.state()
-            partial = directory / f".{epoch}.tmp"
-            partial.mkdir()
-            for key, array in arrays.items():
-                np.save(partial / f"{key}.npy", array, allow_pickle=False)
-            partial.rename(directory / str(epoch))
+
+            def write(folder: Path) -> None:
+                for key, array in arrays.items():
+                    np.save(folder / f"{key}.npy", array, allow_pickle=False)
+
+            write_directory(directory / str(epoch), write)
             send.send(("epoch", epoch, metrics, meta))
     except BaseException as e:  # the parent raises it
         import traceback

@@ -141,12 +141,11 @@ class Lemmatizer(CandidateModel):
         self._arrays["form_keys"] = np.array([k for k, _ in forms], dtype=np.uint64)
         self._arrays["form_scripts"] = np.array([v for _, v in forms], dtype=np.int32)
         # Attested lemmas (known_lemmas): the lemma's string id, and the string id of its one
-        # form when it was seen with one form only (0 when with several).
+        # form when it was seen with one form only (that of "", 0, when with several).
         known = sorted(lemma_forms)
-        self._arrays["lemma_keys"] = hash_strings(known) if known else np.zeros(0, dtype=np.uint64)
-        self._arrays["lemma_forms"] = (hash_strings([next(iter(lemma_forms[l])) if len(lemma_forms[l]) == 1 else ""
-                                                     for l in known]) if known else np.zeros(0, dtype=np.uint64))
-        self._arrays["lemma_forms"][np.array([len(lemma_forms[l]) > 1 for l in known], dtype=bool)] = 0
+        self._arrays["lemma_keys"] = hash_strings(known)
+        self._arrays["lemma_forms"] = hash_strings([next(iter(lemma_forms[l])) if len(lemma_forms[l]) == 1 else ""
+                                                    for l in known])
         # Scripts seen with each UPOS (input rows as given: jackknifed tags in training).
         upos_ids = sorted(by_upos)
         self._arrays["upos_keys"], self._arrays["upos_start"], self._arrays["upos_scripts"] = (
