@@ -87,6 +87,10 @@ def test_no_overflow_with_large_scores(order):
         assert (mu >= 0).all() and (mu <= 1 + 1e-9).all()
         np.testing.assert_allclose(mu.reshape(n, -1).sum(axis=1), 1.0, atol=1e-6)
         assert not mu[~structure.valid_parts(n)].any()
+        marg, _ = chain_tag_marginals(scores)  # the tag marginals, without the parts
+        assert np.isfinite(marg).all()
+        np.testing.assert_allclose(marg.sum(axis=1), 1.0, atol=1e-6)
+        np.testing.assert_allclose(marg, mu.sum(axis=tuple(range(1, mu.ndim - 1))), atol=1e-9)
         tags, best = chain_argmax(scores)
         assert np.isclose(best, label_score(structure, None, scores, tags))
         # At this scale the distribution is nearly a point mass on the argmax, and log Z >= best.
@@ -155,16 +159,9 @@ def test_tag_marginals_against_brute_force(order, n, K):
 
 
 @pytest.mark.parametrize("order", [1, 2])
-def test_tag_marginals_with_large_and_forbidden_scores(order):
+def test_tag_marginals_with_forbidden_scores(order):
     rng = np.random.default_rng(7 + order)
     structure = LinearChain(["A", "B", "C", "D"], order=order, hash_bits=10)
-    for n in (1, 5, 60):
-        scores = random_scores(rng, structure, n, scale=1e4)
-        marg, _ = chain_tag_marginals(scores)
-        mu, _ = chain_marginals(scores)
-        assert np.isfinite(marg).all()
-        np.testing.assert_allclose(marg.sum(axis=1), 1.0, atol=1e-6)
-        np.testing.assert_allclose(marg, mu.sum(axis=tuple(range(1, mu.ndim - 1))), atol=1e-9)
     scores = random_scores(rng, structure, 4)
     scores[(1,) + (slice(None),) * order + (2,)] = -np.inf  # tag C can never be word 1's
     marg, _ = chain_tag_marginals(scores)
