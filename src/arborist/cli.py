@@ -154,6 +154,35 @@ def calibrate(
 
 
 @app.command()
+def average(
+    models: List[Path] = typer.Argument(..., exists=True, file_okay=False,
+                                        help="model directories (or training output directories) to average"),
+    output: Path = typer.Option(..., "--output", "-o", help="write the averaged model here"),
+    dev: Optional[Path] = typer.Option(None, "--dev", exists=True, dir_okay=False,
+                                       help="gold CoNLL-U file (the dev set) to fit the temperatures on"),
+    threads: int = typer.Option(1, "--threads", min=1, help="with --dev: compute the marginals in this many "
+                                "threads"),
+):
+    """Average the weights of models trained with one config and different seeds: an ensemble
+    that parses as fast as one model. The models must differ only in their weights. The
+    single models' temperatures are dropped; --dev fits the average's (as `arborist
+    calibrate`)."""
+    from .confidence import calibrate_pipeline
+    from .corpus import CorpusError, read_conllu
+    from .model import ModelError, average as average_models
+
+    try:
+        pipeline = average_models(models)
+        if dev is not None:
+            calibrate_pipeline(pipeline, read_conllu(dev, require_heads=True),
+                               lambda line: typer.echo(line, err=True), threads=threads)
+        pipeline.save(output)
+    except (CorpusError, ModelError, OSError, ValueError) as e:
+        _fail(str(e))
+    typer.echo(f"the average of {len(models)} models written to {output}", err=True)
+
+
+@app.command()
 def parse(
     model: Path = typer.Argument(..., exists=True, file_okay=False, help="model directory"),
     inputs: List[str] = typer.Argument(

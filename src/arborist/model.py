@@ -455,3 +455,62 @@ def load(path: str | os.PathLike, tagging: bool | None = None, mmap: bool = Fals
                              f"got {vocabulary.dtype} {vocabulary.shape}")
         pipeline.vocabulary = vocabulary
     return pipeline
+
+
+def average(paths: Iterable[str | os.PathLike]) -> Pipeline:
+    """The model whose weights are the mean of the models' weights, component by component.
+
+    For models trained with one config on one treebank that differ in their seed (or epochs):
+    a linear model's scores are linear in its weights, so the average scores every part as
+    the mean of the models' scores, an ensemble that parses at the cost of one model.
+    The models must differ in nothing but their weights (the same components, structures,
+    learned state and vocabulary, file for file); anything else is a ModelError naming the
+    file. The temperatures fitted for the single models do not hold for their average:
+    they are dropped (fit them with `arborist calibrate`); each component's `info` keeps
+    the members' under "averaged"."""
+    paths = list(paths)
+    if len(paths) < 2:
+        raise ValueError(f"averaging needs at least two models, got {len(paths)}")
+    first, _, entries = read_meta(Path(paths[0]))
+    layout = [(e.get("name"), e.get("kind"), e.get("structure")) for e in entries]
+    weight_files = {e.get("weights_file") or f"{e.get('name')}.npy" for e in entries}
+    directories = [first]
+    for p in paths[1:]:
+        path, _, other = read_meta(Path(p))
+        if [(e.get("name"), e.get("kind"), e.get("structure")) for e in other] != layout:
+            raise ModelError(f"{path / 'meta.json'}: its components (names, kinds or structures) differ from "
+                             f"{first / 'meta.json'}'s; only models that differ in their weights can be averaged")
+        _same_files(first, path, skip={"meta.json"} | weight_files)
+        directories.append(path)
+    pipeline = load(first)
+    members = {name: [dict(c.info)] for name, c in pipeline.components.items()}
+    for path in directories[1:]:
+        other = load(path, mmap=True)
+        for name, component in pipeline.components.items():
+            component.weights.array[:] += other.components[name].weights.array
+            members[name].append(dict(other.components[name].info))
+    for name, component in pipeline.components.items():
+        component.weights.array[:] /= len(directories)
+        component.info = {"averaged": [{k: v for k, v in info.items() if k != "temperature"}
+                                       for info in members[name]]}
+    pipeline.info = {**(pipeline.info or {}), "averaged_from": [str(d) for d in directories]}
+    return pipeline
+
+
+def _same_files(first: Path, other: Path, skip: set[str]) -> None:
+    """ModelError unless the two model directories hold the same files with the same bytes,
+    apart from the top-level files in `skip`."""
+    import filecmp
+
+    def listing(root: Path) -> set[str]:
+        return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()} - skip
+
+    ours, theirs = listing(first), listing(other)
+    for name in sorted(ours ^ theirs):
+        where = other if name in ours else first
+        raise ModelError(f"{where / name}: missing, while the other model has it; only models that differ in "
+                         "their weights can be averaged")
+    for name in sorted(ours):
+        if not filecmp.cmp(first / name, other / name, shallow=False):
+            raise ModelError(f"{other / name}: differs from {first / name}; only models that differ in their "
+                             "weights can be averaged")
