@@ -483,16 +483,16 @@ def average(paths: Iterable[str | os.PathLike]) -> Pipeline:
         _same_files(first, path, skip={"meta.json"} | weight_files)
         directories.append(path)
     pipeline = load(first)
-    members = {name: [dict(c.info)] for name, c in pipeline.components.items()}
-    for path in directories[1:]:
-        other = load(path, mmap=True)
-        for name, component in pipeline.components.items():
-            component.weights.array[:] += other.components[name].weights.array
-            members[name].append(dict(other.components[name].info))
+    others = [load(path, mmap=True) for path in directories[1:]]
     for name, component in pipeline.components.items():
+        arrays = [other.components[name].weights.array for other in others]
+        members = [component.info] + [other.components[name].info for other in others]
+        component.info = {"averaged": [{k: v for k, v in info.items() if k != "temperature"} for info in members]}
+        if all(np.array_equal(component.weights.array, x) for x in arrays):
+            continue  # shared unchanged (a pruner trained once): kept bit for bit, not summed and divided
+        for x in arrays:
+            component.weights.array[:] += x
         component.weights.array[:] /= len(directories)
-        component.info = {"averaged": [{k: v for k, v in info.items() if k != "temperature"}
-                                       for info in members[name]]}
     pipeline.info = {**(pipeline.info or {}), "averaged_from": [str(d) for d in directories]}
     return pipeline
 
