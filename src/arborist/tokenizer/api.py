@@ -333,6 +333,7 @@ def train_tokenizer(paths, epochs: int = 15, hash_bits: int = 20, window_sentenc
                     mwt_min_types: int = 3, mwt_min_share: float = 0.6, max_sentence_tokens: int = 1000,
                     known_min_count: int = 0, margin: float = 100.0, join: str = "space", design: str = "start",
                     mwt_context: bool = True, mwt_context_min_count: int = 2, mwt_context_min_share: float = 0.7,
+                    mwt_context_pair_min_count: int = 1, margin_epochs: int | None = None, final_margin: float = 0.0,
                     trainer=None, log=None) -> Tokenizer:
     """Train the character chain (averaged perceptron unless `trainer` is given: any trainer
     of `arborist.learn` with begin/epoch/prediction_weights) and the multiword expander on
@@ -351,7 +352,10 @@ def train_tokenizer(paths, epochs: int = 15, hash_bits: int = 20, window_sentenc
         (t.form for p in paragraphs for s in p.sentences for t in s.tokens), known_min_count)
         if known_min_count else None, design)
     if trainer is None:
-        trainer = MarginPerceptron(margin, seed=seed) if margin else Perceptron(seed=seed)
+        if margin or margin_epochs is not None:
+            trainer = MarginPerceptron(margin, seed=seed, margin_epochs=margin_epochs, final_margin=final_margin)
+        else:
+            trainer = Perceptron(seed=seed)
     trainer.begin(chain, examples, hash_bits)
     history = []
     for epoch in range(epochs):
@@ -364,7 +368,7 @@ def train_tokenizer(paths, epochs: int = 15, hash_bits: int = 20, window_sentenc
         (t.form, t.words or None) for p in paragraphs for s in p.sentences for t in s.tokens)
     if mwt_context:
         expander.fit_context([[(t.form, t.words or None) for t in s.tokens] for p in paragraphs for s in p.sentences],
-                             mwt_context_min_count, mwt_context_min_share)
+                             mwt_context_min_count, mwt_context_min_share, mwt_context_pair_min_count)
     info = {"train": [str(p) for p in (paths if isinstance(paths, (list, tuple)) else [paths])],
             "epochs": epochs, "window_sentences": window_sentences, "examples": len(examples),
             "trainer": trainer.settings(), "join": join,

@@ -34,6 +34,9 @@ columns of `chars.char_values`: code point, lowercase, class, script):
                       one (a numbered heading "... 'Licenza'). 1. Definizioni." is one
                       sentence: its "1." follows a sentence end); LONG past a chunk longer
                       than MAX_CHUNK; NOTSTART elsewhere
+  pprev               at a chunk's first character, the chunk before the previous one (with
+                      prev and chunk: the word trigram across a boundary, which lets the
+                      model memorize a boundary without punctuation); NOTSTART elsewhere
   kpre, ksuf, klong   the known-token lexicon (`set_vocab`: lowercased training tokens seen
                       at least twice, so that training also sees unknown words): whether the
                       chunk so far low[chunk start .. t) is a known token, whether the rest
@@ -64,13 +67,13 @@ from ..tagger.viterbi cimport _forward1, _backtrack1
 
 INPUT_COLUMNS = ("cp", "low", "cls", "scr")
 VALUES = INPUT_COLUMNS + ("chunk", "pos", "rev", "prefix", "suffix", "prev", "bi", "tri", "four", "clsthree",
-                          "clsfive", "shape", "prevshape", "kpre", "ksuf", "klong", "pplast")
+                          "clsfive", "shape", "prevshape", "kpre", "ksuf", "klong", "pplast", "pprev")
 cdef int N_INPUT = 4
-cdef int N_VALUES = 21
+cdef int N_VALUES = 22
 cdef int C_CP = 0, C_LOW = 1, C_CLS = 2, C_SCR = 3, C_CHUNK = 4, C_POS = 5, C_REV = 6
 cdef int C_PREFIX = 7, C_SUFFIX = 8, C_PREV = 9
 cdef int C_BI = 10, C_TRI = 11, C_FOUR = 12, C_CLS3 = 13, C_CLS5 = 14, C_SHAPE = 15, C_PREVSHAPE = 16
-cdef int C_KPRE = 17, C_KSUF = 18, C_KLONG = 19, C_PPLAST = 20
+cdef int C_KPRE = 17, C_KSUF = 18, C_KLONG = 19, C_PPLAST = 20, C_PPREV = 21
 cdef int C_MAX_KNOWN = 16  # longest known token looked for (characters)
 # chars.SPACE and chars.NEWLINE: the classes that separate chunks
 cdef uint64_t CLS_SPACE = 0, CLS_NEWLINE = 9
@@ -205,7 +208,7 @@ cdef void _values(const uint64_t[:, ::1] chars, Py_ssize_t base, int n, uint64_t
     cdef int t, j, k, e, cs, ce, length, longest
     cdef uint64_t low1, low2, low3, low, c0, hp
     cdef uint64_t h, prev_chunk = NOPREV, chunk, shape, prev_shape = NOPREV, sym, last_sym
-    cdef uint64_t prev_last = NOPREV, pp_last = NOPREV
+    cdef uint64_t prev_last = NOPREV, pp_last = NOPREV, pprev_chunk = NOPREV
     cdef int run
     t = 0
     while t < n:
@@ -224,6 +227,7 @@ cdef void _values(const uint64_t[:, ::1] chars, Py_ssize_t base, int n, uint64_t
             vals[t, C_KSUF] = SPACE_V
             vals[t, C_KLONG] = SPACE_V
             vals[t, C_PPLAST] = SPACE_V
+            vals[t, C_PPREV] = SPACE_V
             t += 1
             continue
         # A chunk starts at t: find its end, then fill all of it.
@@ -266,6 +270,7 @@ cdef void _values(const uint64_t[:, ::1] chars, Py_ssize_t base, int n, uint64_t
             vals[j, C_SHAPE] = shape
             vals[j, C_PREVSHAPE] = prev_shape if j == cs else NOTSTART
             vals[j, C_PPLAST] = pp_last if j == cs else NOTSTART
+            vals[j, C_PPREV] = pprev_chunk if j == cs else NOTSTART
         h = EMPTY
         for j in range(ce - 1, cs - 1, -1):
             if ce - j <= C_MAX_AFFIX:
@@ -288,6 +293,7 @@ cdef void _values(const uint64_t[:, ::1] chars, Py_ssize_t base, int n, uint64_t
                         longest = e + 1 - j
             vals[j, C_KLONG] = longest
             vals[j, C_KSUF] = ce - j <= C_MAX_KNOWN and longest == ce - j
+        pprev_chunk = prev_chunk
         prev_chunk = chunk
         prev_shape = shape
         # the last character of the chunk before the previous one ("1. Definizioni": was
