@@ -162,7 +162,7 @@ def run(treebank: str, args) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--treebanks", default=",".join(TREEBANKS))
-    parser.add_argument("--epochs", type=int, default=15)
+    parser.add_argument("--epochs", type=int, default=40)
     parser.add_argument("--hash-bits", type=int, default=20)
     parser.add_argument("--window", type=int, default=3, help="sentences per training example")
     parser.add_argument("--margin", type=float, default=100.0, help="cost-augmented perceptron margin (0: plain)")

@@ -328,7 +328,7 @@ def paragraph_examples(paragraphs: Sequence[GoldParagraph], window_sentences: in
     return examples
 
 
-def train_tokenizer(paths, epochs: int = 15, hash_bits: int = 20, window_sentences: int = 3,
+def train_tokenizer(paths, epochs: int = 40, hash_bits: int = 20, window_sentences: int = 3,
                     templates: Sequence[str] | None = None, seed: int = 0, strict: bool = False,
                     mwt_min_types: int = 3, mwt_min_share: float = 0.6, max_sentence_tokens: int = 1000,
                     known_min_count: int = 0, margin: float = 100.0, join: str = "space", design: str = "start",
