@@ -172,8 +172,8 @@ def main() -> None:
                         help="the default templates plus pplast|prevshape|cls; results go to tokenizer_<treebank>_pplast.json")
     parser.add_argument("--join", default="space", choices=("space", "spaceafter"),
                         help="how training paragraphs join sentences (see paragraph_examples)")
-    parser.add_argument("--design", default="start", choices=("start", "end"),
-                        help="sentence tags: S on a sentence's first character, or E/F on its last")
+    parser.add_argument("--design", default="start", choices=("start", "end", "both"),
+                        help="sentence tags: S on a sentence's first character, E/F on its last, or both")
     parser.add_argument("--margin-epochs", type=int, default=None,
                         help="epochs at --margin, the rest at --final-margin (default: --margin throughout)")
     parser.add_argument("--final-margin", type=float, default=0.0)

@@ -724,3 +724,28 @@ def test_margin_schedule():
     np.testing.assert_array_equal(plain.prediction_weights().array, zero.prediction_weights().array)
     with pytest.raises(ValueError):
         MarginPerceptron(1.0, margin_epochs=-1)
+
+
+# -- the combined design: sentence starts and ends (O B I S E F) ---------------------
+
+def test_examples_and_decode_both_design(tmp_path):
+    path = tmp_path / "a.conllu"
+    path.write_text(CONLLU, encoding="utf-8")
+    (first, second) = paragraph_examples(read_paragraphs(path), design="both")
+    assert "".join("OBISEF"[t] for t in first.tags) == "SIIIOBIIIOBIIIFOSIF"
+    assert "".join("OBISEF"[t] for t in second.tags) == "SIE"
+    chain = CharacterChain.from_config(CharacterChain(12, design="both").config())
+    assert chain.design == "both" and chain.n_tags == 6 and chain.design_id == 2
+
+    def spans(text, tags):
+        ts, te, sent, _ = decode_tags(code_points(text), np.array(tags, dtype=np.int8), 0, 2)
+        return [text[a:b] for a, b in zip(ts, te)], sent.tolist()
+
+    # a start (S) or an end (E/F) before is enough
+    assert spans("Ab. Cd. Ef", [S, I, 5, O, B, I, B, O, B, I]) == (["Ab", ".", "Cd", ".", "Ef"],
+                                                                   [True, False, True, False, False])
+    assert spans("ab cd ef", [B, 4, O, B, I, O, S, I]) == (["ab", "cd", "ef"], [True, True, True])
+    rng = np.random.default_rng(3)
+    x = make_example("a .", [S, O, 5])
+    labels = all_labels(3, 6)
+    check_protocol(chain, x, rng.normal(size=chain.shape(3)), labels, labels[5], hamming, rng, 12)

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .chain import (
+    BOTH_E,
+    BOTH_F,
     DESIGNS,
     B,
     CharacterChain,
@@ -270,11 +272,18 @@ def _window_example(window, join: str, design: str = "start") -> CharExample:
         texts.append(sentence.text)
         y = np.full(len(sentence.text), O, dtype=np.int32)
         for k, (a, b) in enumerate(spans):
-            y[a] = S if k == 0 and design == "start" else B
+            y[a] = S if k == 0 and design != "end" else B
             y[a + 1:b] = I
         if design == "end":
             a, b = spans[-1]
             y[b - 1] = F if b - a == 1 else E
+        elif design == "both":
+            a, b = spans[-1]
+            if b - a > 1:
+                y[b - 1] = BOTH_E
+            elif len(spans) > 1:
+                y[a] = BOTH_F
+            # a sentence of one one-character token keeps its S
         tags.append(y)
     first = window[0][0]
     return make_example("".join(texts), np.concatenate(tags), first.source, first.line)

@@ -603,20 +603,23 @@ cdef inline bint _inner_space(uint32_t cp) noexcept nogil:
 cdef inline int _role(int8_t tg, int design) noexcept nogil:
     """0 outside a token, 1 a token's first character, 2 a later character. Tags: design 0
     (sentence starts) O B I S = 0 1 2 3; design 1 (sentence ends) O B I E F = 0 1 2 3 4,
-    E an inside and F a first character that end a sentence."""
+    E an inside and F a first character that end a sentence; design 2 (both) O B I S E F =
+    0 1 2 3 4 5."""
     if tg <= 2:
         return tg
     if design == 0:
         return 1
-    return 2 if tg == 3 else 1
+    if design == 1:
+        return 2 if tg == 3 else 1
+    return 2 if tg == 4 else 1
 
 
 cdef inline bint _starts_sentence(int8_t tg, int design) noexcept nogil:
-    return design == 0 and tg == 3
+    return (design == 0 or design == 2) and tg == 3
 
 
 cdef inline bint _ends_sentence(int8_t tg, int design) noexcept nogil:
-    return design == 1 and (tg == 3 or tg == 4)
+    return (design == 1 and (tg == 3 or tg == 4)) or (design == 2 and (tg == 4 or tg == 5))
 
 
 def decode_spans(const uint32_t[::1] cps, const uint8_t[::1] cls, const int8_t[::1] tags,
@@ -633,8 +636,8 @@ def decode_spans(const uint32_t[::1] cps, const uint8_t[::1] cls, const int8_t[:
     inside one; a sentence start (or end) tagged on whitespace makes the next token start a
     sentence, as does a sentence end anywhere in a token; a text's first token starts a
     sentence; with max_sentence_tokens > 0 a sentence is cut at that length."""
-    if design not in (0, 1):
-        raise ValueError(f"design must be 0 (sentence starts) or 1 (sentence ends), got {design}")
+    if design not in (0, 1, 2):
+        raise ValueError(f"design must be 0 (sentence starts), 1 (sentence ends) or 2 (both), got {design}")
     cdef Py_ssize_t n_texts = starts.shape[0] - 1
     if cps.shape[0] != cls.shape[0] or cps.shape[0] != tags.shape[0] or n_texts < 0 \
             or starts[n_texts] != cps.shape[0]:
