@@ -29,7 +29,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from arborist.tokenizer.features import FAST_TEMPLATES, PPLAST_TEMPLATES
+from arborist.tokenizer.features import DEFAULT_TEMPLATES, FAST_TEMPLATES, PPLAST_TEMPLATES
 
 from arborist.tokenizer import Tokenizer, read_paragraphs, train_tokenizer, write_conllu
 
@@ -103,17 +103,25 @@ def timed_tokenize(tok: Tokenizer, text: str, repeats: int):
     return docs, words, runs, cpu
 
 
+def templates(args) -> tuple:
+    base = FAST_TEMPLATES if args.fast else PPLAST_TEMPLATES if args.pplast else DEFAULT_TEMPLATES
+    drop = set(filter(None, args.drop_templates.split(",")))
+    return tuple(t for t in base if t not in drop) + tuple(filter(None, args.extra_templates.split(",")))
+
+
 def run(treebank: str, args) -> dict:
     base = os.path.join(CORPORA, treebank)
     train, dev = (os.path.join(base, f"{treebank}-ud-{part}.conllu") for part in ("train", "dev"))
     tok = train_tokenizer(train, epochs=args.epochs, hash_bits=args.hash_bits, window_sentences=args.window,
                           margin=args.margin, join=args.join,
-                          templates=FAST_TEMPLATES if args.fast else PPLAST_TEMPLATES if args.pplast else None,
-                          design=args.design)
+                          templates=templates(args),
+                          design=args.design, margin_epochs=args.margin_epochs, final_margin=args.final_margin,
+                          seed=args.seed)
     result = {"treebank": treebank, "epochs": args.epochs, "hash_bits": args.hash_bits,
               "window_sentences": args.window, "margin": args.margin, "join": args.join, "design": args.design, "train_seconds": round(tok.info["train_seconds"], 2),
               "train_examples": tok.info["examples"], "unaligned_sentences": tok.info["unaligned_sentences"],
-              "templates": len(tok.chain.templates), "template_set": "fast" if args.fast else "pplast" if args.pplast else "default"}
+              "margin_epochs": args.margin_epochs, "final_margin": args.final_margin, "seed": args.seed,
+              "templates": len(tok.chain.templates), "template_names": list(tok.chain.templates), "template_set": "fast" if args.fast else "pplast" if args.pplast else "default"}
     with tempfile.TemporaryDirectory() as tmp:
         for part, gold in (("dev", dev), ("train", train)):
             text = raw_text(gold, os.path.join(tmp, f"{part}.txt"))
@@ -154,7 +162,7 @@ def run(treebank: str, args) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--treebanks", default=",".join(TREEBANKS))
-    parser.add_argument("--epochs", type=int, default=15)
+    parser.add_argument("--epochs", type=int, default=40)
     parser.add_argument("--hash-bits", type=int, default=20)
     parser.add_argument("--window", type=int, default=3, help="sentences per training example")
     parser.add_argument("--margin", type=float, default=100.0, help="cost-augmented perceptron margin (0: plain)")
@@ -164,14 +172,21 @@ def main() -> None:
                         help="the default templates plus pplast|prevshape|cls; results go to tokenizer_<treebank>_pplast.json")
     parser.add_argument("--join", default="space", choices=("space", "spaceafter"),
                         help="how training paragraphs join sentences (see paragraph_examples)")
-    parser.add_argument("--design", default="start", choices=("start", "end"),
-                        help="sentence tags: S on a sentence's first character, or E/F on its last")
+    parser.add_argument("--design", default="start", choices=("start", "end", "both"),
+                        help="sentence tags: S on a sentence's first character, E/F on its last, or both")
+    parser.add_argument("--margin-epochs", type=int, default=None,
+                        help="epochs at --margin, the rest at --final-margin (default: --margin throughout)")
+    parser.add_argument("--final-margin", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0, help="the perceptron's example order")
+    parser.add_argument("--extra-templates", default="", help="comma-separated templates added to the set")
+    parser.add_argument("--drop-templates", default="", help="comma-separated templates removed from the set")
+    parser.add_argument("--suffix", default="", help="results go to tokenizer_<treebank><suffix>.json")
     parser.add_argument("--repeats", type=int, default=3, help="timed tokenize runs (the best is reported)")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     args = parser.parse_args()
     for treebank in args.treebanks.split(","):
         result = run(treebank, args)
-        path = os.path.join(args.out, f"tokenizer_{treebank}{'_fast' if args.fast else '_pplast' if args.pplast else ''}.json")
+        path = os.path.join(args.out, f"tokenizer_{treebank}{'_fast' if args.fast else '_pplast' if args.pplast else ''}{args.suffix}.json")
         with open(path, "w") as f:
             json.dump(result, f, indent=2)
         d, r = result["dev"], result["round_trip"]

@@ -672,3 +672,80 @@ def test_tokenizer_expands_in_context():
         for _ in range(2):  # the second call answers from the expander's cache
             tokens = [t for s in ours.tokenize([text])[0].sentences for t in s.tokens]
             assert [t.words for t in tokens if t.form.lower() == "dei"] == expected
+
+
+def test_mwt_context_pairs_memorize_the_training_decisions():
+    """pair_min_count = 1: a seen (previous, next) pair with one outcome decides, before the
+    single neighbours; only pairs that change the decision are stored."""
+    exp, sentences = _ambiguous_dei()
+    assert exp.expand_in_context("dei", "uno", "libri") is None  # seen once: below min_count
+    pairs = MultiwordExpander().fit([t for s in sentences for t in s]).fit_context(sentences, 2, 0.7, 1)
+    assert pairs.expand_in_context("dei", "uno", "libri") == ("di", "i")
+    assert pairs.expand_in_context("Dei", "Uno", "libri") == ("Di", "i")
+    assert pairs.expand_in_context("dei", "uno", "altro") is None  # not the pair: the lexicon
+    assert pairs.expand_in_context("dei", "tutela", "diritti") == ("di", "i")
+    assert {k: v for k, v in pairs.context.items() if "\tb\t" in k} == {"dei\tb\tuno\tlibri": ("di", "i")}
+    back = MultiwordExpander.from_json(pairs.to_json())
+    assert back.context == pairs.context and back.expand_in_context("dei", "uno", "libri") == ("di", "i")
+    # a pair seen both ways does not decide
+    mixed = sentences + [[("uno", None), ("dei", None), ("libri", None)]]
+    exp = MultiwordExpander().fit([t for s in mixed for t in s]).fit_context(mixed, 2, 0.7, 1)
+    assert exp.expand_in_context("dei", "uno", "libri") is None
+
+
+def test_pprev_value_is_the_chunk_before_the_previous_one():
+    chain = CharacterChain(16)
+    col = {name: i for i, name in enumerate(VALUES)}
+    text = "aa bb cc aa bb dd"
+    vals = chain.features.values(make_example(text).chars)
+    at = lambda k: int(vals[k, col["pprev"]])
+    chunk = lambda k: int(vals[k, col["chunk"]])
+    assert at(6) == chunk(0) and at(9) == chunk(3) and at(12) == chunk(6) and at(15) == chunk(9)
+    assert at(0) == at(3) and at(0) not in (chunk(0), chunk(3))  # no chunk two back: one constant
+    assert at(7) == at(1) == at(16) and at(7) != at(6)  # inside a chunk: one constant
+    keys = CharacterChain(16, ("pprev|prev|chunk",)).features.keys(make_example(text).chars)
+    # "aa bb" at 3 and at 12: the same bigram, told apart by the chunk before ("cc" at 12)
+    assert keys[3, 0] != keys[12, 0] and keys[4, 0] == keys[13, 0]
+
+
+def test_margin_schedule():
+    from arborist.tokenizer.learn import MarginPerceptron
+    examples = _tiny_examples()
+    chain = CharacterChain(14)
+    trainer = MarginPerceptron(50.0, seed=3, margin_epochs=2, final_margin=0.0)
+    trainer.begin(chain, examples, 14)
+    assert [trainer.epoch(chain, examples)["margin"] for _ in range(4)] == [50.0, 50.0, 0.0, 0.0]
+    # margin_epochs=0 is the plain perceptron from the start
+    plain, zero = Perceptron(seed=3), MarginPerceptron(50.0, seed=3, margin_epochs=0)
+    for trainer in (plain, zero):
+        trainer.begin(chain, examples, 14)
+        for _ in range(3):
+            trainer.epoch(chain, examples)
+    np.testing.assert_array_equal(plain.prediction_weights().array, zero.prediction_weights().array)
+    with pytest.raises(ValueError):
+        MarginPerceptron(1.0, margin_epochs=-1)
+
+
+# -- the combined design: sentence starts and ends (O B I S E F) ---------------------
+
+def test_examples_and_decode_both_design(tmp_path):
+    path = tmp_path / "a.conllu"
+    path.write_text(CONLLU, encoding="utf-8")
+    (first, second) = paragraph_examples(read_paragraphs(path), design="both")
+    assert "".join("OBISEF"[t] for t in first.tags) == "SIIIOBIIIOBIIIFOSIF"
+    assert "".join("OBISEF"[t] for t in second.tags) == "SIE"
+    chain = CharacterChain.from_config(CharacterChain(12, design="both").config())
+    assert chain.design == "both" and chain.n_tags == 6 and chain.design_id == 2
+
+    def spans(text, tags):
+        ts, te, sent, _ = decode_tags(code_points(text), np.array(tags, dtype=np.int8), 0, 2)
+        return [text[a:b] for a, b in zip(ts, te)], sent.tolist()
+
+    # a start (S) or an end (E/F) before is enough
+    assert spans("Ab. Cd. Ef", [S, I, 5, O, B, I, B, O, B, I]) == (["Ab", ".", "Cd", ".", "Ef"],
+                                                                   [True, False, True, False, False])
+    assert spans("ab cd ef", [B, 4, O, B, I, O, S, I]) == (["ab", "cd", "ef"], [True, True, True])
+    rng = np.random.default_rng(3)
+    x = make_example("a .", [S, O, 5])
+    labels = all_labels(3, 6)
+    check_protocol(chain, x, rng.normal(size=chain.shape(3)), labels, labels[5], hamming, rng, 12)

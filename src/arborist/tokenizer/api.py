@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .chain import (
+    BOTH_E,
+    BOTH_F,
     DESIGNS,
     B,
     CharacterChain,
@@ -270,11 +272,18 @@ def _window_example(window, join: str, design: str = "start") -> CharExample:
         texts.append(sentence.text)
         y = np.full(len(sentence.text), O, dtype=np.int32)
         for k, (a, b) in enumerate(spans):
-            y[a] = S if k == 0 and design == "start" else B
+            y[a] = S if k == 0 and design != "end" else B
             y[a + 1:b] = I
         if design == "end":
             a, b = spans[-1]
             y[b - 1] = F if b - a == 1 else E
+        elif design == "both":
+            a, b = spans[-1]
+            if b - a > 1:
+                y[b - 1] = BOTH_E
+            elif len(spans) > 1:
+                y[a] = BOTH_F
+            # a sentence of one one-character token keeps its S
         tags.append(y)
     first = window[0][0]
     return make_example("".join(texts), np.concatenate(tags), first.source, first.line)
@@ -328,11 +337,12 @@ def paragraph_examples(paragraphs: Sequence[GoldParagraph], window_sentences: in
     return examples
 
 
-def train_tokenizer(paths, epochs: int = 15, hash_bits: int = 20, window_sentences: int = 3,
+def train_tokenizer(paths, epochs: int = 40, hash_bits: int = 20, window_sentences: int = 3,
                     templates: Sequence[str] | None = None, seed: int = 0, strict: bool = False,
                     mwt_min_types: int = 3, mwt_min_share: float = 0.6, max_sentence_tokens: int = 1000,
                     known_min_count: int = 0, margin: float = 100.0, join: str = "space", design: str = "start",
                     mwt_context: bool = True, mwt_context_min_count: int = 2, mwt_context_min_share: float = 0.7,
+                    mwt_context_pair_min_count: int = 1, margin_epochs: int | None = None, final_margin: float = 0.0,
                     trainer=None, log=None) -> Tokenizer:
     """Train the character chain (averaged perceptron unless `trainer` is given: any trainer
     of `arborist.learn` with begin/epoch/prediction_weights) and the multiword expander on
@@ -351,7 +361,10 @@ def train_tokenizer(paths, epochs: int = 15, hash_bits: int = 20, window_sentenc
         (t.form for p in paragraphs for s in p.sentences for t in s.tokens), known_min_count)
         if known_min_count else None, design)
     if trainer is None:
-        trainer = MarginPerceptron(margin, seed=seed) if margin else Perceptron(seed=seed)
+        if margin or margin_epochs is not None:
+            trainer = MarginPerceptron(margin, seed=seed, margin_epochs=margin_epochs, final_margin=final_margin)
+        else:
+            trainer = Perceptron(seed=seed)
     trainer.begin(chain, examples, hash_bits)
     history = []
     for epoch in range(epochs):
@@ -364,7 +377,7 @@ def train_tokenizer(paths, epochs: int = 15, hash_bits: int = 20, window_sentenc
         (t.form, t.words or None) for p in paragraphs for s in p.sentences for t in s.tokens)
     if mwt_context:
         expander.fit_context([[(t.form, t.words or None) for t in s.tokens] for p in paragraphs for s in p.sentences],
-                             mwt_context_min_count, mwt_context_min_share)
+                             mwt_context_min_count, mwt_context_min_share, mwt_context_pair_min_count)
     info = {"train": [str(p) for p in (paths if isinstance(paths, (list, tuple)) else [paths])],
             "epochs": epochs, "window_sentences": window_sentences, "examples": len(examples),
             "trainer": trainer.settings(), "join": join,

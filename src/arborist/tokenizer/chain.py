@@ -35,7 +35,12 @@ O, B, I, S = range(4)
 # or F (a token's first character, a one-character token: "."), instead of starting at S.
 END_TAGS = ("O", "B", "I", "E", "F")
 E, F = 3, 4
-DESIGNS = {"start": TAGS, "end": END_TAGS}
+# The combined design (`design="both"`): S on a sentence's first character and E/F on its last
+# (a one-character sentence of one token is S); a sentence starts at an S or after an E/F.
+BOTH_TAGS = ("O", "B", "I", "S", "E", "F")
+DESIGNS = {"start": TAGS, "end": END_TAGS, "both": BOTH_TAGS}
+DESIGN_IDS = {"start": 0, "end": 1, "both": 2}
+BOTH_E, BOTH_F = 4, 5
 WINDOW = 8192          # characters a window keeps
 MARGIN = max(CONTEXT, 256)  # context either side: exact features, and the Viterbi paths have merged
 BATCH_CHARS = 1 << 20  # characters per kernel call (bounds the memory of one call)
@@ -82,7 +87,7 @@ class CharacterChain:
         if design not in DESIGNS:
             raise ValueError(f"design must be one of {tuple(DESIGNS)}, got {design!r}")
         self.design = design
-        self.design_id = 0 if design == "start" else 1  # `features.decode_spans`
+        self.design_id = DESIGN_IDS[design]  # `features.decode_spans`
         self.tags = DESIGNS[design]
         self.templates = tuple(DEFAULT_TEMPLATES if templates is None else templates)
         self.features = CharFeatures(len(self.tags), hash_bits, self.templates)

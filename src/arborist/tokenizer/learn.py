@@ -23,11 +23,24 @@ from ..learn.perceptron import Perceptron
 class MarginPerceptron(Perceptron):
     name = "margin-perceptron"
 
-    def __init__(self, margin: float = 1.0, averaged: bool = True, shuffle: bool = True, seed: int = 0):
-        if margin < 0:
-            raise ValueError(f"margin must not be negative, got {margin!r}")
+    def __init__(self, margin: float = 1.0, averaged: bool = True, shuffle: bool = True, seed: int = 0,
+                 margin_epochs: int | None = None, final_margin: float = 0.0):
+        """margin_epochs: train with `margin` for that many epochs, then with `final_margin`
+        (None: `margin` throughout)."""
+        if margin < 0 or final_margin < 0:
+            raise ValueError(f"margins must not be negative, got {margin!r} and {final_margin!r}")
+        if margin_epochs is not None and margin_epochs < 0:
+            raise ValueError(f"margin_epochs must not be negative, got {margin_epochs!r}")
         super().__init__(averaged=averaged, shuffle=shuffle, seed=seed)
         self.margin = float(margin)
+        self.margin_epochs = margin_epochs
+        self.final_margin = float(final_margin)
+        self.epochs_done = 0
+
+    def current_margin(self) -> float:
+        if self.margin_epochs is not None and self.epochs_done >= self.margin_epochs:
+            return self.final_margin
+        return self.margin
 
     def epoch(self, structure, examples: list, tracker=None) -> dict:
         w = self.weights
@@ -35,12 +48,14 @@ class MarginPerceptron(Perceptron):
         correct = total = 0.0
         updates = 0
         start = time.perf_counter()
+        margin = self.current_margin()
+        self.epochs_done += 1
         for i in order:
             x = examples[i]
             gold = structure.gold(x)
             scores = structure.scores(x, w)
-            if self.margin:
-                scores = scores + self.margin * structure.part_cost(x, gold)
+            if margin:
+                scores = scores + margin * structure.part_cost(x, gold)
             pred = structure.argmax(x, scores)
             right, positions = structure.hits(x, gold, pred)
             correct += right
@@ -53,7 +68,8 @@ class MarginPerceptron(Perceptron):
                 tracker.advance(1, train_accuracy=correct / max(total, 1.0))
         seconds = time.perf_counter() - start
         return {"train_accuracy": correct / max(total, 1.0), "updates": updates, "backoffs": 0,
-                "epoch_seconds": seconds, "examples_per_second": len(order) / max(seconds, 1e-9)}
+                "epoch_seconds": seconds, "examples_per_second": len(order) / max(seconds, 1e-9), "margin": margin}
 
     def settings(self) -> dict:
-        return {**super().settings(), "trainer": self.name, "margin": self.margin}
+        return {**super().settings(), "trainer": self.name, "margin": self.margin,
+                "margin_epochs": self.margin_epochs, "final_margin": self.final_margin}

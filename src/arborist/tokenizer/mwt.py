@@ -138,8 +138,12 @@ class MultiwordExpander:
         return self
 
     def fit_context(self, sentences: Iterable[Sequence[tuple[str, tuple[str, ...] | None]]],
-                    min_count: int = 2, min_share: float = 0.7) -> MultiwordExpander:
-        """sentences: sequences of (surface form, words or None). Call after `fit`."""
+                    min_count: int = 2, min_share: float = 0.7, pair_min_count: int = 0) -> MultiwordExpander:
+        """sentences: sequences of (surface form, words or None). Call after `fit`.
+        pair_min_count > 0 also stores both neighbours together ("low\tb\tprev\tnext", tried
+        first) where the training data had that pair at least `pair_min_count` times, always
+        with one outcome, and that outcome is not what the single neighbours and the lexicon
+        give (memorizes the training text's decisions: 1 stores every unanimous pair)."""
         sentences = [[(form.lower(), tuple(w.lower() for w in words) if words else None) for form, words in s]
                      for s in sentences]
         outcomes: dict[str, set] = defaultdict(set)
@@ -159,10 +163,33 @@ class MultiwordExpander:
             words, n = counts.most_common(1)[0]
             if total >= min_count and n >= min_share * total and words != self.lexicon.get(key.split("\t", 1)[0]):
                 self.context[key] = words
+        if pair_min_count > 0:
+            self.ambiguous = {key.split("\t", 1)[0] for key in self.context}
+            pairs: dict[str, Counter] = defaultdict(Counter)
+            for s in sentences:
+                for i, (low, words) in enumerate(s):
+                    if low in ambiguous:
+                        previous = s[i - 1][0] if i else "<s>"
+                        following = s[i + 1][0] if i + 1 < len(s) else "</s>"
+                        pairs[(low, previous, following)][words] += 1
+            found = {}
+            for (low, previous, following), counts in pairs.items():
+                words, n = counts.most_common(1)[0]
+                if n >= pair_min_count and n == sum(counts.values()) and \
+                        words != self._single_context(low, previous, following):
+                    found[f"{low}\tb\t{previous}\t{following}"] = words
+            self.context.update(found)
         self.ambiguous = {key.split("\t", 1)[0] for key in self.context}
         self._cache = {}
         self._ambiguous_forms = set()
         return self
+
+    def _single_context(self, low: str, previous: str, following: str):
+        """The lowercased decision of the single-neighbour contexts, else the lexicon's."""
+        for key in (f"{low}\tn\t{following}", f"{low}\tp\t{previous}"):
+            if key in self.context:
+                return self.context[key]
+        return self.lexicon.get(low)
 
     def ambiguous_forms(self) -> set[str]:
         """The exact forms expanded so far (by `expand`) whose answer may depend on their neighbours."""
@@ -173,7 +200,8 @@ class MultiwordExpander:
         edges) decide otherwise: the next token first, then the previous one."""
         low = form.lower()
         if low in self.ambiguous:
-            for key in (f"{low}\tn\t{following.lower()}", f"{low}\tp\t{previous.lower()}"):
+            previous, following = previous.lower(), following.lower()
+            for key in (f"{low}\tb\t{previous}\t{following}", f"{low}\tn\t{following}", f"{low}\tp\t{previous}"):
                 if key in self.context:
                     words = self.context[key]
                     return apply_case(form, words) if words is not None else None
