@@ -108,3 +108,36 @@ def test_evaluate_raw_text_equals_the_official_scorer(run, tmp_path):
     for metric, f1 in rows.items():
         assert mine[metric]["f1"] == pytest.approx(f1, abs=0.006), metric
     assert set(ours) == set(rows)
+
+
+def _conllu_sentence(words: list[tuple[str, tuple[str, ...] | None]], k: int) -> str:
+    """A CoNLL-U sentence of surface tokens (a multiword token with its words), spaces between tokens."""
+    lines = [f"# sent_id = s{k}", f"# text = {' '.join(form for form, _ in words)}"]
+    i = 1
+    for form, parts in words:
+        if parts:
+            lines.append(f"{i}-{i + len(parts) - 1}\t{form}\t_\t_\t_\t_\t_\t_\t_\t_")
+        for w in parts or (form,):
+            lines.append(f"{i}\t{w}\t{w}\tX\t_\t_\t{0 if i == 1 else 1}\t{'root' if i == 1 else 'dep'}\t_\t_")
+            i += 1
+    return "\n".join(lines) + "\n\n"
+
+
+def test_the_component_learns_multiword_decisions_in_context(tmp_path):
+    """The component path fits the neighbours' decisions as `train_tokenizer` does: "dei" is
+    one word by the lexicon's majority, "di" + "i" before "diritti"; `mwt_context = false` keeps
+    the lexicon alone."""
+    from arborist.registry import make_structure
+
+    sentences = [[("Gli", None), ("dei", None), ("sono", None)]] * 4
+    sentences += [[("tutela", None), ("dei", ("di", "i")), ("diritti", None)]] * 2
+    (tmp_path / "dei.conllu").write_text("".join(_conllu_sentence(s, k) for k, s in enumerate(sentences)))
+    gold = list(read_corpus(tmp_path / "dei.conllu"))
+    chain = make_structure({"@structures": "arborist.Tokenizer.v1", "hash_bits": 12})
+    chain.initialize(gold)
+    assert chain.expander.expand("dei") is None
+    assert chain.expander.expand_in_context("dei", "tutela", "diritti") == ("di", "i")
+    assert chain.registry_call()["mwt_context"] is True
+    off = make_structure({"@structures": "arborist.Tokenizer.v1", "hash_bits": 12, "mwt_context": False})
+    off.initialize(gold)
+    assert off.expander.context == {} and off.expander.expand_in_context("dei", "tutela", "diritti") is None

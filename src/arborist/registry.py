@@ -177,14 +177,17 @@ def lemmatizer(hash_bits: int = 22, script_templates: list[str] | None = None,
 @registry.structures("arborist.Tokenizer.v1")
 def tokenizer(hash_bits: int = 20, templates: list[str] | None = None, design: str = "start",
               window_sentences: int = 3, join: str = "space", mwt_min_types: int = 3, mwt_min_share: float = 0.6,
-              max_sentence_tokens: int = 1000):
+              max_sentence_tokens: int = 1000, mwt_context: bool = True, mwt_context_min_count: int = 2,
+              mwt_context_min_share: float = 0.7, mwt_context_pair_min_count: int = 1):
     """A tokenizer's character chain (`arborist.tokenizer`): tags O/B/I/S per character; its
-    multiword expansions are learned from the training sentences. Training examples are windows
-    of `window_sentences` sentences of a paragraph, joined as `join` says."""
+    multiword expansions are learned from the training sentences (with `mwt_context`, also
+    the decisions of a surface's neighbours where the treebank writes it both ways). Training
+    examples are windows of `window_sentences` sentences of a paragraph, joined as `join` says."""
     from .tokenizer.chain import TokenizerChain
 
     return TokenizerChain(hash_bits, _templates(templates, None) if templates is not None else None, design,
-                          window_sentences, join, mwt_min_types, mwt_min_share, max_sentence_tokens)
+                          window_sentences, join, mwt_min_types, mwt_min_share, max_sentence_tokens, mwt_context,
+                          mwt_context_min_count, mwt_context_min_share, mwt_context_pair_min_count)
 
 
 # The component kinds of this package.

@@ -234,7 +234,9 @@ class TokenizerChain(CharacterChain):
 
     def __init__(self, hash_bits: int = 20, templates: Sequence[str] | None = None, design: str = "start",
                  window_sentences: int = 3, join: str = "space", mwt_min_types: int = 3,
-                 mwt_min_share: float = 0.6, max_sentence_tokens: int = 1000):
+                 mwt_min_share: float = 0.6, max_sentence_tokens: int = 1000, mwt_context: bool = True,
+                 mwt_context_min_count: int = 2, mwt_context_min_share: float = 0.7,
+                 mwt_context_pair_min_count: int = 1):
         from .mwt import MultiwordExpander
 
         super().__init__(hash_bits, templates, None, design)
@@ -243,16 +245,28 @@ class TokenizerChain(CharacterChain):
         self.window_sentences, self.join = int(window_sentences), join
         self.max_sentence_tokens = int(max_sentence_tokens)
         self.expander = MultiwordExpander(mwt_min_types, mwt_min_share)
+        # The multiword decisions in context (`MultiwordExpander.fit_context`), as `train_tokenizer`'s.
+        self.mwt_context = (bool(mwt_context), int(mwt_context_min_count), float(mwt_context_min_share),
+                            int(mwt_context_pair_min_count))
 
     def registry_call(self) -> dict:
+        on, min_count, min_share, pair_min_count = self.mwt_context
         return {"@structures": "arborist.Tokenizer.v1", "hash_bits": self.hash_bits, "templates": list(self.templates),
                 "design": self.design, "window_sentences": self.window_sentences, "join": self.join,
                 "mwt_min_types": self.expander.min_types, "mwt_min_share": self.expander.min_share,
-                "max_sentence_tokens": self.max_sentence_tokens}
+                "max_sentence_tokens": self.max_sentence_tokens, "mwt_context": on,
+                "mwt_context_min_count": min_count, "mwt_context_min_share": min_share,
+                "mwt_context_pair_min_count": pair_min_count}
 
     def initialize(self, sentences) -> None:
-        """Learn the multiword expansions of the training sentences (their CoNLL-U lines)."""
+        """Learn the multiword expansions of the training sentences (their CoNLL-U lines), and
+        with `mwt_context` the decisions their neighbours make for the surfaces the treebank
+        writes both ways."""
         from .corpus import gold_paragraphs
 
-        self.expander.fit((t.form, t.words or None) for p in gold_paragraphs(sentences) for s in p.sentences
-                          for t in s.tokens)
+        tokens = [[(t.form, t.words or None) for t in s.tokens] for p in gold_paragraphs(sentences)
+                  for s in p.sentences]
+        self.expander.fit(token for sentence in tokens for token in sentence)
+        on, min_count, min_share, pair_min_count = self.mwt_context
+        if on:
+            self.expander.fit_context(tokens, min_count, min_share, pair_min_count)
