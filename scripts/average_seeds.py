@@ -68,6 +68,7 @@ def main() -> None:
     ap.add_argument("--models", default="/work/models/avg", help="root of the model directories")
     ap.add_argument("--target", type=float, help="the figure to reach (default: TurboParser basic's, issue 26)")
     ap.add_argument("--fresh", action="store_true", help="train every seed again")
+    ap.add_argument("--suffix", default="", help="appended to the results file's name (e.g. 8 seeds of a run)")
     args = ap.parse_args()
 
     seeds = args.seed_list or list(range(args.seeds))
@@ -77,7 +78,7 @@ def main() -> None:
     dev = CORPORA / args.treebank / f"{args.treebank}-ud-dev.conllu"
     base = Path(args.models) / f"{args.treebank}_{args.name}"
     base.mkdir(parents=True, exist_ok=True)
-    out_path = ROOT / "scripts" / "results" / f"average_seeds_{args.treebank}_{args.name}.json"
+    out_path = ROOT / "scripts" / "results" / f"average_seeds_{args.treebank}_{args.name}{args.suffix}.json"
     previous = json.loads(out_path.read_text()) if out_path.exists() else {}
     previous_seeds = {s["seed"]: s for s in previous.get("seeds", [])}
 
