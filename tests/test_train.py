@@ -214,3 +214,27 @@ def test_killed_process_then_resumed_run_equals_uninterrupted(trainer, tmp_path)
     assert (state["component"], state["epoch"]) == ("parser", 2)
     _, resumed = train(cfg, tmp_path / "killed", Quiet(), resume=True)
     assert_same_final_state(tmp_path / "straight", tmp_path / "killed")
+
+
+def test_keep_last_keeps_the_last_epoch_whatever_dev_says(tmp_path):
+    """keep = "last": model-best is the last epoch (the tokenizer's setting), where "best"
+    keeps the best on dev; its weights are the last epoch's."""
+    best = train(config("perceptron", 9), tmp_path / "best", Quiet())[1]["components"]["parser"]
+    assert best["best_epoch"] == 6  # on this sample dev ties from epoch 6 to 9: the first is kept
+    last = train(config("perceptron", 9, "[components.parser.training]\nkeep = \"last\"\n"), tmp_path / "last",
+                 Quiet())[1]["components"]["parser"]
+    assert last["best_epoch"] == 9 and last["best"] == last["history"][-1]["dev_uas"]
+    scores = [[h["dev_uas"] for h in run["history"]] for run in (best, last)]
+    assert scores[0] == scores[1]  # the same training, another epoch kept
+    assert not np.array_equal(load(tmp_path / "best").components["parser"].weights.array,
+                              load(tmp_path / "last").components["parser"].weights.array)
+
+
+@pytest.mark.parametrize("extra, where", [('[components.parser.training]\nkeep = "first"\n', "components.parser"),
+                                          ("", "training.keep")])
+def test_keep_must_be_best_or_last(extra, where, tmp_path):
+    cfg = config("perceptron", 1, extra)
+    if not extra:
+        cfg["training"]["keep"] = "latest"
+    with pytest.raises(ValueError, match=f"{where}.*keep must be one of 'best', 'last'|{where} must be one of"):
+        train(cfg, tmp_path / "run", Quiet())

@@ -3,11 +3,11 @@
 A config names its components under [components.NAME], each with a `structure`, a
 `trainer`, optionally its `kind` (a registered component kind; by default the kind
 registered for its structure) and a [components.NAME.training] section with its own
-`max_epochs` / `patience`. The components train in pipeline order: a component comes
+`max_epochs` / `patience` / `keep`. The components train in pipeline order: a component comes
 after those whose columns it reads (the parser after the taggers, the labeler after
 the parser), and otherwise in config order. Each trains with its own structure and
 trainer on what the components before it produce, and is kept at its best epoch on
-dev:
+dev (or its last, with `keep = "last"`):
 
 - its training sentences carry the `jackknife_folds`-fold jackknifed predictions of the
   components before it whose columns it reads and whose kind is jackknifed (each fold
@@ -89,8 +89,13 @@ TRAINING_DEFAULTS = {
     "mixes_per_epoch": 1,  # parameter mixing's rounds per epoch (1: McDonald et al.'s IPM, one mix per epoch)
     "engine": "local",  # where the workers run: "local" (forked processes) or "ray" (Ray tasks and actors)
     "calibrate": True,
+    # Which epoch model-best keeps: "best" on dev, or "last" (a structure whose epoch count is
+    # its setting: the tokenizer's 40 epochs fit the training text, which a dev score tied at
+    # an early epoch would throw away).
+    "keep": "best",
 }
-COMPONENT_TRAINING = ("max_epochs", "patience")  # what [components.NAME.training] may override
+KEEP = ("best", "last")
+COMPONENT_TRAINING = ("max_epochs", "patience", "keep")  # what [components.NAME.training] may override
 COMPONENT_ENTRIES = {"kind", "structure", "trainer", "training"}
 
 
@@ -172,6 +177,9 @@ class ComponentSpec:
         if bad:
             raise ValueError(f"[components.{name}.training] may set only {', '.join(COMPONENT_TRAINING)}, "
                              f"not {', '.join(bad)}")
+        if section.get("training", {}).get("keep", "best") not in KEEP:
+            raise ValueError(f"[components.{name}.training] keep must be one of {', '.join(map(repr, KEEP))}, "
+                             f"got {section['training']['keep']!r}")
         self.name, self.section = name, section
         structure_name = section["structure"].get("@structures")
         kind = section.get("kind") or kind_for_structure(structure_name)
@@ -789,7 +797,7 @@ def _train_epochs(name: str, component: Component, trainer, train_x: list, dev_x
         entry["history"].append(metrics)
         run.tracker.end_epoch(epoch, metrics)
         score = metrics.get(entry["key"], 0.0)
-        improved = not dev_x or score > best_score
+        improved = not dev_x or limits["keep"] == "last" or score > best_score
         if improved:
             best_score = entry["best"] = score
             entry["best_epoch"] = epoch
@@ -994,6 +1002,8 @@ def _settings(config: Config) -> dict:
         raise ValueError(f"training.max_epochs must be a positive integer, got {settings['max_epochs']!r}")
     if not settings["train_path"]:
         raise ValueError("training.train_path is not set")
+    if settings["keep"] not in KEEP:
+        raise ValueError(f"training.keep must be one of {', '.join(map(repr, KEEP))}, got {settings['keep']!r}")
     if not isinstance(settings["workers"], int) or isinstance(settings["workers"], bool) or settings["workers"] < 1:
         raise ValueError(f"training.workers must be a positive integer, got {settings['workers']!r}")
     if not isinstance(settings["parameter_mixing"], bool):
