@@ -622,14 +622,18 @@ def test_decode_rules_end_design():
     assert spans_end("ab cd", [B, I, E, B, I]) == (["ab", "cd"], [True, True])
 
 
-def test_examples_end_design(tmp_path):
+@pytest.mark.parametrize("design, letters, first_tags, second_tags, design_id", [
+    ("end", "OBIEF", "BIIIOBIIIOBIIIFOBIF", "BIE", 1),
+    ("both", "OBISEF", "SIIIOBIIIOBIIIFOSIF", "SIE", 2),
+])
+def test_examples_by_design(design, letters, first_tags, second_tags, design_id, tmp_path):
     path = tmp_path / "a.conllu"
     path.write_text(CONLLU, encoding="utf-8")
-    (first, second) = paragraph_examples(read_paragraphs(path), design="end")
-    assert "".join("OBIEF"[t] for t in first.tags) == "BIIIOBIIIOBIIIFOBIF"
-    assert "".join("OBIEF"[t] for t in second.tags) == "BIE"
-    chain = CharacterChain.from_config(CharacterChain(12, design="end").config())
-    assert chain.design == "end" and chain.n_tags == 5
+    (first, second) = paragraph_examples(read_paragraphs(path), design=design)
+    assert "".join(letters[t] for t in first.tags) == first_tags
+    assert "".join(letters[t] for t in second.tags) == second_tags
+    chain = CharacterChain.from_config(CharacterChain(12, design=design).config())
+    assert chain.design == design and chain.n_tags == len(letters) and chain.design_id == design_id
 
 
 # -- multiword tokens conditioned on their neighbours --------------------------------
@@ -728,14 +732,8 @@ def test_margin_schedule():
 
 # -- the combined design: sentence starts and ends (O B I S E F) ---------------------
 
-def test_examples_and_decode_both_design(tmp_path):
-    path = tmp_path / "a.conllu"
-    path.write_text(CONLLU, encoding="utf-8")
-    (first, second) = paragraph_examples(read_paragraphs(path), design="both")
-    assert "".join("OBISEF"[t] for t in first.tags) == "SIIIOBIIIOBIIIFOSIF"
-    assert "".join("OBISEF"[t] for t in second.tags) == "SIE"
-    chain = CharacterChain.from_config(CharacterChain(12, design="both").config())
-    assert chain.design == "both" and chain.n_tags == 6 and chain.design_id == 2
+def test_decode_both_design():
+    chain = CharacterChain(12, design="both")
 
     def spans(text, tags):
         ts, te, sent, _ = decode_tags(code_points(text), np.array(tags, dtype=np.int8), 0, 2)
