@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPORA = Path("/work/shared/corpora/ud")
+CORPORA = ROOT.parent / "shared" / "corpora" / "ud"
 SEED_KEY = "components.parser.trainer.seed"
 # Issue 26: TurboParser basic (first order), dev UAS with gold tags, lemmas and FEATS.
 TARGETS = {"el_gdt": 87.20, "hu_szeged": 80.09, "tr_imst": 67.81, "it_partut": 87.80}

@@ -373,11 +373,9 @@ def train_tokenizer(paths, epochs: int = 40, hash_bits: int = 20, window_sentenc
         if log is not None:
             log(f"epoch {epoch + 1}: {history[-1]}")
     weights = trainer.prediction_weights().array
-    expander = MultiwordExpander(mwt_min_types, mwt_min_share).fit(
-        (t.form, t.words or None) for p in paragraphs for s in p.sentences for t in s.tokens)
-    if mwt_context:
-        expander.fit_context([[(t.form, t.words or None) for t in s.tokens] for p in paragraphs for s in p.sentences],
-                             mwt_context_min_count, mwt_context_min_share, mwt_context_pair_min_count)
+    expander = MultiwordExpander(mwt_min_types, mwt_min_share).fit_sentences(
+        ([(t.form, t.words or None) for t in s.tokens] for p in paragraphs for s in p.sentences), mwt_context,
+        mwt_context_min_count, mwt_context_min_share, mwt_context_pair_min_count)
     info = {"train": [str(p) for p in (paths if isinstance(paths, (list, tuple)) else [paths])],
             "epochs": epochs, "window_sentences": window_sentences, "examples": len(examples),
             "trainer": trainer.settings(), "join": join,

@@ -264,9 +264,5 @@ class TokenizerChain(CharacterChain):
         writes both ways."""
         from .corpus import gold_paragraphs
 
-        tokens = [[(t.form, t.words or None) for t in s.tokens] for p in gold_paragraphs(sentences)
-                  for s in p.sentences]
-        self.expander.fit(token for sentence in tokens for token in sentence)
-        on, min_count, min_share, pair_min_count = self.mwt_context
-        if on:
-            self.expander.fit_context(tokens, min_count, min_share, pair_min_count)
+        self.expander.fit_sentences(([(t.form, t.words or None) for t in s.tokens] for p in gold_paragraphs(sentences)
+                                     for s in p.sentences), *self.mwt_context)

@@ -164,7 +164,6 @@ class MultiwordExpander:
             if total >= min_count and n >= min_share * total and words != self.lexicon.get(key.split("\t", 1)[0]):
                 self.context[key] = words
         if pair_min_count > 0:
-            self.ambiguous = {key.split("\t", 1)[0] for key in self.context}
             pairs: dict[str, Counter] = defaultdict(Counter)
             for s in sentences:
                 for i, (low, words) in enumerate(s):
@@ -186,10 +185,30 @@ class MultiwordExpander:
 
     def _single_context(self, low: str, previous: str, following: str):
         """The lowercased decision of the single-neighbour contexts, else the lexicon's."""
-        for key in (f"{low}\tn\t{following}", f"{low}\tp\t{previous}"):
+        found, words = self._context_words(low, previous, following, pairs=False)
+        return words if found else self.lexicon.get(low)
+
+    def _context_words(self, low: str, previous: str, following: str, pairs: bool = True):
+        """(whether a context decides, its lowercased words): both neighbours first (with
+        `pairs`), then the next token, then the previous one."""
+        keys = (f"{low}\tn\t{following}", f"{low}\tp\t{previous}")
+        if pairs:
+            keys = (f"{low}\tb\t{previous}\t{following}",) + keys
+        for key in keys:
             if key in self.context:
-                return self.context[key]
-        return self.lexicon.get(low)
+                return True, self.context[key]
+        return False, None
+
+    def fit_sentences(self, sentences: Iterable[Sequence[tuple[str, tuple[str, ...] | None]]], context: bool = True,
+                      min_count: int = 2, min_share: float = 0.7, pair_min_count: int = 1) -> MultiwordExpander:
+        """`fit` on every token of the sentences (sequences of (surface form, words or None)),
+        then, with `context`, `fit_context`: how `train_tokenizer` and the tokenizer component
+        learn their expansions."""
+        sentences = [list(s) for s in sentences]
+        self.fit(token for sentence in sentences for token in sentence)
+        if context:
+            self.fit_context(sentences, min_count, min_share, pair_min_count)
+        return self
 
     def ambiguous_forms(self) -> set[str]:
         """The exact forms expanded so far (by `expand`) whose answer may depend on their neighbours."""
@@ -200,11 +219,9 @@ class MultiwordExpander:
         edges) decide otherwise: the next token first, then the previous one."""
         low = form.lower()
         if low in self.ambiguous:
-            previous, following = previous.lower(), following.lower()
-            for key in (f"{low}\tb\t{previous}\t{following}", f"{low}\tn\t{following}", f"{low}\tp\t{previous}"):
-                if key in self.context:
-                    words = self.context[key]
-                    return apply_case(form, words) if words is not None else None
+            found, words = self._context_words(low, previous.lower(), following.lower())
+            if found:
+                return apply_case(form, words) if words is not None else None
         return self.expand(form)
 
     def _rule_for(self, low: str) -> int | None:
