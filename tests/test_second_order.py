@@ -10,7 +10,8 @@ import pytest
 
 from arborist.weights import Weights
 from arborist.parser.eisner import eisner_argmax, eisner_marginals
-from arborist.parser.second_order_eisner import SecondOrderLayout, second_order_argmax, second_order_marginals
+from arborist.parser.second_order_eisner import (SecondOrderLayout, second_order_argmax, second_order_hill_climb,
+                                                 second_order_marginals)
 from arborist.parser.part_features import PartFeatures
 from arborist.parser.second_order import ArcPruner, SecondOrderTree, prune
 from arborist.parser.features import DEFAULT_TEMPLATES
@@ -21,7 +22,7 @@ from arborist.corpus import read_corpus
 from arborist.sentence import Sentence
 
 from protocol import check_gradient, check_protocol
-from test_tree import HASH_BITS, TAGS, WORDS, hamming, projective_trees, sentence
+from test_tree import HASH_BITS, TAGS, WORDS, hamming, is_tree, projective_trees, sentence, spanning_trees
 
 SAMPLE = Path(__file__).resolve().parents[1] / "corpora" / "sample"
 PART_CHOICES = [("sibling",), ("grandparent",), ("sibling", "grandparent")]
@@ -258,8 +259,8 @@ def test_bad_part_templates_are_rejected():
         PartFeatures(["g.xpos m.xpos"], ["g.xpos m.xpos"])
     with pytest.raises(ValueError, match="bad grandparent feature atom 's.form'"):
         PartFeatures(["s.xpos m.xpos"], ["s.form m.xpos"])
-    with pytest.raises(ValueError, match="projective"):
-        SecondOrderTree(DEFAULT_TEMPLATES, HASH_BITS, projective=False)
+    with pytest.raises(ValueError, match="projective must be"):
+        SecondOrderTree(DEFAULT_TEMPLATES, HASH_BITS, projective="no")
     with pytest.raises(ValueError, match="parts must be"):
         SecondOrderTree(DEFAULT_TEMPLATES, HASH_BITS, parts=["trigram"])
 
@@ -357,3 +358,135 @@ def test_pruned_second_order_parser_trains_saves_loads_and_evaluates(trained_sec
     scores = __import__("json").loads(result.stdout)
     assert scores["uas"] == pytest.approx(report["components"]["parser"]["best"])
     assert 90 <= scores["prune_recall"] <= 100 and scores["heads_per_word"] >= 1
+
+
+# -- approximate non-projective decoding (hill climbing) ----------------------------------
+
+def single_changes(heads, allowed, single_root):
+    """Every tree one head change away from `heads` within `allowed` (by brute force)."""
+    n = len(heads) - 1
+    for m in range(1, n + 1):
+        for h in range(n + 1):
+            if h == heads[m] or not allowed[h, m]:
+                continue
+            y = np.array(heads)
+            y[m] = h
+            if is_tree(y) and (not single_root or int((y[1:] == 0).sum()) == 1):
+                yield y
+
+
+@pytest.mark.parametrize("parts", PART_CHOICES)
+@pytest.mark.parametrize("single_root", [True, False])
+@pytest.mark.parametrize("n", [2, 3, 4, 5])
+@pytest.mark.parametrize("pruned", [False, True])
+def test_hill_climb_ends_at_a_local_optimum_between_the_projective_and_the_best_tree(n, single_root, parts, pruned):
+    rng = np.random.default_rng([n, single_root, len(parts), pruned, 29])
+    allowed = random_mask(rng, n, 0.6) if pruned else np.ones((n + 1, n + 1), dtype=bool)
+    layout = SecondOrderLayout(allowed, "sibling" in parts, "grandparent" in parts)
+    allowed = layout.allowed
+    trees = [y for y in spanning_trees(n, single_root) if all(allowed[y[m], m] for m in range(1, n + 1))]
+    climbed = 0
+    for _ in range(10):
+        scores = rng.normal(size=layout.n_parts) * 2
+        values, _ = enumerate_scores(layout, scores, trees)
+        start, start_score = second_order_argmax(layout, scores, single_root)
+        heads, score, moves = second_order_hill_climb(layout, scores, start, single_root)
+        assert is_tree(heads) and all(allowed[heads[m], m] for m in range(1, n + 1))
+        if single_root:
+            assert int((heads[1:] == 0).sum()) == 1
+        assert np.isclose(score, layout.indicator(heads) @ scores)  # its own score is the parts' sum
+        assert score >= start_score - 1e-9 and score <= values.max() + 1e-9
+        assert (moves == 0) == np.array_equal(heads, start)
+        for y in single_changes(heads, allowed, single_root):
+            assert layout.indicator(y) @ scores <= score + 1e-9, (heads, y)
+        climbed += moves > 0
+    if n == 5 and not pruned:
+        assert climbed > 0  # the climb did leave the projective tree sometimes
+
+
+def test_hill_climb_finds_a_non_projective_tree_that_the_scores_prefer():
+    """Arcs 0->2, 2->1, 1->3, 2->4 cross (1->3 with 2->4): with those arcs scoring high
+    and every other part 0, the projective argmax cannot take them all, and one head
+    change reaches the crossing tree."""
+    n = 4
+    layout = SecondOrderLayout(np.ones((n + 1, n + 1), dtype=bool))
+    wanted = np.array([-1, 2, 0, 1, 2])
+    scores = np.zeros(layout.n_parts)
+    for m in range(1, n + 1):
+        scores[layout.arc_index(int(wanted[m]), m)] = 5.0
+    start, _ = second_order_argmax(layout, scores, True)
+    assert not np.array_equal(start, wanted)
+    heads, score, moves = second_order_hill_climb(layout, scores, start, True)
+    np.testing.assert_array_equal(heads, wanted)
+    assert score == 20.0 and moves >= 1
+
+
+def test_hill_climb_rejects_heads_that_are_not_a_tree_of_allowed_arcs():
+    layout = SecondOrderLayout(np.ones((4, 4), dtype=bool))
+    zeros = np.zeros(layout.n_parts)
+    with pytest.raises(ValueError, match="cycle"):
+        second_order_hill_climb(layout, zeros, np.array([-1, 2, 1, 0]))
+    with pytest.raises(ValueError, match="entries"):
+        second_order_hill_climb(layout, zeros, np.array([-1, 0, 1]))
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_non_projective_second_order_tree_decodes_by_hill_climbing(single_root):
+    rng = np.random.default_rng(5)
+    n = 6
+    projective = SecondOrderTree(DEFAULT_TEMPLATES, HASH_BITS, single_root, projective=True)
+    climbing = SecondOrderTree(DEFAULT_TEMPLATES, HASH_BITS, single_root, projective=False)
+    x = climbing.example(sentence(n))
+    differs = 0
+    for _ in range(20):
+        scores = rng.normal(size=x.layout.n_parts) * 2
+        start = projective.argmax(x, scores)
+        heads = climbing.argmax(x, scores)
+        np.testing.assert_array_equal(heads, second_order_hill_climb(x.layout, scores, start, single_root)[0])
+        assert x.layout.indicator(heads) @ scores >= x.layout.indicator(start) @ scores - 1e-9
+        differs += not np.array_equal(heads, start)
+        # training uses the same decoder (cost-augmented for M3N) and projective marginals
+        mu, _ = climbing.marginals(x, scores)
+        np.testing.assert_array_equal(mu, projective.marginals(x, scores)[0])
+    assert differs > 0
+    assert climbing.registry_call()["projective"] is False
+
+
+def test_second_order_projective_auto_is_decided_by_the_training_trees():
+    tree = SecondOrderTree(DEFAULT_TEMPLATES, HASH_BITS, True, projective="auto")
+    x = tree.example(sentence(3))
+    with pytest.raises(ValueError, match="initialize"):
+        tree.argmax(x, np.zeros(x.layout.n_parts))
+    crossing = sentence(4)
+    crossing.heads = np.array([-1, 2, 0, 1, 2])
+    tree.initialize([crossing])
+    assert tree.projective is False
+    tree = SecondOrderTree(DEFAULT_TEMPLATES, HASH_BITS, True, projective="auto")
+    tree.initialize([sentence(4)])
+    assert tree.projective is True
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_non_projective_pruner_keeps_matrix_tree_heads_and_both_best_trees(single_root):
+    from arborist.parser.mst import mst_argmax, mst_marginals
+
+    rng = np.random.default_rng(17)
+    n = 9
+    scores = rng.normal(size=(n + 1, n + 1)) * 3
+    pruners = {p: ArcPruner(hash_bits=HASH_BITS, single_root=single_root, threshold=1e-2, max_heads=2, projective=p)
+               for p in (True, False)}
+    for pruner in pruners.values():
+        pruner.scores = lambda x, w: scores  # the scores a trained model would give
+    x = sentence(n)
+    eisner_tree, mst_tree = eisner_argmax(scores, single_root)[0], mst_argmax(scores, single_root)[0]
+    kept = pruners[False].allowed(x, None)
+    expected = prune(mst_marginals(scores, single_root)[0], eisner_tree, 1e-2, 2)
+    expected[mst_tree[1:], np.arange(1, n + 1)] = True
+    np.testing.assert_array_equal(kept, expected)
+    np.testing.assert_array_equal(pruners[True].allowed(x, None),
+                                  prune(eisner_marginals(scores, single_root)[0], eisner_tree, 1e-2, 2))
+    # a projective tree remains for the exact second-order decoder, and the MST tree for the climb
+    layout = SecondOrderLayout(kept)
+    second_order_argmax(layout, np.zeros(layout.n_parts), single_root)
+    assert kept[mst_tree[1:], np.arange(1, n + 1)].all()
+    assert pruners[False].registry_call()["projective"] is False

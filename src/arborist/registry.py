@@ -66,7 +66,8 @@ def dependency_tree(hash_bits: int = 22, single_root: bool = True, templates: li
     matrix-tree theorem) or "auto" (the default: non-projective when the training treebank
     has at least `tree.AUTO_NONPROJECTIVE_SHARE` non-projective sentences).
 
-    order = 2 adds second-order parts (projective only): `parts` is a list of "sibling"
+    order = 2 adds second-order parts (exact decoding is projective; projective = false
+    decodes approximately by hill climbing from the projective tree): `parts` is a list of "sibling"
     and "grandparent" (default both), with their templates (defaults in
     `arborist.parser.part_features`); a pipeline's pruner (`arborist.Pruner.v1`) decides
     which arcs they may use."""
@@ -91,15 +92,17 @@ def dependency_tree(hash_bits: int = 22, single_root: bool = True, templates: li
 
 @registry.structures("arborist.Pruner.v1")
 def pruner(hash_bits: int = 22, single_root: bool = True, templates: list[str] | None = None,
-           threshold: float = 1e-4, max_heads: int = 10):
-    """A first-order projective model whose arc marginals prune a second-order parser's
-    arcs: per word, the heads with marginal >= threshold x the best head's, at most
-    max_heads, plus its own best tree's arcs. Without `templates`,
+           threshold: float = 1e-4, max_heads: int = 10, projective: bool | str = True):
+    """A first-order model whose arc marginals prune a second-order parser's arcs: per
+    word, the heads with marginal >= threshold x the best head's, at most max_heads,
+    plus its own best projective tree's arcs. projective = false (or "auto", decided
+    by the training trees) takes matrix-tree marginals and adds its best non-projective
+    tree's arcs: for a parser with projective = false. Without `templates`,
     `arborist.parser.second_order.PRUNER_TEMPLATES`."""
     from .parser.second_order import PRUNER_TEMPLATES, ArcPruner
 
     return ArcPruner(_templates(templates, PRUNER_TEMPLATES), hash_bits=hash_bits, single_root=single_root,
-                     threshold=threshold, max_heads=max_heads)
+                     threshold=threshold, max_heads=max_heads, projective=projective)
 
 
 @registry.structures("arborist.LinearChain.v1")

@@ -1,5 +1,5 @@
-"""Second-order projective trees behind the Structure protocol, and the first-order
-pruner whose arc marginals decide which arcs they may use.
+"""Second-order trees behind the Structure protocol, and the first-order pruner whose
+arc marginals decide which arcs they may use.
 
 `SecondOrderTree` (`DependencyTree` with `order = 2`) has three part types: arcs,
 sibling parts (h, s, m) and grandparent parts (g, h, m); `parts` selects the
@@ -8,11 +8,22 @@ from its allowed arcs, and Parts are one flat array (arcs, then siblings, then
 grandparents), so every trainer handles them as it handles first-order arc
 matrices. A label is a heads array, as for first-order trees.
 
+Exact second-order decoding is projective (`second_order_eisner`). With `projective =
+false` the argmax is approximate and non-projective, as in McDonald and Pereira (2006):
+the projective argmax, then greedy single head changes while the score rises
+(`second_order_hill_climb`); non-projective second-order decoding is NP-hard. Marginals
+(CRF, EG, confidences) stay those of projective trees, which is also what McDonald and
+Pereira's training used. `projective = "auto"` decides at `initialize` from the training
+trees, as for first-order trees.
+
 `ArcPruner` (registered as `arborist.Pruner.v1`, a pipeline component of kind
 "pruner") is a first-order tree whose `allowed` keeps, for each word, the heads
 whose marginal is at least `threshold` times the word's best head's, at most
-`max_heads` of them, plus the arcs of its own best tree (so a projective
-single-root tree always remains). Training sentences also keep their gold arcs
+`max_heads` of them, plus the arcs of its own best projective tree (so a projective
+single-root tree always remains). A non-projective pruner (`projective = false`, for a
+hill-climbing parser) takes the marginals of the matrix-tree theorem, which do not
+starve crossing arcs as projective marginals do, and keeps its best non-projective
+tree's arcs too. Training sentences also keep their gold arcs
 (`SecondOrderTree.example`), so the gold tree's parts exist for every update.
 """
 from __future__ import annotations
@@ -23,7 +34,9 @@ import numpy as np
 
 from ..sentence import Sentence
 from .eisner import eisner_argmax, eisner_marginals
-from .second_order_eisner import SecondOrderLayout, second_order_argmax, second_order_marginals
+from .mst import mst_argmax
+from .second_order_eisner import (SecondOrderLayout, second_order_argmax, second_order_hill_climb,
+                                  second_order_marginals)
 from .part_features import DEFAULT_GRANDPARENT_TEMPLATES, DEFAULT_SIBLING_TEMPLATES, PartFeatures
 from .tree import DependencyTree
 
@@ -60,13 +73,13 @@ def prune(marginals: np.ndarray, best_tree: np.ndarray, threshold: float, max_he
 
 
 class ArcPruner(DependencyTree):
-    """A first-order projective tree model used for its arc marginals."""
+    """A first-order tree model used for its arc marginals (projective by default)."""
 
     name = "pruner"
 
     def __init__(self, templates: Sequence[str] = PRUNER_TEMPLATES, hash_bits: int = 22, single_root: bool = True,
-                 threshold: float = 1e-4, max_heads: int = 10):
-        super().__init__(templates, hash_bits, single_root, projective=True)
+                 threshold: float = 1e-4, max_heads: int = 10, projective: bool | str = True):
+        super().__init__(templates, hash_bits, single_root, projective=projective)
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"pruner threshold must be in [0, 1], got {threshold}")
         if max_heads < 1:
@@ -76,14 +89,18 @@ class ArcPruner(DependencyTree):
     def registry_call(self) -> dict:
         return {"@structures": "arborist.Pruner.v1", "templates": list(self.features.templates),
                 "hash_bits": self.features.bits, "single_root": self.single_root, "threshold": self.threshold,
-                "max_heads": self.max_heads}
+                "max_heads": self.max_heads, "projective": self.projective}
 
     def allowed(self, x: Sentence, w) -> np.ndarray:
         """The arcs a second-order parser may use in x (weights w)."""
         scores = self.scores(x, w)
-        marginals, _ = eisner_marginals(scores, self.single_root)
+        marginals, _ = self.marginals(x, scores)
         best_tree, _ = eisner_argmax(scores, self.single_root)
-        return prune(marginals, best_tree, self.threshold, self.max_heads)
+        allowed = prune(marginals, best_tree, self.threshold, self.max_heads)
+        if not self.projective:
+            best_tree = mst_argmax(scores, self.single_root)[0]
+            allowed[best_tree[1:], np.arange(1, x.n + 1)] = True
+        return allowed
 
 
 class PrunedSentence:
@@ -104,7 +121,8 @@ class PrunedSentence:
 
 
 class SecondOrderTree(DependencyTree):
-    """Projective trees with arc, sibling and grandparent parts (see the module docstring)."""
+    """Trees with arc, sibling and grandparent parts: projective, or approximately
+    non-projective by hill climbing (see the module docstring)."""
 
     order = 2
 
@@ -112,9 +130,7 @@ class SecondOrderTree(DependencyTree):
                  projective: bool | str = True, parts: Sequence[str] = PART_TYPES,
                  sibling_templates: Sequence[str] = DEFAULT_SIBLING_TEMPLATES,
                  grandparent_templates: Sequence[str] = DEFAULT_GRANDPARENT_TEMPLATES):
-        if projective not in (True, "auto"):
-            raise ValueError("second-order trees are projective: set projective = true (or leave it \"auto\")")
-        super().__init__(templates, hash_bits, single_root, projective=True)
+        super().__init__(templates, hash_bits, single_root, projective=projective)
         parts = tuple(parts)
         if not parts or any(p not in PART_TYPES for p in parts) or len(set(parts)) != len(parts):
             raise ValueError(f"parts must be a non-empty list of {', '.join(PART_TYPES)}, got {list(parts)}")
@@ -160,7 +176,13 @@ class SecondOrderTree(DependencyTree):
         return np.concatenate(out)
 
     def argmax(self, x: Sentence, scores: np.ndarray) -> np.ndarray:
-        return second_order_argmax(self._parts(x)[0], scores, self.single_root)[0]
+        layout = self._parts(x)[0]
+        heads = second_order_argmax(layout, scores, self.single_root)[0]
+        if self.projective == "auto":
+            raise ValueError('projective = "auto" is decided by initialize(training sentences); call it first')
+        if not self.projective:
+            heads = second_order_hill_climb(layout, scores, heads, self.single_root)[0]
+        return heads
 
     def marginals(self, x: Sentence, scores: np.ndarray) -> tuple[np.ndarray, float]:
         return second_order_marginals(self._parts(x)[0], scores, self.single_root)

@@ -577,3 +577,113 @@ def second_order_marginals(SecondOrderLayout layout, scores, bint single_root=Tr
     with nogil:
         chart.outside(&sc[0], single_root, logz, mu)
     return mu_arr, logz
+
+
+# -- approximate non-projective decoding ------------------------------------------------
+
+cdef double _tree_score(SecondOrderLayout L, const double* sc, const int* y, int* arc, int* previous) noexcept nogil:
+    """The score of the head assignment y (every arc allowed): its arc, sibling and
+    grandparent parts, found as `SecondOrderLayout.indicator` finds them. The sibling
+    and grandparent parts of a non-projective tree are defined as for a projective one
+    (nearest inner sibling on the same side; the head's head), so they are all in the
+    layout whenever the tree's arcs are."""
+    cdef int n = L.n, m, h, a, b
+    cdef double total = 0.0
+    for m in range(1, n + 1):
+        arc[m] = L.v_head_start[m] + L.v_slot[y[m], m]
+        total += sc[arc[m]]
+    if L.sibling:
+        for h in range(n + 1):
+            previous[h] = -1
+        for m in range(1, n + 1):
+            h = y[m]
+            if m > h:
+                a = arc[m]
+                b = 0 if previous[h] < 0 else 1 + L.inner_index(a, previous[h])
+                total += sc[L.sibling_offset + L.v_sib_start[a] + b]
+                previous[h] = a
+        for h in range(n + 1):
+            previous[h] = -1
+        for m in range(n, 0, -1):
+            h = y[m]
+            if m < h:
+                a = arc[m]
+                b = 0 if previous[h] < 0 else 1 + L.inner_index(a, previous[h])
+                total += sc[L.sibling_offset + L.v_sib_start[a] + b]
+                previous[h] = a
+    if L.grandparent:
+        for m in range(1, n + 1):
+            h = y[m]
+            if h >= 1:
+                total += sc[L.grand_offset + L.v_grand_start[arc[m]] + arc[h] - L.v_head_start[h]]
+    return total
+
+
+cdef inline bint _descends(const int* y, int h, int m) noexcept nogil:
+    """Whether h is m or below m in the tree y (so that m -> h would close a cycle)."""
+    while h > 0 and h != m:
+        h = y[h]
+    return h == m
+
+
+cdef double _hill_climb(SecondOrderLayout L, const double* sc, int* y, bint single_root, int* arc,
+                        int* previous, int* moves) noexcept nogil:
+    """Greedy ascent over single head changes (McDonald and Pereira 2006, §3.2): from
+    the tree y, take the change of one word's head (to another allowed head, keeping a
+    tree, and with `single_root` keeping the root's one child) that raises the score the
+    most, until none does. Returns the final score; `moves` counts the changes taken."""
+    cdef int n = L.n, m, a, h, h_old, best_m, best_h
+    cdef double current = _tree_score(L, sc, y, arc, previous), best, s
+    moves[0] = 0
+    while True:
+        best, best_m, best_h = current, -1, -1
+        for m in range(1, n + 1):
+            h_old = y[m]
+            if single_root and h_old == 0:
+                continue
+            for a in range(L.v_head_start[m], L.v_head_start[m + 1]):
+                h = L.v_arc_h[a]
+                if h == h_old or (single_root and h == 0) or _descends(y, h, m):
+                    continue
+                y[m] = h
+                s = _tree_score(L, sc, y, arc, previous)
+                y[m] = h_old
+                # a strict gain beyond rounding, so that equal-score trees cannot alternate
+                if s > best + 1e-9 * (1.0 + (best if best > 0 else -best)):
+                    best, best_m, best_h = s, m, h
+        if best_m < 0:
+            return current
+        y[best_m] = best_h
+        current = best
+        moves[0] += 1
+
+
+def second_order_hill_climb(SecondOrderLayout layout, scores, heads, bint single_root=True):
+    """(heads int32 (n+1), score, moves): approximate non-projective second-order decoding
+    from the tree `heads` (the projective argmax, usually): greedy single head changes
+    while the score rises (`_hill_climb`). The result is a tree of allowed arcs, with one
+    root child under `single_root` when `heads` has one, scoring at least as much as
+    `heads`, and no single head change improves it."""
+    sc_arr = _check(layout, scores)
+    cdef const double[::1] sc = sc_arr
+    y_arr = numpy.array(heads, dtype=numpy.intc, copy=True)
+    if y_arr.shape != (layout.n + 1,):
+        raise ValueError(f"heads must have {layout.n + 1} entries, got shape {y_arr.shape}")
+    cdef int[::1] y = y_arr
+    cdef int m, g, steps
+    for m in range(1, layout.n + 1):
+        if not (0 <= y[m] <= layout.n) or layout.v_slot[y[m], m] < 0:
+            raise ValueError(f"arc {y[m]} -> {m} is not among the allowed arcs")
+        g, steps = y[m], 0
+        while g > 0 and steps <= layout.n:
+            g, steps = y[g], steps + 1
+        if g != 0:
+            raise ValueError(f"heads is not a tree: word {m} is on a cycle")
+    y[0] = -1
+    cdef int[::1] arc = numpy.empty(layout.n + 1, dtype=numpy.intc)
+    cdef int[::1] previous = numpy.empty(layout.n + 1, dtype=numpy.intc)
+    cdef int moves = 0
+    cdef double score
+    with nogil:
+        score = _hill_climb(layout, &sc[0], &y[0], single_root, &arc[0], &previous[0], &moves)
+    return y_arr, score, moves
