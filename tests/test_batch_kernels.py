@@ -15,7 +15,7 @@ from arborist.components.tagger import with_tags
 from arborist.model import Pipeline
 from arborist.parser.labels import ArcLabels
 from arborist.parser.tree import DependencyTree
-from arborist.sentence import Sentence, SentenceBatch
+from arborist.sentence import ATTR_NAMES, Sentence, SentenceBatch
 from arborist.spacy_components import DocBatch
 from arborist.tagger.chain import LinearChain
 
@@ -65,6 +65,24 @@ def test_parse_many_equals_scores_then_eisner(single_root):
     one_by_one = [parser.predict(x) for x in sentences]
     batch = parser.predict_batch(SentenceBatch.from_sentences(sentences))
     np.testing.assert_array_equal(batch, np.concatenate(one_by_one))
+
+
+@pytest.mark.parametrize("length, n_xpos", [((1, 2), 5), ((5, 30), 12), ((100, 101), 1000), ((300, 301), 40)])
+def test_between_ids_are_ranks_among_the_sorted_distinct_values_folded_mod_64(length, n_xpos):
+    """`between_ids` against its definition, written with numpy.unique: each token's id is
+    the rank of its value among the sentence's distinct values mod 64, and `values` holds
+    the first 64 distinct values in order (zeros after the last)."""
+    rng = np.random.default_rng(length[0])
+    features = DependencyTree(["between.xpos", "between.upos", "h.form m.form"], hash_bits=20).features
+    for x in random_sentences(rng, 5, length, n_xpos=n_xpos):
+        ids, values = features.between_ids(x.attrs)
+        assert ids.shape == (2, x.n + 1) and ids.dtype == np.int8 and values.shape == (2, 64)
+        for j, row in enumerate((ATTR_NAMES.index("xpos"), ATTR_NAMES.index("upos"))):
+            uniq, inverse = np.unique(x.attrs[row], return_inverse=True)
+            np.testing.assert_array_equal(ids[j], inverse % 64)
+            expected = np.zeros(64, dtype=np.uint64)
+            expected[:min(len(uniq), 64)] = uniq[:64]
+            np.testing.assert_array_equal(values[j], expected)
 
 
 def test_in_between_ids_without_numpy_fold_as_between_ids_does():

@@ -278,6 +278,81 @@ def test_prune_keeps_heads_within_the_factor_at_most_k_and_the_best_tree():
     assert not allowed[:, 0].any() and not allowed.diagonal().any()
 
 
+def reference_prune(marginals, best_tree, threshold, max_heads):
+    """`prune` written with numpy (the definition the kernel must match)."""
+    n = marginals.shape[0] - 1
+    columns = marginals[:, 1:]
+    keep = columns >= threshold * columns.max(axis=0, keepdims=True)
+    if max_heads < n + 1:
+        order = np.argsort(-columns, axis=0, kind="stable")
+        top = np.zeros_like(keep)
+        np.put_along_axis(top, order[:max_heads], True, axis=0)
+        keep &= top
+    allowed = np.zeros((n + 1, n + 1), dtype=bool)
+    allowed[:, 1:] = keep
+    allowed[best_tree[1:], np.arange(1, n + 1)] = True
+    allowed[np.arange(n + 1), np.arange(n + 1)] = False
+    return allowed
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 12, 30])
+def test_prune_matches_its_numpy_definition_with_ties(n):
+    rng = np.random.default_rng(n)
+    for trial in range(40):
+        # marginals rounded to a few values, so that ties at the k-th head are common
+        mu = np.round(rng.random((n + 1, n + 1)) ** 3, 1 if trial % 2 else 3)
+        tree = np.concatenate([[-1], rng.integers(0, n + 1, n)])
+        tree[1:][tree[1:] == np.arange(1, n + 1)] = 0
+        for threshold, max_heads in [(1e-4, 10), (0.5, 2), (0.0, 1), (1.0, 3), (1e-2, n + 5)]:
+            assert np.array_equal(prune(mu, tree, threshold, max_heads),
+                                  reference_prune(mu, tree, threshold, max_heads))
+
+
+def reference_layout_tables(allowed):
+    """The index tables of `SecondOrderLayout`, computed with numpy from their definitions."""
+    mask = np.array(allowed, dtype=bool, copy=True)
+    n = mask.shape[0] - 1
+    mask[:, 0] = False
+    np.fill_diagonal(mask, False)
+    counts = mask.sum(axis=0)
+    mods, heads = np.nonzero(mask.T)  # by modifier, then head
+    A = len(heads)
+    head_start = np.concatenate([[0], np.cumsum(counts)])
+    slot = np.full((n + 1, n + 1), -1)
+    slot[heads, mods] = np.arange(A) - head_start[mods]
+    child_arc = np.lexsort((mods, heads))
+    child_start = np.concatenate([[0], np.cumsum(np.bincount(heads, minlength=n + 1))])
+    rank = np.empty(A, dtype=int)
+    rank[child_arc] = np.arange(A)
+    split = child_start[:-1] + np.bincount(heads[mods < heads], minlength=n + 1)
+    inner = np.where(mods > heads, rank - split[heads], split[heads] - 1 - rank)
+    sib_start = np.concatenate([[0], np.cumsum(1 + inner)])
+    grand_start = np.concatenate([[0], np.cumsum(np.where(heads >= 1, counts[heads], 0))])
+    widths = np.abs(mods - heads)
+    arc_order = np.argsort(widths, kind="stable")
+    width_start = np.searchsorted(widths[arc_order], np.arange(n + 2))
+    return {"arc_h": heads, "arc_m": mods, "head_start": head_start, "slot": slot, "child_arc": child_arc,
+            "child_start": child_start, "rank": rank, "split": split, "sib_start": sib_start,
+            "grand_start": grand_start, "arc_order": arc_order, "width_start": width_start,
+            "kmax": max(1, int(counts.max()))}
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 20])
+def test_layout_tables_match_their_numpy_definitions(n):
+    rng = np.random.default_rng(10 + n)
+    for density in (0.1, 0.4, 1.0):
+        for _ in range(10):
+            allowed = random_mask(rng, n, density)
+            allowed[rng.integers(0, n + 1), 0] = True  # arcs into the root are never parts
+            layout = SecondOrderLayout(allowed)
+            for name, expected in reference_layout_tables(allowed).items():
+                assert np.array_equal(np.asarray(getattr(layout, name)), expected), name
+            assert layout.n_arcs == len(layout.arc_h)
+            assert layout.n_sibling_slots == layout.sib_start[-1] and layout.n_grand_slots == layout.grand_start[-1]
+    fortran = np.asfortranarray(random_mask(rng, n, 0.5))  # any memory layout of the mask
+    assert np.array_equal(SecondOrderLayout(fortran).slot, SecondOrderLayout(np.ascontiguousarray(fortran)).slot)
+
+
 TRAINERS = {
     "perceptron": {"@trainers": "arborist.Perceptron.v1", "seed": 0},
     "swvp": {"@trainers": "arborist.SWVP.v1", "seed": 0},

@@ -140,12 +140,16 @@ cdef class ArcFeatures:
         n_between = len(self.between_rows)
         ids = numpy.zeros((n_between, attrs.shape[1]), dtype=numpy.int8)
         values = numpy.zeros((n_between, 64), dtype=numpy.uint64)
-        for j, row in enumerate(self.between_rows):
-            uniq, inverse = numpy.unique(attrs[row], return_inverse=True)
-            # More than 64 distinct tags in one sentence: fold the rest (never seen in UD).
-            ids[j] = inverse % 64
-            values[j, : min(len(uniq), 64)] = uniq[:64]
+        if n_between:
+            # more than 64 distinct tags in one sentence fold onto the first ones (never seen in UD)
+            self._fill_between_ids(numpy.ascontiguousarray(attrs, dtype=numpy.uint64), ids, values)
         return ids, values
+
+    def _fill_between_ids(self, const uint64_t[:, ::1] attrs, int8_t[:, ::1] ids, uint64_t[:, ::1] values):
+        cdef const int[::1] rows = self.between_rows
+        cdef uint64_t[::1] scratch = numpy.empty(attrs.shape[1], dtype=numpy.uint64)
+        with nogil:
+            _between_ids(attrs, 0, attrs.shape[1], rows, ids, values, &scratch[0])
 
     def score(self, sentence, const double[::1] w, allowed=None, helper=None):
         """Scores of all arcs: (n+1, n+1) float64, S[h, m] = w . phi(h, m); invalid arcs 0.

@@ -35,7 +35,7 @@ import numpy as np
 from ..sentence import Sentence
 from .eisner import eisner_argmax, eisner_marginals
 from .mst import mst_argmax
-from .second_order_eisner import (SecondOrderLayout, second_order_argmax, second_order_hill_climb,
+from .second_order_eisner import (SecondOrderLayout, prune, second_order_argmax, second_order_hill_climb,
                                   second_order_marginals)
 from .part_features import DEFAULT_GRANDPARENT_TEMPLATES, DEFAULT_SIBLING_TEMPLATES, PartFeatures
 from .tree import DependencyTree
@@ -51,25 +51,6 @@ PRUNER_TEMPLATES = (
     "h.xpos h+1.xpos m.xpos m+1.xpos", "h-1.xpos h.xpos m.xpos m+1.xpos",
     "between.xpos",
 )
-
-
-def prune(marginals: np.ndarray, best_tree: np.ndarray, threshold: float, max_heads: int) -> np.ndarray:
-    """(n+1, n+1) bool: per modifier m, the heads h with marginals[h, m] >= threshold *
-    max_h' marginals[h', m], at most `max_heads` of them (the most probable), and the
-    arcs of `best_tree`."""
-    n = marginals.shape[0] - 1
-    columns = marginals[:, 1:]
-    keep = columns >= threshold * columns.max(axis=0, keepdims=True)
-    if max_heads < n + 1:
-        order = np.argsort(-columns, axis=0, kind="stable")
-        top = np.zeros_like(keep)
-        np.put_along_axis(top, order[:max_heads], True, axis=0)
-        keep &= top
-    allowed = np.zeros((n + 1, n + 1), dtype=bool)
-    allowed[:, 1:] = keep
-    allowed[best_tree[1:], np.arange(1, n + 1)] = True
-    allowed[np.arange(n + 1), np.arange(n + 1)] = False
-    return allowed
 
 
 class ArcPruner(DependencyTree):

@@ -66,52 +66,81 @@ cdef class SecondOrderLayout:
     cdef int[:, ::1] v_slot
 
     def __init__(self, allowed, bint sibling=True, bint grandparent=True):
-        mask = numpy.array(allowed, dtype=bool, copy=True)
-        if mask.ndim != 2 or mask.shape[0] != mask.shape[1] or mask.shape[0] < 2:
-            raise ValueError(f"allowed arcs must be (n+1, n+1) with n >= 1, got shape {mask.shape}")
-        n = mask.shape[0] - 1
-        mask[:, 0] = False
-        numpy.fill_diagonal(mask, False)
-        counts = mask.sum(axis=0)
-        if (counts[1:] == 0).any():
-            raise ValueError(f"word {int(numpy.flatnonzero(counts[1:] == 0)[0]) + 1} has no allowed head")
+        # Built by counting sorts in one pass over the mask (a sentence's layout is built for
+        # every sentence a second-order parser sees; numpy calls per table cost more than this).
+        mask_arr = numpy.ascontiguousarray(allowed, dtype=bool)
+        if mask_arr.ndim != 2 or mask_arr.shape[0] != mask_arr.shape[1] or mask_arr.shape[0] < 2:
+            raise ValueError(f"allowed arcs must be (n+1, n+1) with n >= 1, got shape {mask_arr.shape}")
+        cdef const unsigned char[:, ::1] mask = mask_arr.view(numpy.uint8)
+        cdef int n = mask.shape[0] - 1
+        cdef int h, m, a, w, A = 0, kmax = 1, missing = 0
         self.n, self.sibling, self.grandparent = n, sibling, grandparent
-        mods, heads = numpy.nonzero(mask.T)  # ordered by modifier, then head
-        self.arc_h = heads.astype(numpy.intc)
-        self.arc_m = mods.astype(numpy.intc)
-        A = self.n_arcs = len(self.arc_h)
         self.head_start = numpy.zeros(n + 2, dtype=numpy.intc)
-        self.head_start[1:] = numpy.cumsum(counts)
-        self.kmax = max(1, int(counts.max()))
-        self.slot = numpy.full((n + 1, n + 1), -1, dtype=numpy.intc)
-        self.slot[self.arc_h, self.arc_m] = numpy.arange(A) - self.head_start[self.arc_m]
-        # children lists: arcs ordered by head, then modifier
-        self.child_arc = numpy.lexsort((self.arc_m, self.arc_h)).astype(numpy.intc)
         self.child_start = numpy.zeros(n + 2, dtype=numpy.intc)
-        self.child_start[1:] = numpy.cumsum(numpy.bincount(self.arc_h, minlength=n + 1))
+        self.width_start = numpy.zeros(n + 2, dtype=numpy.intc)
+        self.split = numpy.empty(n + 1, dtype=numpy.intc)
+        self.slot = numpy.full((n + 1, n + 1), -1, dtype=numpy.intc)
+        self.v_head_start, self.v_child_start = self.head_start, self.child_start
+        self.v_width_start, self.v_split, self.v_slot = self.width_start, self.split, self.slot
+        cdef int[::1] left = numpy.zeros(n + 1, dtype=numpy.intc)
+        # arcs are numbered by modifier, then head (the root and the diagonal are never arcs)
+        for m in range(1, n + 1):
+            for h in range(n + 1):
+                if mask[h, m] and h != m:
+                    self.v_slot[h, m] = A - self.v_head_start[m]
+                    A += 1
+                    self.v_child_start[h + 1] += 1
+                    self.v_width_start[(m - h if m > h else h - m) + 1] += 1
+                    if m < h:
+                        left[h] += 1
+            self.v_head_start[m + 1] = A
+            if A == self.v_head_start[m] and not missing:
+                missing = m
+            kmax = max(kmax, A - self.v_head_start[m])
+        if missing:
+            raise ValueError(f"word {missing} has no allowed head")
+        self.n_arcs, self.kmax = A, kmax
+        for h in range(n + 1):
+            self.v_child_start[h + 1] += self.v_child_start[h]
+            self.v_width_start[h + 1] += self.v_width_start[h]
+            self.v_split[h] = self.v_child_start[h] + left[h]
+        self.arc_h = numpy.empty(A, dtype=numpy.intc)
+        self.arc_m = numpy.empty(A, dtype=numpy.intc)
+        self.child_arc = numpy.empty(A, dtype=numpy.intc)
         self.rank = numpy.empty(A, dtype=numpy.intc)
-        self.rank[self.child_arc] = numpy.arange(A, dtype=numpy.intc)
-        left_children = numpy.bincount(self.arc_h[self.arc_m < self.arc_h], minlength=n + 1)
-        self.split = (self.child_start[:-1] + left_children).astype(numpy.intc)
-        right = self.arc_m > self.arc_h
-        inner = numpy.where(right, self.rank - self.split[self.arc_h], self.split[self.arc_h] - 1 - self.rank)
+        self.arc_order = numpy.empty(A, dtype=numpy.intc)
         self.sib_start = numpy.zeros(A + 1, dtype=numpy.intc)
-        self.sib_start[1:] = numpy.cumsum(1 + inner)
-        self.n_sibling_slots = int(self.sib_start[A])
-        grand_counts = numpy.where(self.arc_h >= 1, counts[self.arc_h], 0)
         self.grand_start = numpy.zeros(A + 1, dtype=numpy.intc)
-        self.grand_start[1:] = numpy.cumsum(grand_counts)
-        self.n_grand_slots = int(self.grand_start[A])
-        widths = numpy.abs(self.arc_m - self.arc_h)
-        self.arc_order = numpy.argsort(widths, kind="stable").astype(numpy.intc)
-        self.width_start = numpy.searchsorted(widths[self.arc_order], numpy.arange(n + 2)).astype(numpy.intc)
+        self.v_arc_h, self.v_arc_m, self.v_child_arc, self.v_rank = self.arc_h, self.arc_m, self.child_arc, self.rank
+        self.v_arc_order, self.v_sib_start, self.v_grand_start = self.arc_order, self.sib_start, self.grand_start
+        # children by head, then modifier; arcs by width (stable): counting sorts over the
+        # arcs in their own order, which is by modifier
+        cdef int[::1] child_fill = numpy.zeros(n + 1, dtype=numpy.intc)
+        cdef int[::1] width_fill = numpy.zeros(n + 1, dtype=numpy.intc)
+        a = 0
+        for m in range(1, n + 1):
+            for h in range(n + 1):
+                if mask[h, m] and h != m:
+                    self.v_arc_h[a], self.v_arc_m[a] = h, m
+                    self.v_rank[a] = self.v_child_start[h] + child_fill[h]
+                    self.v_child_arc[self.v_rank[a]] = a
+                    child_fill[h] += 1
+                    w = m - h if m > h else h - m
+                    self.v_arc_order[self.v_width_start[w] + width_fill[w]] = a
+                    width_fill[w] += 1
+                    a += 1
+        for a in range(A):
+            h, m = self.v_arc_h[a], self.v_arc_m[a]
+            # 1 + the allowed children of h strictly between h and m (the inner siblings)
+            self.v_sib_start[a + 1] = self.v_sib_start[a] + 1 + (
+                self.v_rank[a] - self.v_split[h] if m > h else self.v_split[h] - 1 - self.v_rank[a])
+            self.v_grand_start[a + 1] = self.v_grand_start[a] + (
+                self.v_head_start[h + 1] - self.v_head_start[h] if h >= 1 else 0)
+        self.n_sibling_slots = self.v_sib_start[A]
+        self.n_grand_slots = self.v_grand_start[A]
         self.sibling_offset = A
         self.grand_offset = A + (self.n_sibling_slots if sibling else 0)
         self.n_parts = self.grand_offset + (self.n_grand_slots if grandparent else 0)
-        self.v_arc_h, self.v_arc_m, self.v_head_start = self.arc_h, self.arc_m, self.head_start
-        self.v_child_start, self.v_child_arc, self.v_split = self.child_start, self.child_arc, self.split
-        self.v_rank, self.v_sib_start, self.v_grand_start = self.rank, self.sib_start, self.grand_start
-        self.v_arc_order, self.v_width_start, self.v_slot = self.arc_order, self.width_start, self.slot
 
     cdef inline int candidate(self, int a, int j) noexcept nogil:
         """The arc (h, r) of the j-th allowed child r of h strictly between h and m
@@ -687,3 +716,49 @@ def second_order_hill_climb(SecondOrderLayout layout, scores, heads, bint single
     with nogil:
         score = _hill_climb(layout, &sc[0], &y[0], single_root, &arc[0], &previous[0], &moves)
     return y_arr, score, moves
+
+
+# -- pruning ---------------------------------------------------------------------------
+
+def prune(marginals, best_tree, double threshold, int max_heads):
+    """(n+1, n+1) bool: per modifier m, the heads h with marginals[h, m] >= threshold *
+    max_h' marginals[h', m], at most `max_heads` of them (the most probable; the lower h
+    first among equals), and the arcs of `best_tree` (heads, n+1); never h = m."""
+    mu_arr = numpy.ascontiguousarray(marginals, dtype=numpy.float64)
+    tree_arr = numpy.ascontiguousarray(best_tree, dtype=numpy.intc)
+    if mu_arr.ndim != 2 or mu_arr.shape[0] != mu_arr.shape[1] or tree_arr.shape != (mu_arr.shape[0],):
+        raise ValueError(f"marginals must be (n+1, n+1) and the tree n+1 heads, got {mu_arr.shape} and "
+                         f"{tree_arr.shape}")
+    cdef const double[:, ::1] mu = mu_arr
+    cdef const int[::1] tree = tree_arr
+    cdef int n = mu.shape[0] - 1, h, m, j, kept, best_h
+    out_arr = numpy.zeros((n + 1, n + 1), dtype=bool)
+    cdef unsigned char[:, ::1] out = out_arr.view(numpy.uint8)
+    cdef double top, floor, best
+    with nogil:
+        for m in range(1, n + 1):
+            top = mu[0, m]
+            for h in range(1, n + 1):
+                if mu[h, m] > top:
+                    top = mu[h, m]
+            floor = threshold * top
+            kept = 0
+            for h in range(n + 1):
+                if mu[h, m] >= floor:
+                    kept += 1
+            if kept <= max_heads:
+                for h in range(n + 1):
+                    if mu[h, m] >= floor:
+                        out[h, m] = 1
+            else:
+                # the max_heads most probable heads, which all pass the threshold
+                for j in range(max_heads):
+                    best_h = -1
+                    for h in range(n + 1):
+                        if not out[h, m] and (best_h < 0 or mu[h, m] > best):
+                            best_h, best = h, mu[h, m]
+                    out[best_h, m] = 1
+            if 0 <= tree[m] <= n:
+                out[tree[m], m] = 1
+            out[m, m] = 0
+    return out_arr
