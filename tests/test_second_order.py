@@ -539,6 +539,12 @@ def test_second_order_projective_auto_is_decided_by_the_training_trees():
     tree = SecondOrderTree(DEFAULT_TEMPLATES, HASH_BITS, True, projective="auto")
     tree.initialize([sentence(4)])
     assert tree.projective is True
+    pruner = ArcPruner(hash_bits=HASH_BITS, projective="auto")  # the pruner decides the same way
+    with pytest.raises(ValueError, match="initialize"):
+        pruner.allowed(sentence(3), Weights(HASH_BITS))
+    pruner.initialize([crossing])
+    assert pruner.projective is False and pruner.registry_call()["projective"] is False
+    assert pruner.allowed(crossing, Weights(HASH_BITS))[crossing.heads[1:], np.arange(1, 5)].all()
 
 
 @pytest.mark.parametrize("single_root", [True, False])
