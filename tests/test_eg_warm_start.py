@@ -134,11 +134,39 @@ def test_searched_scale_minimizes_q_over_the_grid(objective):
 
     chosen = q(r["margin"], r["scale"])
     assert abs(chosen - eg.dual_value()) < 1e-9
-    for factor in (0.5, 2.0):
-        assert chosen <= q(r["margin"], r["scale"] * factor) + 1e-12
+    # a coordinate-wise minimum over both whole grids (the search's fixed point)
+    for b in [2.0 ** k for k in range(-12, 7)]:
+        assert chosen <= q(r["margin"], b) + 1e-12
+    if objective == "m3n":
+        for a in [0.0] + [2.0 ** k for k in range(-4, 7)]:
+            assert chosen <= q(a, r["scale"]) + 1e-12
     if objective == "crf":
         assert r["scale"] in (0.25, 0.5)  # the grid points around 1/3, where w* is
         assert r["margin"] == 0.0
+
+
+def test_search_leaves_a_local_minimum_of_the_scale_for_the_global_one(monkeypatch):
+    """A Q with two valleys in b at a = 0 (a shallow one at b = 2, the deepest at b = 1/16)
+    and the b = 2 valley alone for any margin: the search starts at a = 0 and scans the whole
+    grid of b, so it finds (0, 1/16), the minimum over the joint grid. (The search before it
+    scanned b at a = 1 and then only b's neighbours, and stopped at (0, 2): that is how M3N on
+    en_ewt got b = 2 and dev UAS 10.)"""
+    structure, examples = make_dataset()
+
+    def fake_q(self, structure, cache, a, b, C, hash_bits):
+        if a == 0.0:
+            return min((np.log2(b) - 1.0) ** 2 + 1.0, (np.log2(b) + 4.0) ** 2)
+        return (np.log2(b) - 1.0) ** 2 + 2.0 + a
+
+    monkeypatch.setattr(EG, "_q_at", fake_q)
+    eg = EG("m3n", C=1.0, eta=0.5, warm_start_fraction=1.0)
+    eg.warm_weights = some_weights(structure, examples)
+    eg.begin(structure, examples, BITS)
+    r = eg.warm_start_result
+    assert (r["margin"], r["scale"]) == (0.0, 1.0 / 16)
+    grid = [(a, b) for a in [0.0] + [2.0 ** k for k in range(-4, 7)] for b in [2.0 ** k for k in range(-12, 7)]]
+    assert min(grid, key=lambda ab: fake_q(None, None, None, *ab, None, None)) == (0.0, 1.0 / 16)
+    assert r["search_evaluations"] < len(grid)  # coordinate descent, not the joint grid
 
 
 def test_warm_start_loads_npy_and_model_directories(tmp_path):

@@ -39,7 +39,8 @@ At the CRF optimum theta_i = w* . phi(x_i, r) exactly (alpha_i = Gibbs(w* . phi)
 w* = w(alpha)/C), so b rescales w0 towards w*; at the M3N optimum alpha_i sits on the
 cost-augmented argmaxes of e_i + w* . phi, which a large a and b approach. b
 (`warm_start_scale`) and a (`warm_start_margin`) are searched when not given: the values
-on a grid of powers of two that minimize Q on a fixed random subset of m examples, with C
+on grids of powers of two (a also 0) that minimize Q, by coordinate descent from a = 0 until
+neither moves, on a fixed random subset of m examples, with C
 replaced by C m / n (the subset's terms sum like m/n of the full sum and its w(alpha)
 like m/n of the full one, so C m / n keeps w(alpha)/C and Q per example at their
 full-data sizes). eta_ini is then searched from the warm point, on the same terms.
@@ -215,22 +216,36 @@ class EG(Trainer):
             C_sub = self.C * size / n
             cache = [(x, np.asarray(structure.scores(x, w0), dtype=np.float64),
                       structure.part_cost(x, structure.gold(x))) for x in subset]
-            evaluations = 0
+            values: dict[tuple[float, float], float] = {}
 
             def q(a_, b_):
-                nonlocal evaluations
-                evaluations += 1
-                return self._q_at(structure, cache, a_, b_, C_sub, hash_bits)
+                if (a_, b_) not in values:
+                    values[(a_, b_)] = self._q_at(structure, cache, a_, b_, C_sub, hash_bits)
+                return values[(a_, b_)]
 
             grid_b = [2.0 ** k for k in range(-12, 7)]
             grid_a = [0.0] + [2.0 ** k for k in range(-4, 7)]
-            if b is None:
-                a0 = 1.0 if a is None else a
-                b = min(grid_b, key=lambda v: q(a0, v))
-            if a is None:
-                a = min(grid_a, key=lambda v: q(v, b))
-                if self.warm_start_scale is None:  # b once more, around its value, at the chosen a
-                    b = min([b / 2, b, 2 * b], key=lambda v: q(a, v))
+            search_a, search_b = a is None, b is None
+            # Coordinate descent over the two grids, from the CRF's form (no margin), until
+            # neither coordinate moves: each found value is then the best of its whole grid at
+            # the other's. (Starting at a = 1 and searching b only around its first value, as
+            # before, stopped M3N at b = 2: alpha on the perceptron's own trees, w(alpha) near
+            # 0, dev UAS 10; b = 1/16 at a = 0 has a lower Q and a usable w(alpha).)
+            a = 0.0 if search_a else a
+            b = grid_b[0] if search_b else b
+            for _ in range(len(grid_a) + len(grid_b)):
+                moved = False
+                if search_b:
+                    best = min(grid_b, key=lambda v: (q(a, v), v))
+                    moved |= best != b
+                    b = best
+                if search_a:
+                    best = min(grid_a, key=lambda v: (q(v, b), v))
+                    moved |= best != a
+                    a = best
+                if not (moved and search_a and search_b):
+                    break
+            evaluations = len(values)
             self.search_visits += evaluations * size  # each Q evaluation is one visit of the subset
             result = {"search_subset": size, "search_evaluations": evaluations, "search_visits": evaluations * size}
         self.warm_start_result = {"scale": b, "margin": a, **result}
