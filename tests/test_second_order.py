@@ -303,9 +303,13 @@ def test_prune_matches_its_numpy_definition_with_ties(n):
         mu = np.round(rng.random((n + 1, n + 1)) ** 3, 1 if trial % 2 else 3)
         tree = np.concatenate([[-1], rng.integers(0, n + 1, n)])
         tree[1:][tree[1:] == np.arange(1, n + 1)] = 0
-        for threshold, max_heads in [(1e-4, 10), (0.5, 2), (0.0, 1), (1.0, 3), (1e-2, n + 5)]:
+        if trial % 5 == 4:  # a NaN (or an infinity) in a column: numpy's max is NaN there
+            mu[rng.integers(0, n + 1), rng.integers(1, n + 1)] = np.nan if trial % 10 == 4 else np.inf
+        for threshold, max_heads in [(1e-4, 10), (0.5, 2), (0.0, 1), (1.0, 3), (1e-2, n + 5), (0.0, 2)]:
             assert np.array_equal(prune(mu, tree, threshold, max_heads),
                                   reference_prune(mu, tree, threshold, max_heads))
+    with pytest.raises(ValueError, match="head of word 1 is -1"):
+        prune(np.zeros((n + 1, n + 1)), np.full(n + 1, -1), 1e-4, 10)
 
 
 def reference_layout_tables(allowed):

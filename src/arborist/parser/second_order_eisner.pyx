@@ -734,13 +734,20 @@ def prune(marginals, best_tree, double threshold, int max_heads):
     cdef int n = mu.shape[0] - 1, h, m, j, kept, best_h
     out_arr = numpy.zeros((n + 1, n + 1), dtype=bool)
     cdef unsigned char[:, ::1] out = out_arr.view(numpy.uint8)
+    for m in range(1, n + 1):
+        if not 0 <= tree[m] <= n:
+            raise ValueError(f"the best tree's head of word {m} is {tree[m]}, not a position 0..{n}")
     cdef double top, floor, best
     with nogil:
         for m in range(1, n + 1):
+            # the column's max, NaN if any entry is NaN (as numpy's max): no head then passes
+            # the threshold, and only the best tree's arc is kept
             top = mu[0, m]
-            for h in range(1, n + 1):
-                if mu[h, m] > top:
+            h = 1
+            while h <= n and top == top:
+                if mu[h, m] > top or mu[h, m] != mu[h, m]:
                     top = mu[h, m]
+                h += 1
             floor = threshold * top
             kept = 0
             for h in range(n + 1):
@@ -758,7 +765,6 @@ def prune(marginals, best_tree, double threshold, int max_heads):
                         if not out[h, m] and (best_h < 0 or mu[h, m] > best):
                             best_h, best = h, mu[h, m]
                     out[best_h, m] = 1
-            if 0 <= tree[m] <= n:
-                out[tree[m], m] = 1
+            out[tree[m], m] = 1
             out[m, m] = 0
     return out_arr
