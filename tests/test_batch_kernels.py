@@ -86,8 +86,8 @@ def test_between_ids_are_ranks_among_the_sorted_distinct_values_folded_mod_64(le
 
 
 def test_in_between_ids_without_numpy_fold_as_between_ids_does():
-    """`parse_many`'s in-between ids (qsort, binary search) against `between_ids`
-    (numpy.unique, whose ids `arc_indices` uses), past 64 distinct values: with only the
+    """`parse_many`'s in-between ids (its batch columns) against those `arc_indices` uses (one
+    sentence's `between_ids`, checked against numpy.unique above), past 64 distinct values: with only the
     in-between template, weights that reward exactly the features of the flat tree (word 1
     heads every other word) make parse_many find that tree only if its ids are the same."""
     rng = np.random.default_rng(7)

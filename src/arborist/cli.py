@@ -223,10 +223,10 @@ def parse(
     """Tag and parse text and CoNLL-U files. Text is tokenized and split into sentences by
     the model's tokenizer (multiword tokens expanded), or by spaCy's rule tokenizer and
     sentencizer when the model has none; CoNLL-U keeps every byte except the predicted
-    UPOS/XPOS (unless --gold-tags), HEAD and DEPREL. Outputs that exist are skipped (the run can be resumed); a file that cannot be
-    read is reported and skipped. Exit status: 0 all parsed, 2 some failed, 1 all failed.
-    --probs, --k-best and --min-prob add the model's calibrated probabilities (off by
-    default: the output is then unchanged)."""
+    UPOS/XPOS (unless --gold-tags), HEAD and DEPREL. Outputs that exist are skipped (the run
+    can be resumed); a file that cannot be read is reported and skipped. Exit status: 0 all
+    parsed, 2 some failed, 1 all failed. --probs, --k-best and --min-prob add the model's
+    calibrated probabilities (off by default: the output is then unchanged)."""
     from .batch import FORMATS, ConfidenceOptions, parse_files, plan
     from .model import ModelError, load
 

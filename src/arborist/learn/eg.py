@@ -226,11 +226,9 @@ class EG(Trainer):
             grid_b = [2.0 ** k for k in range(-12, 7)]
             grid_a = [0.0] + [2.0 ** k for k in range(-4, 7)]
             search_a, search_b = a is None, b is None
-            # Coordinate descent over the two grids, from the CRF's form (no margin), until
-            # neither coordinate moves: each found value is then the best of its whole grid at
-            # the other's. (Starting at a = 1 and searching b only around its first value, as
-            # before, stopped M3N at b = 2: alpha on the perceptron's own trees, w(alpha) near
-            # 0, dev UAS 10; b = 1/16 at a = 0 has a lower Q and a usable w(alpha).)
+            # Coordinate descent over the two whole grids, from the CRF's form (no margin),
+            # until neither coordinate moves: a search of b near one start can stop in a valley
+            # where alpha sits on w0's own trees and w(alpha), the model, is near 0.
             a = 0.0 if search_a else a
             b = grid_b[0] if search_b else b
             for _ in range(len(grid_a) + len(grid_b)):
