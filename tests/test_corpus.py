@@ -558,3 +558,16 @@ def test_attachment_scores_empty():
     scores = attachment_scores([])
     assert scores["words"] == 0 and scores["sentences"] == 0
     assert scores["uas"] == 0.0
+
+
+def test_sentences_from_forms_equal_from_columns():
+    from arborist.sentence import Sentence
+
+    sentences = [["Hello", "World", "!"], [], ["ÉCOLE", "straße", "İstanbul", "a" * 9], ["x"]]
+    many = Sentence.from_forms(sentences)
+    assert len(many) == len(sentences)
+    for forms, got in zip(sentences, many):
+        one = Sentence.from_columns(forms)
+        np.testing.assert_array_equal(got.attrs, one.attrs)
+        np.testing.assert_array_equal(got.heads, one.heads)
+        assert (got.forms, got.upos, got.xpos, got.deprels) == (one.forms, one.upos, one.xpos, one.deprels)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import functools
+import gc
 import json
 import multiprocessing
 import multiprocessing.pool
@@ -560,6 +561,26 @@ class Annotator:
 
 _ANNOTATOR: Annotator | None = None  # the worker's (inherited from the parent when forked)
 
+# Parsing allocates millions of short-lived objects (strings, lists, small arrays) that
+# reference counting frees; at Python's default threshold (700) the cyclic collector runs
+# every few sentences and rescans the young objects, about 5% of a raw-text run's time.
+# A batch run raises the threshold and freezes what exists (the loaded model: the
+# collector then never scans it again); cycles are still collected.
+GC_THRESHOLD = 50_000
+
+
+@contextlib.contextmanager
+def batch_gc():
+    """The cyclic collector tuned for a batch run (GC_THRESHOLD), restored afterwards."""
+    saved = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(GC_THRESHOLD, *saved[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*saved)
+        gc.unfreeze()
+
 
 def _init_worker(pipeline_path, fmt, lang, gold_tags, confidence=None) -> None:
     global _ANNOTATOR
@@ -570,6 +591,8 @@ def _init_worker(pipeline_path, fmt, lang, gold_tags, confidence=None) -> None:
         from .model import load
 
         _ANNOTATOR = Annotator(load(pipeline_path), fmt, lang, gold_tags, confidence)
+    gc.freeze()  # for the worker's life (see batch_gc)
+    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
 
 
 def _work(payload, name):
@@ -687,7 +710,8 @@ def parse_files(pipeline: Pipeline, jobs: list[Job], fmt: str = "conllu", *, mod
     start = time.perf_counter()
     bar = _Progress(console, sum(j.size for j in todo), progress)
     try:
-        _run(todo, fmt, language, pool, window, report, bar)
+        with batch_gc():
+            _run(todo, fmt, language, pool, window, report, bar)
     finally:
         bar.close()
         if pool is not None:

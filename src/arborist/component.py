@@ -115,7 +115,12 @@ class Component:
 
     # -- predicting -------------------------------------------------------------------
     def predict(self, x):
-        return self.decode(x, self.structure.scores(x, self.weights))
+        return self.decode(x, self.scores(x))
+
+    def scores(self, x):
+        """The structure's scores of example x as prediction uses them (for `predict`, the
+        probabilities and calibration; training uses the structure's own)."""
+        return self.structure.scores(x, self.weights)
 
     def decode(self, x, scores):
         """Its prediction for example x from the structure's scores of x (`predict`, and
@@ -149,6 +154,12 @@ class Component:
     def apply(self, sentence: Sentence, value) -> Sentence:
         """The sentence with this component's prediction in its columns."""
         return sentence
+
+    def sentence_fields(self, value) -> dict:
+        """The Sentence fields besides `attrs` that `apply` sets (a tagger: its column's
+        strings). `annotate` builds each sentence once from the batch's rows and these,
+        instead of one copy per component."""
+        return {}
 
     def column_values(self, value) -> dict[str, list[str]]:
         """{column: one string per word} of a prediction, for the token columns it writes
@@ -212,12 +223,11 @@ class Component:
     def distributions(self, examples: Sequence, temperature: float | None = None):
         """`word_probabilities` of each example at `temperature` (default: its own)."""
         t = self.temperature if temperature is None else temperature
-        s = self.structure
         for x in examples:
             if x.n == 0:
                 yield np.zeros((0, 1))
             else:
-                yield self.word_probabilities(x, s.scores(x, self.weights) / t)
+                yield self.word_probabilities(x, self.scores(x) / t)
 
     def confidences(self, batch: SentenceBatch, predicted: np.ndarray, k: int = 0) -> dict[str, Confidence]:
         """{column: Confidence} of its prediction `predicted` for the batch (empty for a kind
@@ -234,11 +244,11 @@ class Component:
         second scoring). The prediction is the argmax of the same scores as `annotate`'s."""
         if not self.confidence_column:
             return self.annotate(batch), {}
-        s, t = self.structure, self.temperature
+        t = self.temperature
         sentences = [batch.sentence(i) for i in range(batch.n_sentences)]
         parts, distributions = [], []
         for x in self.examples(sentences):
-            scores = s.scores(x, self.weights)
+            scores = self.scores(x)
             parts.append(self.decode(x, scores))
             distributions.append(self.word_probabilities(x, scores / t) if x.n else np.zeros((0, 1)))
         predicted = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
@@ -277,7 +287,6 @@ class Component:
         if not self.confidence_column:
             return None
         examples = self.examples(list(inputs))
-        s = self.structure
         cached, impossible = [], 0
         for x, g in zip(examples, gold):
             if not x.n:
@@ -289,7 +298,7 @@ class Component:
                 out = known[~possible[known, classes[known]]]
                 impossible += len(out)
                 classes[out] = -1
-            cached.append((x, s.scores(x, self.weights), classes))
+            cached.append((x, self.scores(x), classes))
         words = sum(int((c >= 0).sum()) for _, _, c in cached)
         if not words:
             return None

@@ -26,7 +26,7 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -94,18 +94,22 @@ def annotate(components: list[Component], sentences: list[Sentence], confidence:
         a, b = int(batch.starts[i]) + 1, int(batch.starts[i + 1])
         for column, c in probabilities.items():
             parsed.confidences[column] = Confidence(c.prob[a:b], c.top[a:b], c.top_prob[a:b], c.names)
+        fields = None
         for component in components:
             if component.name not in predicted:
                 continue
             value = component.value(batch, predicted[component.name], i)
             parsed.values[component.name] = value
             if component.tagging:
-                parsed.sentence = component.apply(parsed.sentence, value)
+                # What `component.apply` would do to the sentence: its rows are in the batch
+                fields = (fields or {}) | component.sentence_fields(value)
                 parsed.columns.update(component.column_values(value))
             if "head" in component.writes:
                 parsed.heads = value
             if "deprel" in component.writes:
                 parsed.deprels = value
+        if fields is not None:
+            parsed.sentence = replace(sentence, attrs=batch.attrs[:, a - 1:b].copy(), **fields)
         out.append(parsed)
     return out
 
@@ -239,11 +243,10 @@ class Pipeline:
         tokenizer = self.writer("form")
         if tokenizer is None:
             return None
-        out = []
-        for doc in tokenizer.tokenize(texts):
-            out.append((doc, [Sentence.from_columns([w for t in s.tokens for w in t.word_forms])
-                              for s in doc.sentences]))
-        return out
+        docs = list(tokenizer.tokenize(texts))
+        sentences = iter(Sentence.from_forms([[w for t in s.tokens for w in t.word_forms]
+                                              for doc in docs for s in doc.sentences]))
+        return [(doc, [next(sentences) for _ in doc.sentences]) for doc in docs]
 
     def tag(self, sentence: Sentence) -> Sentence:
         """The sentence with the tagging stage's predictions (nothing else runs)."""

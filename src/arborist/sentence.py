@@ -92,6 +92,26 @@ class Sentence:
             **provenance,
         )
 
+    @classmethod
+    def from_forms(cls, sentences: list[list[str]]) -> list["Sentence"]:
+        """`from_columns(forms)` of each sentence's forms, the strings of all of them hashed
+        in one call (raw text: Pipeline.tokenize makes every sentence this way)."""
+        words = [f for forms in sentences for f in forms]
+        lower = [f.lower() for f in words]
+        hashed = hash_strings(words + lower + [f[:PREFIX_LENGTH] for f in lower]).reshape(3, len(words))
+        out, at = [], 0
+        for forms in sentences:
+            n = len(forms)
+            attrs = np.empty((len(ATTR_NAMES), n + 1), dtype=np.uint64)
+            attrs[:, 0] = _ROOT_HASH
+            attrs[(FORM, LOWER, PREFIX), 1:] = hashed[:, at:at + n]
+            attrs[(LEMMA, UPOS, XPOS, FEATS), 1:] = _MISSING_HASH
+            at += n
+            missing = ["_"] * n
+            out.append(cls(forms=[ROOT, *forms], attrs=attrs, heads=np.full(n + 1, -1, dtype=np.int32),
+                           deprels=["", *missing], upos=[ROOT, *missing], xpos=[ROOT, *missing]))
+        return out
+
 
 @dataclass
 class SentenceBatch:

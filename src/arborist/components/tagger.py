@@ -64,6 +64,9 @@ class Tagger(Component):
     def apply(self, sentence: Sentence, value: list[str]) -> Sentence:
         return with_tags(sentence, self.attribute, value)
 
+    def sentence_fields(self, value: list[str]) -> dict:
+        return {self.attribute: [ROOT] + list(value)}
+
     def column_values(self, value: list[str]) -> dict[str, list[str]]:
         return {self.attribute: value}
 

@@ -194,6 +194,7 @@ class Lemmatizer(CandidateModel):
         self._lexicon = KeyIndex(a["lexicon_keys"], a["lexicon_scripts"])
         self._form_lexicon = KeyIndex(a["form_keys"], a["form_scripts"])
         self._lemma_ids = U64Map()
+        self._lemma_texts: dict[tuple[str, int], str] = {}  # lemma_strings' cache
 
     @property
     def n_classes(self) -> int:
@@ -213,8 +214,16 @@ class Lemmatizer(CandidateModel):
         """The classes of a form's candidate scripts (known_lemmas: K + k when script k's lemma is attested)."""
         if not self.known_lemmas:
             return scripts
+        # `attested` of each candidate's lemma, with the form hashed once (a new form's
+        # candidate sets are built in Python: this is most of the cost of an unseen word)
         K = len(self.scripts)
-        return [K + k if self.attested(form, self.lemma(form, k)) else k for k in scripts]
+        lemmas = hash_strings(edit.lemmas([self.scripts[k] for k in scripts], form)).tolist()
+        form_id, known = hash_string(form), self._known
+        out = []
+        for k, lemma_id in zip(scripts, lemmas):
+            single = known.get(lemma_id)
+            out.append(K + k if single is not None and (single == 0 or single != form_id) else k)
+        return out
 
     def applicable(self, form: str) -> list[int]:
         """The candidate scripts of a form (ids, by decreasing training frequency); "keep the
@@ -308,11 +317,22 @@ class Lemmatizer(CandidateModel):
     # -- output -----------------------------------------------------------------
     def lemma(self, form: str, script_id: int) -> str:
         """The lemma class `script_id` (its script) makes of `form`; the form itself when it does not apply."""
-        script = self.scripts[self.script_of(script_id)]
-        return edit.apply(script, form) if edit.applies(script, form) else form
+        return edit.lemmas((self.scripts[self.script_of(script_id)],), form)[0]
 
     def lemma_strings(self, forms: Sequence[str], ids) -> list[str]:
-        return [self.lemma(f, i) for f, i in zip(forms, np.asarray(ids).tolist())]
+        """`lemma` of each (form, class), cached: applying a script in Python costs microseconds
+        a word, and a corpus repeats its (form, class) pairs. The cache starts over at 2**20
+        pairs (memory stays bounded); threads share it (a dict's get and set are atomic)."""
+        cache = self._lemma_texts
+        if len(cache) > (1 << 20):
+            cache.clear()
+        out = []
+        for key in zip(forms, np.asarray(ids).tolist()):
+            text = cache.get(key)
+            if text is None:
+                text = cache[key] = self.lemma(*key)
+            out.append(text)
+        return out
 
     def lemma_hashes(self, form_ids, ids, text_of) -> np.ndarray:
         """uint64 string ids of the lemmas (as a LEMMA row holds them) of the words with FORM ids

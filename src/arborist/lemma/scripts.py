@@ -54,14 +54,24 @@ def apply(script: Script, form: str) -> str:
     """The lemma the script makes of `form`; ValueError when it does not apply."""
     if not applies(script, form):
         raise ValueError(f"edit script {encode(script)!r} does not apply to {form!r}")
-    base = _base(script.case, form)
-    core = base[len(script.prefix_del):len(base) - len(script.suffix_del)]
-    edited = script.prefix_add + core + script.suffix_add
-    if script.case == "title":
-        return _cap(edited)
-    if script.case == "upper":
-        return edited.upper()
-    return edited
+    return lemmas((script,), form)[0]
+
+
+def lemmas(scripts, form: str) -> list[str]:
+    """The lemma each script makes of `form`, or the form itself where a script does not
+    apply: `apply` of many scripts in one loop (the lemmatizer tries a new form's 100-odd
+    candidate scripts, so the calls per script are most of the cost)."""
+    lower = form.lower()
+    out = []
+    for case, prefix_del, prefix_add, suffix_del, suffix_add in scripts:
+        base = form if case == "keep" else lower
+        if len(prefix_del) + len(suffix_del) > len(base) or not base.startswith(prefix_del) \
+                or not base.endswith(suffix_del):
+            out.append(form)
+            continue
+        edited = prefix_add + base[len(prefix_del):len(base) - len(suffix_del)] + suffix_add
+        out.append(_cap(edited) if case == "title" else edited.upper() if case == "upper" else edited)
+    return out
 
 
 def _longest_common_substring(a: str, b: str) -> tuple[int, int, int]:
