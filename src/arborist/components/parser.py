@@ -103,6 +103,11 @@ class Parser(Component):
             x = self.examples([x])[0]
         return super().predict(x)
 
+    def scores(self, x):
+        """First order: the arcs distance pruning drops (`prune_distances`) at -inf."""
+        scores = super().scores(x)
+        return scores if self.second_order else self.structure.pruned(x, scores)
+
     def parse(self, sentences):
         for sentence in sentences:
             yield sentence, self.predict(sentence)
@@ -140,5 +145,8 @@ class Parser(Component):
         return np.asarray(gold.heads[1:], dtype=np.intp)
 
     def possible_classes(self, x) -> np.ndarray | None:
-        """At second order, the heads the pruner kept."""
-        return x.layout.allowed[:, 1:].T if self.second_order else None
+        """The heads the pruner kept (second order) or distance pruning keeps."""
+        if self.second_order:
+            return x.layout.allowed[:, 1:].T
+        keep = self.structure.kept_arcs(x)
+        return keep[:, 1:].T if keep is not None else None

@@ -54,6 +54,7 @@ DEFAULT_TEMPLATES = (
 )
 
 cdef int MAX_ATOMS = 4
+cdef int UPOS_ROW = ATTR_NAMES.index("upos")
 cdef int MAX_OFFSET = 2
 cdef uint64_t BOS = hash_string("<S>")
 cdef uint64_t EOS = hash_string("</S>")
@@ -217,12 +218,17 @@ cdef class ArcFeatures:
             _visit_arcs(n, T, B, Hv, Mv, ids, values, mask, &index_buffer[0], w, target, A, scale, allowed, 0, n + 1)
 
     def parse_many(self, const uint64_t[:, ::1] attrs, const int64_t[::1] starts, const double[::1] w,
-                   bint single_root=True):
+                   bint single_root=True, prune_tags=None, prune_maxima=None):
         """Eisner's best projective tree of every sentence of a batch, in one region without
         the GIL (threads sharing a model run in parallel): sentence i is columns
         starts[i]..starts[i+1]-1 of `attrs` (its root first). Returns int32 heads in the same
         columns, sentence-local (0 = the root), -1 at each root; the same trees as
-        `score` then `eisner_argmax` one sentence at a time."""
+        `score` then `eisner_argmax` one sentence at a time.
+
+        With distance pruning (`DependencyTree.kept_arcs`): `prune_tags` the sorted UPOS
+        hashes (K,) and `prune_maxima` (2, K, K) int32 the longest arc of each (modifier
+        right of its head?, head tag, modifier tag); a longer arc is not scored and gets
+        -inf, except arcs from the root, between neighbours or touching an unknown tag."""
         cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
         if w.shape[0] != <Py_ssize_t>(mask + 1):
             raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{self.bits}")
@@ -258,6 +264,20 @@ cdef class ArcFeatures:
         cdef Py_ssize_t base
         cdef int root_child = 0, failed = -1
         cdef double best
+        cdef bint pruning = prune_tags is not None
+        if pruning != (prune_maxima is not None):
+            raise ValueError("distance pruning needs both prune_tags and prune_maxima")
+        tags_arr = numpy.ascontiguousarray(prune_tags if pruning else numpy.zeros(1), dtype=numpy.uint64)
+        maxima_arr = numpy.ascontiguousarray(prune_maxima if pruning else numpy.zeros((2, 1, 1)), dtype=numpy.int32)
+        if maxima_arr.ndim != 3 or maxima_arr.shape[0] != 2 or maxima_arr.shape[1] != tags_arr.shape[0] \
+                or maxima_arr.shape[2] != tags_arr.shape[0] or (pruning and tags_arr.shape[0] == 0):
+            raise ValueError("prune_maxima must be (2, K, K) for K prune_tags")
+        if pruning and (tags_arr[1:] < tags_arr[:-1]).any():
+            raise ValueError("prune_tags must be sorted")
+        cdef const uint64_t[::1] ptags = tags_arr
+        cdef const int[:, :, ::1] pmax = maxima_arr
+        cdef int[::1] token_tag = numpy.empty(size, dtype=numpy.intc)
+        cdef unsigned char[::1] keep = numpy.ones(size * size, dtype=numpy.uint8)
         with nogil:
             for i in range(n_sentences):
                 base = starts[i]
@@ -269,7 +289,10 @@ cdef class ArcFeatures:
                         Hv[t, j] = _side_hash(seeds[t, 0], atoms[t, 0], attrs, base, j, n + 1)
                         Mv[t, j] = _side_hash(seeds[t, 1], atoms[t, 1], attrs, base, j, n + 1)
                 _between_ids(attrs, base, n + 1, rows, ids, values, &scratch[0])
-                _visit_arcs(n, T, B, Hv, Mv, ids, values, mask, &index_buffer[0], &w[0], None, A, 1.0, NULL, 0, n + 1)
+                if pruning:
+                    _distance_keep(attrs, base, n, ptags, pmax, token_tag, &keep[0], A)
+                _visit_arcs(n, T, B, Hv, Mv, ids, values, mask, &index_buffer[0], &w[0], None, A, 1.0,
+                            &keep[0] if pruning else NULL, 0, n + 1)
                 best = _fill(A, n, single_root, True, Ir, Il, Cr, Cl, Bc, bp_b, bp_cr, bp_cl, &terms[0],
                              &root_child)
                 if best == -INFINITY:
@@ -306,6 +329,40 @@ cdef inline uint64_t _side_hash(uint64_t seed, const int[::1] atoms, const uint6
         pos = i + atoms[k + 1]
         value = combine(value, BOS if pos < 0 else EOS if pos >= n_tokens else attrs[atoms[k], base + pos])
     return value
+
+
+cdef void _distance_keep(const uint64_t[:, :] attrs, Py_ssize_t base, int n, const uint64_t[::1] tags,
+                         const int[:, :, ::1] maxima, int[::1] token_tag, unsigned char* keep,
+                         double[:, ::1] A) noexcept nogil:
+    """keep[h * (n+1) + m]: whether distance pruning keeps arc (h, m) (see `parse_many`);
+    A[h, m] = -inf for the arcs it drops. `DependencyTree.kept_arcs` is the same rule in numpy."""
+    cdef int j, h, m, lo, hi, mid, d, limit, K = tags.shape[0]
+    cdef uint64_t value
+    for j in range(n + 1):
+        value = attrs[UPOS_ROW, base + j]
+        lo, hi = 0, K - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if tags[mid] < value:
+                lo = mid + 1
+            else:
+                hi = mid
+        token_tag[j] = lo if tags[lo] == value else -1
+    for h in range(n + 1):
+        for m in range(n + 1):
+            if m == 0 or m == h:
+                keep[h * (n + 1) + m] = 0
+                continue
+            d = m - h if m > h else h - m
+            if h == 0 or d == 1 or token_tag[h] < 0 or token_tag[m] < 0:
+                keep[h * (n + 1) + m] = 1
+                continue
+            limit = maxima[1 if m > h else 0, token_tag[h], token_tag[m]]
+            if d <= limit:
+                keep[h * (n + 1) + m] = 1
+            else:
+                keep[h * (n + 1) + m] = 0
+                A[h, m] = -INFINITY
 
 
 cdef int _compare_uint64(const void* a, const void* b) noexcept nogil:
