@@ -30,8 +30,20 @@ class Tagger(Component):
 
     kind = "tagger"
     structures = ("arborist.LinearChain.v1",)
-    reads = ("form",)
     jackknifed = True
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """Its form; and the UPOS column, whose tags restrict an XPOS chain's (candidates_from)."""
+        return ("form", "upos") if getattr(self.structure, "candidates_from", None) else ("form",)
+
+    def scores(self, x):
+        """The parts of the tags the word may not take (candidates_from) at -inf."""
+        return self.structure.pruned(x, super().scores(x))
+
+    def possible_classes(self, x) -> np.ndarray | None:
+        """The tags each word may take (candidates_from), None when any."""
+        return self.structure.allowed_tags(x.attrs[UPOS, 1:])
 
     @property
     def attribute(self) -> str:

@@ -15,6 +15,12 @@ scores, indicators, part costs and marginals.
 
 The Hamming loss (wrong tags) is spread on parts as cost 1 on every valid part
 whose current tag differs from the gold tag at that position.
+
+`candidates_from = "upos"` (an XPOS chain of order 1) learns at `initialize` the XPOS tags
+seen with each UPOS in the training sentences (with the UPOS the tagger is trained on: a
+pipeline's jackknifed tags); when tagging, a word may only take the tags of its UPOS (all
+of them when its UPOS was not seen), the others' parts get -inf and the batch kernel does
+not score them. Training scores every tag, as without it (`scores`).
 """
 from __future__ import annotations
 
@@ -22,7 +28,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..sentence import FORM, Sentence, SentenceBatch
+from ..sentence import FORM, UPOS, Sentence, SentenceBatch
 from ..strings import hash_strings
 from ..structure import take_positions
 from .features import EMISSION_TEMPLATES, ChainFeatures
@@ -36,7 +42,8 @@ class LinearChain:
     name = "chain"
 
     def __init__(self, tags: Sequence[str] | None = None, attribute: str = "upos", order: int = 1,
-                 hash_bits: int = 22, templates: Sequence[str] | None = None, missing_tag: bool = False):
+                 hash_bits: int = 22, templates: Sequence[str] | None = None, missing_tag: bool = False,
+                 candidates_from: str | None = None, candidates: dict | None = None):
         """`tags=None` leaves the tag set to `initialize`, which reads it from the training data.
         `templates`: the emission templates (`features.EMISSION_TEMPLATES` when None).
         `missing_tag`: '_' (no tag) is a tag like the others, for a treebank that leaves the
@@ -46,6 +53,15 @@ class LinearChain:
             raise ValueError(f"chain attribute must be one of {ATTRIBUTES}, got {attribute!r}")
         if order not in (1, 2):
             raise ValueError(f"chain order must be 1 or 2, got {order!r}")
+        if candidates_from not in (None, "upos") or (candidates_from and (attribute != "xpos" or order != 1)):
+            raise ValueError(f'candidates_from can only be "upos", for an XPOS chain of order 1 '
+                             f"(got {candidates_from!r} for {attribute.upper()}, order {order})")
+        if candidates is not None and not candidates_from:
+            raise ValueError('candidates needs candidates_from = "upos"')
+        self.candidates_from = candidates_from
+        self.candidates: dict[str, list[str]] | None = None  # UPOS -> its XPOS tags, learned by initialize
+        self._candidate_rows = None  # (sorted UPOS hashes, (U, K) bool: the tags of each)
+        self._pending_candidates = candidates
         self.attribute = attribute
         self.missing_tag = bool(missing_tag)
         self.order = int(order)
@@ -58,6 +74,57 @@ class LinearChain:
         if tags is not None:
             self._set_tags(tags)
 
+    def _set_candidates(self, candidates: dict) -> None:
+        try:
+            table = {str(u): [str(t) for t in tags] for u, tags in candidates.items()}
+            rows = np.zeros((len(table), self.n_tags), dtype=bool)
+            for i, tags in enumerate(table.values()):
+                rows[i, [self.tag_index[t] for t in tags]] = True
+        except (AttributeError, KeyError, TypeError) as e:
+            raise ValueError(f"candidates must map UPOS tags to lists of the chain's tags: {e!r}") from None
+        if len(table) and not rows.any(axis=1).all():
+            raise ValueError("candidates: a UPOS tag with no XPOS tag")
+        hashes = hash_strings(list(table))
+        order = np.argsort(hashes)
+        self.candidates = table
+        self._candidate_rows = (hashes[order], rows[order])
+
+    def learn_candidates(self, sentences: Iterable[Sentence]) -> None:
+        """The tags seen with each UPOS in `sentences` (a missing tag is not a candidate unless it is a tag)."""
+        table: dict[str, set[str]] = {}
+        for x in sentences:
+            for upos, tag in zip(_column(x, "upos"), _column(x, self.attribute)):
+                if tag in self.tag_index:
+                    table.setdefault(upos, set()).add(tag)
+        self._set_candidates({u: sorted(tags, key=self.tag_index.get) for u, tags in table.items()})
+
+    def allowed_tags(self, upos_ids: np.ndarray) -> np.ndarray | None:
+        """(words, K) bool: the tags each word with UPOS string id `upos_ids` may take (None
+        without candidates_from); a UPOS not seen in training allows every tag."""
+        if not self.candidates_from:
+            return None
+        if self._candidate_rows is None:
+            raise ValueError("candidates_from learns its table in initialize(training sentences); call it first")
+        hashes, rows = self._candidate_rows
+        upos_ids = np.asarray(upos_ids, dtype=np.uint64)
+        if not len(hashes):
+            return np.ones((len(upos_ids), self.n_tags), dtype=bool)
+        at = np.minimum(np.searchsorted(hashes, upos_ids), len(hashes) - 1)
+        found = hashes[at] == upos_ids
+        out = np.ones((len(upos_ids), self.n_tags), dtype=bool)
+        out[found] = rows[at[found]]
+        return out
+
+    def pruned(self, x: Sentence, scores: np.ndarray) -> np.ndarray:
+        """The scores tagging uses: with candidates_from, -inf on the parts whose current tag
+        the word may not take (a copy)."""
+        allowed = self.allowed_tags(x.attrs[UPOS, 1:])
+        if allowed is None:
+            return scores
+        out = np.array(scores, dtype=float, copy=True)
+        out[~allowed[:, None, :].repeat(self.n_tags + 1, axis=1)] = -np.inf
+        return out
+
     def _set_tags(self, tags: Sequence[str]) -> None:
         tags = tuple(tags)
         if len(set(tags)) != len(tags):
@@ -69,12 +136,18 @@ class LinearChain:
         self.tag_index = {t: i for i, t in enumerate(tags)}
         self._tag_hashes = None
         self._valid.clear()
+        if self._pending_candidates is not None:
+            candidates, self._pending_candidates = self._pending_candidates, None
+            self._set_candidates(candidates)
 
     def initialize(self, sentences: Iterable[Sentence]) -> None:
         """Take the tag set (sorted; '_', a missing tag, is not one unless `missing_tag`) from the
         training sentences, unless the chain was given its tags."""
         if self.features is not None:
+            if self.candidates_from and self.candidates is None:
+                self.learn_candidates(sentences)
             return
+        sentences = list(sentences)
         tags: set[str] = set()
         for x in sentences:
             tags.update(_column(x, self.attribute))
@@ -84,6 +157,8 @@ class LinearChain:
             raise ValueError(f"no {self.attribute.upper()} tags in the training sentences "
                              f"(every {self.attribute.upper()} is '_')")
         self._set_tags(sorted(tags))
+        if self.candidates_from and self.candidates is None:
+            self.learn_candidates(sentences)
 
     @classmethod
     def from_sentences(cls, sentences: Iterable[Sentence], attribute: str = "upos", order: int = 1,
@@ -103,7 +178,7 @@ class LinearChain:
 
     def registry_call(self) -> dict:
         """The registry call that rebuilds this structure, its learned tag set included."""
-        return {
+        call = {
             "@structures": "arborist.LinearChain.v1",
             "tags": list(self.tags),
             "attribute": self.attribute,
@@ -111,6 +186,11 @@ class LinearChain:
             "hash_bits": self.hash_bits,
             "templates": list(self.templates),
         }
+        if self.candidates_from:
+            call["candidates_from"] = self.candidates_from
+            if self.candidates is not None:
+                call["candidates"] = self.candidates
+        return call
 
     def shape(self, n: int) -> tuple[int, ...]:
         return chain_shape(n, self.n_tags, self.order)
@@ -138,8 +218,9 @@ class LinearChain:
         computed without the GIL (`ChainFeatures.tag_many`)."""
         if self.features is None:
             raise ValueError("the chain has no tags yet: call initialize(training sentences) first")
-        values = self.features.form_values(batch.attrs[FORM][batch.words], batch.text_of)
-        return self.features.tag_many(values, batch.word_starts, w.array)
+        words = batch.words
+        values = self.features.form_values(batch.attrs[FORM][words], batch.text_of)
+        return self.features.tag_many(values, batch.word_starts, w.array, self.allowed_tags(batch.attrs[UPOS][words]))
 
     # -- the protocol -------------------------------------------------------
     def scores(self, x: Sentence, w) -> np.ndarray:

@@ -186,26 +186,37 @@ cdef void _emission_keys(const uint64_t[:, ::1] values, Py_ssize_t base, int n, 
             keys[t, j] = key
 
 
-cdef void _score(int n, int K, int order, const uint64_t[:, ::1] keys, const uint64_t[:, ::1] values,
-                 Py_ssize_t row0, const int* rank, const uint64_t[:, ::1] BK, uint64_t word_bigram_seed,
-                 const uint64_t[:, :, ::1] TK, uint64_t mask, const double* w,
-                 double[:, ::1] E, double[:, ::1] B, double[:, :, ::1] T, double* S) noexcept nogil:
-    """S (flat, C order over (n, Q, K+1, K); Q = K+1 for order 2, 1 for order 1): every valid part."""
-    cdef int t, q, p, c, j, Q = K + 1 if order == 2 else 1
-    cdef double piece
-    cdef uint64_t key, block
-    cdef Py_ssize_t base
+cdef void _emissions_and_bigrams(int n, int K, const uint64_t[:, ::1] keys, const int* rank,
+                                 const uint64_t[:, ::1] BK, uint64_t mask, const double* w,
+                                 const unsigned char* allowed, double[:, ::1] E, double[:, ::1] B) noexcept nogil:
+    """E[t, c]: the emission score of tag c at word t (`_visit_emission` for every c at once:
+    the same weights, added in the same order), only where `allowed` (NULL: all) lets word t
+    take c; B[p, c]: the tag bigram weights."""
+    cdef int t, p, c, j
+    cdef uint64_t key
     for t in range(n):
-        # _visit_emission for every c at once: the same weights, added in the same order.
         for c in range(K):
             E[t, c] = 0.0
         for j in range(keys.shape[1]):
             key = keys[t, j]
             for c in range(K):
-                E[t, c] += w[_emission_index(key, c, rank) & mask]
+                if allowed == NULL or allowed[t * K + c]:
+                    E[t, c] += w[_emission_index(key, c, rank) & mask]
     for p in range(K + 1):
         for c in range(K):
             B[p, c] = touch(BK[p, c], mask, w, None, 0.0)
+
+
+cdef void _score(int n, int K, int order, const uint64_t[:, ::1] keys, const uint64_t[:, ::1] values,
+                 Py_ssize_t row0, const int* rank, const uint64_t[:, ::1] BK, uint64_t word_bigram_seed,
+                 const uint64_t[:, :, ::1] TK, uint64_t mask, const double* w,
+                 double[:, ::1] E, double[:, ::1] B, double[:, :, ::1] T, double* S) noexcept nogil:
+    """S (flat, C order over (n, Q, K+1, K); Q = K+1 for order 2, 1 for order 1): every valid part."""
+    cdef int t, q, p, c, Q = K + 1 if order == 2 else 1
+    cdef double piece
+    cdef uint64_t block
+    cdef Py_ssize_t base
+    _emissions_and_bigrams(n, K, keys, rank, BK, mask, w, NULL, E, B)
     if order == 2:
         for q in range(K + 1):
             for p in range(K + 1):
@@ -222,6 +233,58 @@ cdef void _score(int n, int K, int order, const uint64_t[:, ::1] keys, const uin
                     for q in range(_lo(t, 2, K), _hi(t, 2, K)):
                         base = ((<Py_ssize_t>t * Q + q) * (K + 1) + p) * K + c
                         S[base] = piece + T[q, p, c]
+
+
+cdef double _viterbi1(int n, int K, const uint64_t[:, ::1] keys, const uint64_t[:, ::1] values, Py_ssize_t row0,
+                      const int* rank, const uint64_t[:, ::1] BK, uint64_t word_bigram_seed, uint64_t mask,
+                      const double* w, const unsigned char* allowed, double[:, ::1] E, double[:, ::1] B,
+                      double[:, ::1] alpha, int[:, ::1] bp, int* last) noexcept nogil:
+    """`_score` then `_forward1` (max) of an order-1 chain in one pass: each part's score is
+    used where it is computed (the same sums in the same order, and `acc_add`'s first-maximum
+    tie-breaking, so the same tags). `allowed` (NULL: all): row t of an (n, K) mask, the tags
+    word t may take; the others are never scored, as if their parts were -inf."""
+    cdef int t, p, c, arg
+    cdef double piece, term, best, previous
+    cdef uint64_t block
+    _emissions_and_bigrams(n, K, keys, rank, BK, mask, w, allowed, E, B)
+    block = combine(word_bigram_seed, values[row0, LOWER_COLUMN])
+    for c in range(K):
+        if allowed == NULL or allowed[c]:
+            alpha[0, c] = E[0, c] + B[K, c] + touch(_word_bigram_index(block, K, c, K, rank), mask, w, None, 0.0)
+        else:
+            alpha[0, c] = -INFINITY
+        bp[0, c] = K
+    for t in range(1, n):
+        block = combine(word_bigram_seed, values[row0 + t, LOWER_COLUMN])
+        # p outer, c inner: one row of the word's bigram block at a time; ascending p with a
+        # strict > keeps the first maximum, as acc_add does
+        for c in range(K):
+            alpha[t, c] = -INFINITY
+            bp[t, c] = -2
+        for p in range(K):
+            previous = alpha[t - 1, p]
+            if previous == -INFINITY:
+                continue
+            for c in range(K):
+                if allowed != NULL and not allowed[t * K + c]:
+                    continue
+                piece = E[t, c] + B[p, c] + touch(_word_bigram_index(block, p, c, K, rank), mask, w, None, 0.0)
+                term = previous + piece
+                if term != -INFINITY and term > alpha[t, c]:
+                    alpha[t, c] = term
+                    bp[t, c] = p
+        for c in range(K):
+            if bp[t, c] < 0:
+                bp[t, c] = 0
+    best = -INFINITY
+    arg = -2
+    for c in range(K):
+        term = alpha[n - 1, c]
+        if term != -INFINITY and term > best:
+            best = term
+            arg = c
+    last[0] = arg if arg >= 0 else 0
+    return best
 
 
 cdef void _add(int n, int K, int order, const uint64_t[:, ::1] keys, const uint64_t[:, ::1] values,
@@ -361,11 +424,13 @@ cdef class ChainFeatures:
                 return numpy.zeros((0, N_VALUES), dtype=numpy.uint64)
             return self.table[[vocab[f] for f in ids]]
 
-    def tag_many(self, values, const int64_t[::1] starts, const double[::1] w):
+    def tag_many(self, values, const int64_t[::1] starts, const double[::1] w, allowed=None):
         """Viterbi's best tags of every sentence of a batch, in one region without the GIL
         (threads sharing a model run in parallel): `values` are the words' `form_values`
         (no roots), sentence i its rows starts[i]..starts[i+1]-1. Returns int32 tag ids, one
-        per word: the same tags as `score` then `chain_argmax` one sentence at a time."""
+        per word: the same tags as `score` then `chain_argmax` one sentence at a time.
+        `allowed` (order 1): (words, K) bool, the tags each word may take; the others are not
+        scored (the same tags as `chain_argmax` of scores with their parts at -inf)."""
         cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
         if w.shape[0] != <Py_ssize_t>(mask + 1):
             raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{self.bits}")
@@ -390,10 +455,23 @@ cdef class ChainFeatures:
         cdef const uint64_t[:, :, ::1] tr = self.trigram_keys
         cdef double[:, ::1] E = numpy.empty((size, K)), B = numpy.empty((K + 1, K))
         cdef double[:, :, ::1] T = numpy.empty(self.trigram_keys.shape)
-        scores = numpy.zeros((size, Q, K + 1, K))
-        cdef double[:, :, :, ::1] S4 = scores
-        cdef double[:, :, ::1] S3 = scores.reshape(size, Q * (K + 1), K)
+        # order 1 scores its parts inside Viterbi (`_viterbi1`); order 2 stores them first
+        cdef double[:, :, :, ::1] S4 = numpy.zeros((int(size), int(Q), int(K) + 1, int(K)) if order == 2
+                                                   else (1, 1, 1, 1))
         cdef double[::1] terms = numpy.empty((K + 1) * (K + 1))
+        cdef const unsigned char[:, ::1] mask_rows
+        cdef const unsigned char* allowed_ptr = NULL
+        if allowed is not None:
+            if order != 1:
+                raise ValueError("allowed tags need an order-1 chain")
+            mask_arr = numpy.ascontiguousarray(allowed, dtype=numpy.uint8)
+            if mask_arr.shape != (values.shape[0], K):
+                raise ValueError(f"allowed must be ({values.shape[0]}, {K}), got {mask_arr.shape}")
+            if values.shape[0] and not mask_arr.any(axis=1).all():
+                raise ValueError("allowed gives a word no tag")
+            mask_rows = mask_arr
+            if values.shape[0]:
+                allowed_ptr = &mask_rows[0, 0]
         cdef double[:, ::1] alpha1 = numpy.empty((size, K))
         cdef int[:, ::1] bp1 = numpy.zeros((size, K), dtype=numpy.intc)
         second = (int(size), int(K) + 1, int(K)) if order == 2 else (1, 1, 1)
@@ -409,13 +487,15 @@ cdef class ChainFeatures:
                 if n == 0:
                     continue
                 _emission_keys(vv, base, n, seeds, n_parts, columns, offsets, kv)
-                _score(n, K, order, kv, vv, base, &rank[0], bk, self.word_bigram_seed, tr, mask, &w[0], E, B, T,
-                       &S4[0, 0, 0, 0])
                 if order == 1:
-                    best = _forward1(S3, n, K, True, alpha1, bp1, &terms[0], &last)
+                    best = _viterbi1(n, K, kv, vv, base, &rank[0], bk, self.word_bigram_seed, mask, &w[0],
+                                     allowed_ptr + base * K if allowed_ptr != NULL else NULL, E, B, alpha1, bp1,
+                                     &last)
                     if best > -INFINITY:
                         _backtrack1(n, last, bp1, tags[base:base + n])
                 else:
+                    _score(n, K, order, kv, vv, base, &rank[0], bk, self.word_bigram_seed, tr, mask, &w[0], E, B, T,
+                           &S4[0, 0, 0, 0])
                     best = _forward2(S4, n, K, True, alpha2, bp2, &terms[0], &last)
                     if best > -INFINITY:
                         _backtrack2(n, K, last, bp2, tags[base:base + n])
