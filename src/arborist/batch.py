@@ -346,22 +346,22 @@ def tokenized_conllu(sentence, parsed, paragraph: int, k: int, newdoc: str | Non
         out.append("# newpar\n")
     out.append(f"# sent_id = {paragraph}.{k}\n# text = {' '.join(sentence.text.split())}\n")
     columns = parsed.columns
-    heads, deprels = parsed.heads, parsed.deprels
+    n = sum(len(t.word_forms) for t in sentence.tokens)
+    missing = ["_"] * n
+    lemma, upos, xpos, feats = (columns.get(c, missing) for c in ("lemma", "upos", "xpos", "feats"))
+    extra_misc = columns.get("misc")
+    heads = [str(int(h)) for h in parsed.heads[1:]] if parsed.heads is not None else missing
+    deprels = parsed.deprels[1:] if parsed.deprels is not None else missing
     m = 0
     for t in sentence.tokens:
         misc = "_" if t.space_after else "SpaceAfter=No"
         words = t.word_forms
         if t.words is not None:
             out.append(f"{m + 1}-{m + len(words)}\t{t.form}\t_\t_\t_\t_\t_\t_\t_\t{misc}\n")
+            misc = "_"  # on the multiword token's line, not its words'
         for w in words:
-            own = misc if t.words is None else "_"
-            if "misc" in columns:
-                own = merge_misc(own, columns["misc"][m])
-            values = [str(m + 1), w] + [columns[c][m] if c in columns else "_" for c in ("lemma", "upos", "xpos",
-                                                                                       "feats")]
-            values += [str(int(heads[m + 1])) if heads is not None else "_",
-                       deprels[m + 1] if deprels is not None else "_", "_", own]
-            out.append("\t".join(values) + "\n")
+            own = merge_misc(misc, extra_misc[m]) if extra_misc is not None else misc
+            out.append(f"{m + 1}\t{w}\t{lemma[m]}\t{upos[m]}\t{xpos[m]}\t{feats[m]}\t{heads[m]}\t{deprels[m]}\t_\t{own}\n")
             m += 1
     out.append("\n")
     return "".join(out)

@@ -8,6 +8,7 @@ rows of one uint64 matrix so a kernel gets a single contiguous array. A
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -165,9 +166,10 @@ class SentenceBatch:
     def n_sentences(self) -> int:
         return len(self.starts) - 1
 
-    @property
+    @cached_property
     def word_starts(self) -> np.ndarray:
-        """Sentence i's words are entries word_starts[i]..word_starts[i+1]-1 of per-word arrays."""
+        """Sentence i's words are entries word_starts[i]..word_starts[i+1]-1 of per-word arrays
+        (computed once: each component asks for it once per sentence of the batch)."""
         return self.starts - np.arange(len(self.starts))
 
     @property
