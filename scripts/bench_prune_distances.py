@@ -50,8 +50,8 @@ def main() -> None:
     for path in args.models:
         parser = load(path).components["parser"]
         tree = parser.structure
-        if tree.order != 1:
-            raise SystemExit(f"{path}: distance pruning is for first-order parsers")
+        if tree.order != 1 or not tree.projective:
+            raise SystemExit(f"{path}: the benchmark times the batch kernel of first-order projective parsers")
         trained_with = tree.prune_distances
         tree.prune_distances, tree.max_distances = True, None
         tree.learn_max_distances(train)

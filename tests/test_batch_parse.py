@@ -261,3 +261,22 @@ def test_spacy_vocabulary_stops_growing(tiny_model, monkeypatch):
     text, words = annotator(("text", [(1, "Zyxwv qwerty uiop asdf ghjkl."), (2, "Mnbvc lkjhg.")]), "x.txt")
     assert words == 9 and "Zyxwv" in text
     assert "qwerty" not in annotator.nlp.vocab and "qwerty" not in annotator.nlp.vocab.strings
+
+
+def test_batch_gc_restores_the_collector_and_keeps_a_program_s_frozen_objects():
+    import gc
+
+    from arborist.batch import GC_THRESHOLD, batch_gc
+
+    before = gc.get_threshold()
+    with batch_gc():
+        assert gc.get_threshold()[0] == max(GC_THRESHOLD, before[0]) and gc.get_freeze_count() > 0
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+    gc.freeze()  # the program's own
+    try:
+        frozen = gc.get_freeze_count()
+        with batch_gc():
+            pass
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()

@@ -194,3 +194,25 @@ def test_the_parser_prunes_when_it_parses_and_not_when_it_trains(projective):
         np.testing.assert_array_equal(parser.possible_classes(x), keep[:, 1:].T)
     if projective:  # the batch kernel (non-projective trees have none)
         np.testing.assert_array_equal(parser.predict_batch(batch), heads)
+
+
+def test_an_empty_table_keeps_every_arc():
+    # Training trees with no arc between words (one-word sentences): nothing to learn, nothing pruned
+    train = [Sentence.from_columns(["a"], upos=["DET"], heads=[0]), Sentence.from_columns(["b"], upos=["NOUN"], heads=[0])]
+    tree = DependencyTree(hash_bits=HASH_BITS, prune_distances=True)
+    tree.initialize(train)
+    assert tree.max_distances["upos"] == []
+    x = sentence(5)
+    keep = tree.kept_arcs(x)
+    assert keep[:, 1:].sum() == 5 * 5  # every arc into a word, self-loops aside
+    w = Weights(HASH_BITS, False, np.random.default_rng(2).normal(size=1 << HASH_BITS))
+    batch = SentenceBatch.from_sentences([x])
+    np.testing.assert_array_equal(tree.predict_batch(batch, w)[1:], eisner_argmax(tree.scores(x, w), True)[0][1:])
+
+
+def test_sorted_index():
+    from arborist.strings import sorted_index
+
+    np.testing.assert_array_equal(sorted_index(np.array([3, 7, 9], dtype=np.uint64), [7, 1, 9, 10, 3]),
+                                  [1, -1, 2, -1, 0])
+    np.testing.assert_array_equal(sorted_index([], [1, 2]), [-1, -1])

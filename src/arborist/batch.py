@@ -571,15 +571,20 @@ GC_THRESHOLD = 50_000
 
 @contextlib.contextmanager
 def batch_gc():
-    """The cyclic collector tuned for a batch run (GC_THRESHOLD), restored afterwards."""
+    """The cyclic collector tuned for a batch run (GC_THRESHOLD), restored afterwards. The
+    setting is the process's: a program that froze objects itself keeps them frozen (this
+    then freezes nothing), and concurrent runs in threads share one setting."""
     saved = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(GC_THRESHOLD, *saved[1:])
+    freezing = gc.get_freeze_count() == 0
+    if freezing:
+        gc.freeze()
+    gc.set_threshold(max(GC_THRESHOLD, saved[0]), *saved[1:])
     try:
         yield
     finally:
         gc.set_threshold(*saved)
-        gc.unfreeze()
+        if freezing:
+            gc.unfreeze()
 
 
 def _init_worker(pipeline_path, fmt, lang, gold_tags, confidence=None) -> None:

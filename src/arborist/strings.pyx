@@ -31,3 +31,14 @@ def hash_strings(strings):
     for i, s in enumerate(strings):
         view[i] = hash_string(s)
     return out
+
+
+def sorted_index(sorted_ids, ids):
+    """The position of each of `ids` in the sorted uint64 array `sorted_ids`, -1 where absent
+    (the learned tag tables of distance pruning and XPOS candidates look tags up this way)."""
+    sorted_ids = numpy.asarray(sorted_ids, dtype=numpy.uint64)
+    ids = numpy.asarray(ids, dtype=numpy.uint64)
+    if not len(sorted_ids):
+        return numpy.full(ids.shape, -1, dtype=numpy.intp)
+    at = numpy.minimum(numpy.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
+    return numpy.where(sorted_ids[at] == ids, at, -1)

@@ -321,10 +321,10 @@ class Lemmatizer(CandidateModel):
 
     def lemma_strings(self, forms: Sequence[str], ids) -> list[str]:
         """`lemma` of each (form, class), cached: applying a script in Python costs microseconds
-        a word, and a corpus repeats its (form, class) pairs. The cache starts over at 2**20
-        pairs (memory stays bounded); threads share it (a dict's get and set are atomic)."""
+        a word, and a corpus repeats its (form, class) pairs. The cache starts over at 2**17
+        pairs (about 30 MB); threads share it (a dict's get and set are atomic)."""
         cache = self._lemma_texts
-        if len(cache) > (1 << 20):
+        if len(cache) > (1 << 17):
             cache.clear()
         out = []
         for key in zip(forms, np.asarray(ids).tolist()):

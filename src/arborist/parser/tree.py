@@ -27,7 +27,7 @@ from typing import Sequence
 import numpy as np
 
 from ..sentence import UPOS, Sentence, SentenceBatch
-from ..strings import hash_strings
+from ..strings import hash_strings, sorted_index
 from ..structure import take_positions
 from .eisner import eisner_argmax, eisner_marginals
 from .features import DEFAULT_TEMPLATES, ArcFeatures
@@ -136,12 +136,10 @@ class DependencyTree:
         if self._distance_tables is None:
             raise ValueError("prune_distances learns its table in initialize(training sentences); call it first")
         hashes, maxima = self._distance_tables
-        upos = x.attrs[UPOS]
-        at = np.minimum(np.searchsorted(hashes, upos), len(hashes) - 1)
-        tag = np.where(hashes[at] == upos, at, -1)
+        tag = sorted_index(hashes, x.attrs[UPOS])
         n = x.n
         h, m = np.arange(n + 1)[:, None], np.arange(n + 1)[None, :]
-        limit = maxima[(m > h).astype(np.intp), tag[:, None], tag[None, :]]
+        limit = maxima[(m > h).astype(np.intp), tag[:, None], tag[None, :]] if len(hashes) else 0
         keep = (h == 0) | (np.abs(h - m) <= np.maximum(limit, 1)) | (tag[:, None] < 0) | (tag[None, :] < 0)
         keep[:, 0] = False
         keep[np.arange(n + 1), np.arange(n + 1)] = False
@@ -185,7 +183,8 @@ class DependencyTree:
             if self._distance_tables is None:
                 raise ValueError("prune_distances learns its table in initialize(training sentences); call it first")
             hashes, maxima = self._distance_tables
-            return self.features.parse_many(batch.attrs, batch.starts, w.array, self.single_root, hashes, maxima)
+            if len(hashes):  # an empty table (no training arc between words) keeps every arc
+                return self.features.parse_many(batch.attrs, batch.starts, w.array, self.single_root, hashes, maxima)
         return self.features.parse_many(batch.attrs, batch.starts, w.array, self.single_root)
 
     def cost_augmented_argmax(self, x: Sentence, scores: np.ndarray, gold: np.ndarray) -> np.ndarray:
@@ -195,10 +194,14 @@ class DependencyTree:
         decode = self._decoder()[1]
         if decode is mst_marginals and np.isneginf(scores).any():
             # Pruned scores (`pruned`): the matrix-tree theorem wants finite ones, so a pruned
-            # arc gets one 1000 below the lowest kept score (exp(-1000) is 0 in double precision).
+            # arc gets its column's best score minus 400. Its weight, below e^-400 = 1e-174 of
+            # that arc's, changes no marginal in double precision, and the column stays within
+            # mst.LINEAR_RANGE (500) when its kept scores do, so the fast linear domain applies.
             finite = np.isfinite(scores)
-            floor = (scores[finite].min() if finite.any() else 0.0) - 1000.0
-            scores = np.where(finite, scores, floor)
+            arcs = np.where(finite, scores, -np.inf)
+            np.fill_diagonal(arcs, -np.inf)  # not arcs
+            best = arcs.max(axis=0)
+            scores = np.where(finite, scores, np.where(np.isfinite(best), best, 0.0)[None, :] - 400.0)
         return decode(scores, self.single_root)
 
     def indicator(self, x: Sentence, y: np.ndarray) -> np.ndarray:

@@ -29,7 +29,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..sentence import FORM, UPOS, Sentence, SentenceBatch
-from ..strings import hash_strings
+from ..strings import hash_strings, sorted_index
 from ..structure import take_positions
 from .features import EMISSION_TEMPLATES, ChainFeatures
 from .viterbi import chain_argmax, chain_marginals, chain_shape, chain_tag_marginals, valid_parts
@@ -106,13 +106,9 @@ class LinearChain:
         if self._candidate_rows is None:
             raise ValueError("candidates_from learns its table in initialize(training sentences); call it first")
         hashes, rows = self._candidate_rows
-        upos_ids = np.asarray(upos_ids, dtype=np.uint64)
-        if not len(hashes):
-            return np.ones((len(upos_ids), self.n_tags), dtype=bool)
-        at = np.minimum(np.searchsorted(hashes, upos_ids), len(hashes) - 1)
-        found = hashes[at] == upos_ids
-        out = np.ones((len(upos_ids), self.n_tags), dtype=bool)
-        out[found] = rows[at[found]]
+        at = sorted_index(hashes, upos_ids)
+        out = np.ones((len(at), self.n_tags), dtype=bool)
+        out[at >= 0] = rows[at[at >= 0]]
         return out
 
     def pruned(self, x: Sentence, scores: np.ndarray) -> np.ndarray:
