@@ -339,6 +339,9 @@ cdef void _distance_keep(const uint64_t[:, :] attrs, Py_ssize_t base, int n, con
     cdef int j, h, m, lo, hi, mid, d, limit, K = tags.shape[0]
     cdef uint64_t value
     for j in range(n + 1):
+        if K == 0:  # an empty table knows no tag: every arc is kept
+            token_tag[j] = -1
+            continue
         value = attrs[UPOS_ROW, base + j]
         lo, hi = 0, K - 1
         while lo < hi:
@@ -363,6 +366,26 @@ cdef void _distance_keep(const uint64_t[:, :] attrs, Py_ssize_t base, int n, con
             else:
                 keep[h * (n + 1) + m] = 0
                 A[h, m] = -INFINITY
+
+
+def distance_kept(const uint64_t[:, :] attrs, prune_tags, prune_maxima):
+    """(n+1, n+1) bool: the arcs distance pruning keeps in one sentence (its attrs, root
+    first), by the batch kernel's own rule (`_distance_keep`; see `parse_many`)."""
+    cdef int n = attrs.shape[1] - 1
+    tags_arr = numpy.ascontiguousarray(prune_tags, dtype=numpy.uint64)
+    maxima_arr = numpy.ascontiguousarray(prune_maxima, dtype=numpy.int32)
+    K = tags_arr.shape[0]
+    if maxima_arr.shape != (2, K, K):
+        raise ValueError("prune_maxima must be (2, K, K) for K prune_tags")
+    cdef const uint64_t[::1] tags = tags_arr
+    cdef const int[:, :, ::1] maxima = maxima_arr
+    cdef int[::1] token_tag = numpy.empty(n + 1, dtype=numpy.intc)
+    keep_arr = numpy.zeros((n + 1) * (n + 1), dtype=numpy.uint8)
+    cdef unsigned char[::1] keep = keep_arr
+    cdef double[:, ::1] scratch = numpy.zeros((n + 1, n + 1))
+    with nogil:
+        _distance_keep(attrs, 0, n, tags, maxima, token_tag, &keep[0], scratch)
+    return keep_arr.reshape(n + 1, n + 1).astype(bool)
 
 
 cdef int _compare_uint64(const void* a, const void* b) noexcept nogil:

@@ -27,10 +27,10 @@ from typing import Sequence
 import numpy as np
 
 from ..sentence import UPOS, Sentence, SentenceBatch
-from ..strings import hash_strings, sorted_index
+from ..strings import hash_strings
 from ..structure import take_positions
 from .eisner import eisner_argmax, eisner_marginals
-from .features import DEFAULT_TEMPLATES, ArcFeatures
+from .features import DEFAULT_TEMPLATES, ArcFeatures, distance_kept
 from .mst import mst_argmax, mst_marginals
 
 # Measured (README, "Projective or not"): with the same trainer, non-projective decoding
@@ -135,15 +135,7 @@ class DependencyTree:
             return None
         if self._distance_tables is None:
             raise ValueError("prune_distances learns its table in initialize(training sentences); call it first")
-        hashes, maxima = self._distance_tables
-        tag = sorted_index(hashes, x.attrs[UPOS])
-        n = x.n
-        h, m = np.arange(n + 1)[:, None], np.arange(n + 1)[None, :]
-        limit = maxima[(m > h).astype(np.intp), tag[:, None], tag[None, :]] if len(hashes) else 0
-        keep = (h == 0) | (np.abs(h - m) <= np.maximum(limit, 1)) | (tag[:, None] < 0) | (tag[None, :] < 0)
-        keep[:, 0] = False
-        keep[np.arange(n + 1), np.arange(n + 1)] = False
-        return keep
+        return distance_kept(np.ascontiguousarray(x.attrs, dtype=np.uint64), *self._distance_tables)
 
     def _decoder(self):
         if self.projective == "auto":
