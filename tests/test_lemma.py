@@ -16,7 +16,7 @@ from arborist.learn.perceptron import Perceptron
 from arborist.lemma import scripts as edit
 from arborist.lemma.lemmatizer import KEEP, Lemmatizer
 from arborist.morph.choice import conll_column
-from arborist.sentence import LEMMA, UPOS, SentenceBatch
+from arborist.sentence import LEMMA, UPOS, Sentence, SentenceBatch
 from arborist.strings import hash_string
 from arborist.weights import Weights
 
@@ -226,6 +226,22 @@ def test_batch_equals_sentences_outputs_and_state_round_trip(toy, tmp_path):
     hashes = lem.lemma_hashes(batch.attrs[0, batch.words], got, batch.text_of)
     forms = [f for s in toy for f in s.forms[1:]]
     assert hashes.tolist() == [hash_string(l) for l in lem.lemma_strings(forms, got)]
+
+
+def test_batch_builds_candidate_sets_only_for_words_the_lexicon_does_not_force(toy):
+    lem = Lemmatizer(hash_bits=BITS, lexicon_min_count=1)
+    lem.initialize(toy)
+    w = Weights(BITS, False, np.random.default_rng(5).normal(size=1 << BITS))
+    batch = SentenceBatch.from_sentences(toy)
+    got = lem.predict_batch(batch, w)
+    assert lem._pool[3] == 1  # every training pair is in the lexicon: only the shared set 0
+    np.testing.assert_array_equal(got, np.concatenate([lem.predict_sentence(s, w) for s in toy]))
+    # a pair the lexicon does not know gets its set; the forced ones still do not
+    novel = Sentence.from_forms([["zorbles", "quixed"]])[0]
+    before = lem._pool[3]
+    mixed = lem.predict_batch(SentenceBatch.from_sentences([toy[0], novel]), w)
+    assert lem._pool[3] == before + 2
+    np.testing.assert_array_equal(mixed, np.concatenate([lem.predict_sentence(s, w) for s in (toy[0], novel)]))
 
 
 @pytest.mark.skipif(not (UD / "tr_imst" / "tr_imst-ud-dev.conllu").exists(), reason="tr_imst not available")

@@ -251,8 +251,12 @@ class Lemmatizer(CandidateModel):
         return self._classes(form, cands)
 
     def _new_pool(self):
-        # (pair key -> set id map, set_start buffer, set_classes buffer, sets used, classes used)
-        return (U64Map(), np.zeros(1024, dtype=np.int64), np.zeros(4096, dtype=np.int32), 0, 0)
+        # (pair key -> set id map, set_start buffer, set_classes buffer, sets used, classes used).
+        # Set 0, named by no key, is {"keep the form"}: the set of words the lexicon forces, whose
+        # sets predict_batch does not build (two thirds of the new pairs of English text).
+        starts, classes = np.zeros(1024, dtype=np.int64), np.zeros(4096, dtype=np.int32)
+        starts[1], classes[0] = 1, self.keep_id
+        return (U64Map(), starts, classes, 1, 1)
 
     def _grow_pool(self, keys, forms, upos, text_of):
         """Add the candidate sets of the pairs of `keys` not in the pool (lock held)."""
@@ -285,18 +289,10 @@ class Lemmatizer(CandidateModel):
         return self._pool
 
     # -- candidates and gold --------------------------------------------------
-    def _candidates(self, attrs, text_of, training):
+    def _candidates(self, attrs, text_of, training, forced_sets=True):
         forms = np.ascontiguousarray(attrs[FORM])
         upos = np.ascontiguousarray(attrs[UPOS])
         keys = pair_keys(forms, upos)
-        index, starts, classes, n, _ = self._pool
-        found = index.get_many(keys)
-        if len(keys) and ((found == NOT_FOUND).any() or found.max() >= n):
-            with self._lock:
-                index, starts, classes, n, _ = self._grow_pool(keys, forms, upos, text_of)
-                found = index.get_many(keys)
-        cand_set = found.astype(np.int32)
-        set_start, set_classes = starts[:n + 1], classes
         forced = np.full(attrs.shape[1], -1, dtype=np.int32)
         a = self._arrays
         if not training and len(a["lexicon_keys"]):
@@ -304,7 +300,22 @@ class Lemmatizer(CandidateModel):
             if len(a["form_keys"]):
                 by_form = self._form_lexicon.find(forms)
                 forced = np.where(forced >= 0, forced, by_form).astype(np.int32)
-        return cand_set, set_start, set_classes, forced
+        # the words whose candidate sets are needed (all, or those the lexicon does not force)
+        need = None if forced_sets else np.flatnonzero(forced < 0)
+        if need is not None:
+            keys, forms, upos = keys[need], forms[need], upos[need]
+        index, starts, classes, n, _ = self._pool
+        found = index.get_many(keys)
+        if len(keys) and ((found == NOT_FOUND).any() or found.max() >= n):
+            with self._lock:
+                index, starts, classes, n, _ = self._grow_pool(keys, forms, upos, text_of)
+                found = index.get_many(keys)
+        if need is None:
+            cand_set = found.astype(np.int32)
+        else:
+            cand_set = np.zeros(attrs.shape[1], dtype=np.int32)  # set 0 for the forced words
+            cand_set[need] = found
+        return cand_set, starts[:n + 1], classes, forced
 
     def _gold(self, sentence, gold):
         column = list(gold) if gold is not None else conll_column(sentence, LEMMA_COLUMN)

@@ -213,10 +213,12 @@ class CandidateModel(AtomChoice):
         if self.tables is None:
             raise ValueError(f"the {self.name} has no classes yet: call initialize(training sentences) first")
 
-    def _candidates(self, attrs: np.ndarray, text_of, training: bool):
+    def _candidates(self, attrs: np.ndarray, text_of, training: bool, forced_sets: bool = True):
         """(cand_set (words,), set_start, set_classes, forced (words,)) for words with attribute
         columns `attrs` (7, words). `training`: no lexicon (forced all -1) and no restriction
-        to what a word was seen with, so the model learns to choose among every candidate."""
+        to what a word was seen with, so the model learns to choose among every candidate.
+        Without `forced_sets`, a forced word's candidate set may be any valid set (the batch
+        kernel never reads it), so a model whose sets cost time to build can skip them."""
         raise NotImplementedError
 
     def _gold(self, sentence, gold: list[str] | None) -> np.ndarray:
@@ -264,7 +266,7 @@ class CandidateModel(AtomChoice):
         self._ready()
         attrs = batch.attrs[:, batch.words]
         values = self.form_values.values(attrs, batch.text_of)
-        cand_set, set_start, set_classes, forced = self._candidates(attrs, batch.text_of, False)
+        cand_set, set_start, set_classes, forced = self._candidates(attrs, batch.text_of, False, forced_sets=False)
         return self.tables.predict_many(values, np.ascontiguousarray(batch.word_starts, dtype=np.int64),
                                         cand_set, set_start, set_classes, forced, w.array)
 

@@ -215,7 +215,7 @@ class Morphologizer(CandidateModel):
         self._known_index = KeyIndex(a["known_keys"])
         self._suffix_index = KeyIndex(a["suffix_keys"])
 
-    def _candidates(self, attrs, text_of, training):
+    def _candidates(self, attrs, text_of, training, forced_sets=True):  # its sets are built once: always all
         a = self._arrays
         n_upos = len(a["upos_keys"])
         cand_set = self._upos_index.find(attrs[UPOS])
