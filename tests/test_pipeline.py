@@ -123,8 +123,10 @@ def test_pipeline_round_trip(hand_pipeline, dev_set, tmp_path):
 
 
 def legacy_config(structure) -> dict:
-    """A structure's configuration as model formats 1 and 2 stored it."""
-    return {"structure": "tree", **{k: v for k, v in structure.registry_call().items() if k != "@structures"}}
+    """A structure's configuration as model formats 1 and 2 stored it (before distance_features:
+    the "fine" layout, which they load with)."""
+    return {"structure": "tree", **{k: v for k, v in structure.registry_call().items()
+                                    if k not in ("@structures", "distance_features")}}
 
 
 def test_format_1_model_loads_as_a_one_parser_pipeline(dev_set, tmp_path):

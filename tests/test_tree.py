@@ -205,6 +205,63 @@ def test_features_depend_on_direction_distance_and_words():
     assert len(f.arc_indices(x, 2, 6)) == 2 * n_templates + 2 * (3 + 3)
 
 
+@pytest.mark.parametrize("projective, n", [(True, 3), (True, 5), (False, 4)])
+def test_protocol_with_coarse_distance_features(projective, n):
+    rng = np.random.default_rng(7 * n + projective)
+    structure = DependencyTree(hash_bits=HASH_BITS, projective=projective, distance_features="coarse")
+    labels = (projective_trees if projective else spanning_trees)(n, True)
+    x = sentence(n)
+    scores = random_scores(rng, n)
+    check_protocol(structure, x, scores, labels, labels[int(rng.integers(len(labels)))], hamming, rng, HASH_BITS)
+
+
+# (head, modifier, coarse direction-distance code): right of the head at 1, 2, 3-6, 7+; left at 1, 2-3, 4+
+COARSE_CASES = [(2, 3, 0), (2, 4, 1), (2, 5, 2), (2, 8, 2), (1, 8, 3), (0, 9, 3),
+                (3, 2, 4), (4, 2, 5), (5, 2, 5), (6, 2, 6), (9, 1, 6)]
+
+
+def test_coarse_layout_puts_each_conjoined_feature_in_its_plain_features_cache_line():
+    """The plain features are the same in both layouts; "coarse" puts each one's conjunction
+    with the arc's direction-distance code c at slot (s + 1 + c) mod 8 of plain slot s's line."""
+    from collections import Counter
+
+    from arborist.parser.features import ArcFeatures
+
+    x = sentence(9)
+    fine, coarse = ArcFeatures(bits=22, distance_features="fine"), ArcFeatures(bits=22, distance_features="coarse")
+    assert (fine.distance_features, coarse.distance_features) == ("fine", "coarse")
+    for h, m, code in COARSE_CASES:
+        a, b = Counter(fine.arc_indices(x, h, m).tolist()), Counter(coarse.arc_indices(x, h, m).tolist())
+        plain = a & b
+        assert sum(plain.values()) == sum(a.values()) // 2  # every plain feature, nothing else
+        conjoined = Counter((p & ~7) | ((p + 1 + code) & 7) for p in plain.elements())
+        assert b == plain + conjoined, (h, m)
+
+
+def test_distance_features_option_registry_and_old_models():
+    from arborist.registry import make_structure
+
+    v2 = make_structure({"@structures": "arborist.DependencyTree.v2", "hash_bits": 16})
+    v1 = make_structure({"@structures": "arborist.DependencyTree.v1", "hash_bits": 16})
+    assert v2.features.distance_features == "coarse" and v1.features.distance_features == "fine"
+    for structure in (v1, v2):  # the saved call names the layout: a model reloads as it was trained
+        call = structure.registry_call()
+        assert call["@structures"] == "arborist.DependencyTree.v2"
+        again = make_structure(call)
+        assert again.features.distance_features == structure.features.distance_features
+    second = make_structure({"@structures": "arborist.DependencyTree.v2", "hash_bits": 16, "order": 2})
+    assert second.features.distance_features == "coarse"
+    assert make_structure(second.registry_call()).features.distance_features == "coarse"
+    with pytest.raises(ValueError, match="distance_features must be one of fine, coarse"):
+        DependencyTree(hash_bits=16, distance_features="medium")
+    # the two layouts score differently (same plain features, other conjoined slots)
+    x = sentence(6)
+    w = np.random.default_rng(0).normal(size=1 << 16)
+    from arborist.weights import Weights
+
+    assert not np.allclose(v1.scores(x, Weights(16, False, w)), v2.scores(x, Weights(16, False, w)))
+
+
 def test_bad_templates_are_rejected():
     with pytest.raises(ValueError, match="bad feature atom"):
         DependencyTree(["h.colour"])

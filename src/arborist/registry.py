@@ -58,11 +58,12 @@ def kind_for_structure(structure_name: str) -> str | None:
     return None
 
 
-@registry.structures("arborist.DependencyTree.v1")
-def dependency_tree(hash_bits: int = 22, single_root: bool = True, templates: list[str] | None = None,
-                    projective: bool | str = "auto", order: int = 1, parts: list[str] | None = None,
-                    sibling_templates: list[str] | None = None, grandparent_templates: list[str] | None = None,
-                    prune_distances: bool = False, max_distances: dict | None = None):
+@registry.structures("arborist.DependencyTree.v2")
+def dependency_tree_v2(hash_bits: int = 22, single_root: bool = True, templates: list[str] | None = None,
+                       projective: bool | str = "auto", order: int = 1, parts: list[str] | None = None,
+                       sibling_templates: list[str] | None = None, grandparent_templates: list[str] | None = None,
+                       prune_distances: bool = False, max_distances: dict | None = None,
+                       distance_features: str = "coarse"):
     """A parser's structure. projective: true (Eisner), false (Chu-Liu-Edmonds and the
     matrix-tree theorem) or "auto" (the default: non-projective when the training treebank
     has at least `tree.AUTO_NONPROJECTIVE_SHARE` non-projective sentences).
@@ -76,7 +77,12 @@ def dependency_tree(hash_bits: int = 22, single_root: bool = True, templates: li
     prune_distances = true (first order), TurboParser's distance pruning: when parsing, an
     arc longer than the longest training arc of its (head UPOS, modifier UPOS, direction) is
     not scored (about 40% of en_ewt's arcs); training scores every arc. `max_distances` is
-    that table, which training learns and the saved model holds."""
+    that table, which training learns and the saved model holds.
+
+    distance_features: how each arc feature is conjoined with the arc's direction and
+    distance (`arborist.parser.features`): "coarse" (7 codes, in the plain feature's cache
+    line: faster and, on en_ewt, more accurate) or "fine" (11 bins a direction, hashed
+    anywhere; v1's only layout, which models saved as v1 keep)."""
     from .parser.features import DEFAULT_TEMPLATES
     from .parser.tree import DependencyTree
 
@@ -84,7 +90,8 @@ def dependency_tree(hash_bits: int = 22, single_root: bool = True, templates: li
         if parts or sibling_templates or grandparent_templates:
             raise ValueError("parts, sibling_templates and grandparent_templates need order = 2")
         return DependencyTree(_templates(templates, DEFAULT_TEMPLATES), hash_bits=hash_bits, single_root=single_root,
-                              projective=projective, prune_distances=prune_distances, max_distances=max_distances)
+                              projective=projective, prune_distances=prune_distances, max_distances=max_distances,
+                              distance_features=distance_features)
     if prune_distances or max_distances is not None:
         raise ValueError("prune_distances is for first-order parsers: a second-order parser has its pruner")
     if order != 2:
@@ -95,7 +102,19 @@ def dependency_tree(hash_bits: int = 22, single_root: bool = True, templates: li
     return SecondOrderTree(_templates(templates, DEFAULT_TEMPLATES), hash_bits=hash_bits, single_root=single_root,
                            projective=projective, parts=parts or PART_TYPES,
                            sibling_templates=sibling_templates or DEFAULT_SIBLING_TEMPLATES,
-                           grandparent_templates=grandparent_templates or DEFAULT_GRANDPARENT_TEMPLATES)
+                           grandparent_templates=grandparent_templates or DEFAULT_GRANDPARENT_TEMPLATES,
+                           distance_features=distance_features)
+
+
+@registry.structures("arborist.DependencyTree.v1")
+def dependency_tree(hash_bits: int = 22, single_root: bool = True, templates: list[str] | None = None,
+                    projective: bool | str = "auto", order: int = 1, parts: list[str] | None = None,
+                    sibling_templates: list[str] | None = None, grandparent_templates: list[str] | None = None,
+                    prune_distances: bool = False, max_distances: dict | None = None):
+    """`arborist.DependencyTree.v2` with distance_features = "fine": the layout of every
+    model saved before v2 (and of the configs that name v1)."""
+    return dependency_tree_v2(hash_bits, single_root, templates, projective, order, parts, sibling_templates,
+                              grandparent_templates, prune_distances, max_distances, distance_features="fine")
 
 
 @registry.structures("arborist.Pruner.v1")

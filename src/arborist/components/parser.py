@@ -26,7 +26,7 @@ class Parser(Component):
     allowed."""
 
     kind = "parser"
-    structures = ("arborist.DependencyTree.v1",)
+    structures = ("arborist.DependencyTree.v2", "arborist.DependencyTree.v1")
     writes = ("head",)
     score_key = "dev_uas"
 

@@ -7,7 +7,17 @@ is computed once per token (H[t, i]) and likewise the modifier side (M[t, i]);
 the feature of arc (h, m) is then mix(H[t, h], M[t, m]), a few cycles. The
 special templates "between.upos" and "between.xpos" add one feature (h.tag, b, m.tag)
 per distinct tag b strictly between h and m. Every feature is used twice: on its own and
-conjoined with the arc's direction and binned distance.
+conjoined with the arc's direction and distance, in one of two layouts:
+
+  "fine"    11 distance bins a direction (`arc_distance_bin`), the conjoined feature hashed
+            anywhere in the table (arborist.DependencyTree.v1's default);
+  "coarse"  7 direction-distance codes (modifier right of its head at distance 1, 2, 3-6,
+            7 or more; left at 1, 2-3, 4 or more), the conjoined feature in one of the 7
+            other slots of its plain feature's 64-byte cache line (slot (s + 1 + code) mod 8
+            of the line of slot s). A first-order parser's arc scoring waits on its weights'
+            cache misses (a 2**24 table is 128 MB); this layout halves them, and on en_ewt
+            the coarser distance is also more accurate (`DependencyTree.v2`'s default; the
+            figures are in notes/records.md).
 
 Scoring all (n+1)^2 arcs and adding a scaled feature vector of given arcs to the
 weights are the two operations; both enumerate features with the same code
@@ -59,6 +69,7 @@ cdef int MAX_OFFSET = 2
 cdef uint64_t BOS = hash_string("<S>")
 cdef uint64_t EOS = hash_string("</S>")
 N_DISTANCE_BINS = 11
+DISTANCE_FEATURES = ("fine", "coarse")
 
 
 def parse_template(str template):
@@ -89,12 +100,18 @@ cdef class ArcFeatures:
 
     cdef readonly tuple templates
     cdef readonly int bits
+    cdef readonly bint coarse
     cdef list sides
     cdef object atoms, seeds, between_rows
 
-    def __init__(self, templates=DEFAULT_TEMPLATES, int bits=22):
+    def __init__(self, templates=DEFAULT_TEMPLATES, int bits=22, str distance_features="fine"):
+        if distance_features not in DISTANCE_FEATURES:
+            raise ValueError(f"distance_features must be one of {', '.join(DISTANCE_FEATURES)}, got {distance_features!r}")
+        if bits < 3:
+            raise ValueError(f"hash_bits must be at least 3, got {bits}")
         self.templates = tuple(templates)
         self.bits = bits
+        self.coarse = distance_features == "coarse"
         pair = [t for t in self.templates if not t.startswith("between.")]
         between = [t for t in self.templates if t.startswith("between.")]
         for t in between:
@@ -117,6 +134,10 @@ cdef class ArcFeatures:
                 for k, (attr, offset) in enumerate(atoms):
                     self.atoms[t, s, 2 * k] = attr
                     self.atoms[t, s, 2 * k + 1] = offset
+
+    @property
+    def distance_features(self):
+        return "coarse" if self.coarse else "fine"
 
     def side_hashes(self, const uint64_t[:, :] attrs):
         """H, M (T, n+1) uint64: per template, the hash of each token's head-side and modifier-side atoms."""
@@ -198,8 +219,8 @@ cdef class ArcFeatures:
         cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
         cdef uint64_t[::1] index_buffer = numpy.empty(2 * (T + 64 * B), dtype=numpy.uint64)
         with nogil:
-            _visit_arcs(n, T, B, Hv, Mv, ids, values, mask, &index_buffer[0], &w[0], None, A, 1.0, NULL,
-                        first, stop)
+            _visit_arcs(n, T, B, Hv, Mv, ids, values, mask, self.coarse, &index_buffer[0], &w[0], None, A, 1.0,
+                        NULL, first, stop)
 
     cdef _sweep(self, sentence, const double* w, Weights target, arcs, double scale,
                 const unsigned char* allowed):
@@ -215,7 +236,8 @@ cdef class ArcFeatures:
         # One arc's weight indices: two per pair template, two per in-between value.
         cdef uint64_t[::1] index_buffer = numpy.empty(2 * (T + 64 * B), dtype=numpy.uint64)
         with nogil:
-            _visit_arcs(n, T, B, Hv, Mv, ids, values, mask, &index_buffer[0], w, target, A, scale, allowed, 0, n + 1)
+            _visit_arcs(n, T, B, Hv, Mv, ids, values, mask, self.coarse, &index_buffer[0], w, target, A, scale,
+                        allowed, 0, n + 1)
 
     def parse_many(self, const uint64_t[:, ::1] attrs, const int64_t[::1] starts, const double[::1] w,
                    bint single_root=True, prune_tags=None, prune_maxima=None):
@@ -264,7 +286,7 @@ cdef class ArcFeatures:
         cdef Py_ssize_t base
         cdef int root_child = 0, failed = -1
         cdef double best
-        cdef bint pruning = prune_tags is not None
+        cdef bint pruning = prune_tags is not None, coarse = self.coarse
         if pruning != (prune_maxima is not None):
             raise ValueError("distance pruning needs both prune_tags and prune_maxima")
         tags_arr = numpy.ascontiguousarray(prune_tags if pruning else numpy.zeros(1), dtype=numpy.uint64)
@@ -291,7 +313,7 @@ cdef class ArcFeatures:
                 _between_ids(attrs, base, n + 1, rows, ids, values, &scratch[0])
                 if pruning:
                     _distance_keep(attrs, base, n, ptags, pmax, token_tag, &keep[0], A)
-                _visit_arcs(n, T, B, Hv, Mv, ids, values, mask, &index_buffer[0], &w[0], None, A, 1.0,
+                _visit_arcs(n, T, B, Hv, Mv, ids, values, mask, coarse, &index_buffer[0], &w[0], None, A, 1.0,
                             &keep[0] if pruning else NULL, 0, n + 1)
                 best = _fill(A, n, single_root, True, Ir, Il, Cr, Cl, Bc, bp_b, bp_cr, bp_cl, &terms[0],
                              &root_child)
@@ -420,24 +442,36 @@ cdef void _between_ids(const uint64_t[:, :] attrs, Py_ssize_t base, int n_tokens
             ids[j, i] = <int8_t>(lo % 64)
 
 
+cdef inline int _coarse_distance(int h, int m, int d) noexcept nogil:
+    """The "coarse" direction-distance code 0..6: right of the head at 1, 2, 3-6, 7+; left at 1, 2-3, 4+."""
+    if m > h:
+        return 0 if d == 1 else 1 if d == 2 else 2 if d <= 6 else 3
+    return 4 if d == 1 else 5 if d <= 3 else 6
+
+
 cdef int _arc_indices(int h, int m, int T, int B, const uint64_t[:, ::1] H, const uint64_t[:, ::1] M,
-                      const uint64_t* masks, const uint64_t[:, ::1] values, uint64_t mask,
+                      const uint64_t* masks, const uint64_t[:, ::1] values, uint64_t mask, bint coarse,
                       uint64_t* index, const double* w) noexcept nogil:
     """Write the weight indices of arc (h, m)'s features to `index` and prefetch
     their weights in `w`; return how many.
 
     Rows 0..T-1 of H and M are pair templates; rows T..T+B-1 the in-between templates,
     whose features (h value, b value, m value) fire once per distinct b in masks[j].
-    Every feature comes twice: on its own and conjoined with direction and distance."""
+    Every feature comes twice: on its own and conjoined with direction and distance
+    (`coarse`: in the plain feature's cache line, whose prefetch covers both)."""
     cdef int t, b, j, k = 0
     cdef int d = m - h if m > h else h - m
     cdef uint64_t key, dd = mix64(<uint64_t>((m > h) * 16 + arc_distance_bin(d) + 1) * GOLDEN)
+    cdef uint64_t step = <uint64_t>(_coarse_distance(h, m, d) + 1), line = ~(<uint64_t>7)
     for t in range(T):
         key = mix64(H[t, h] ^ (M[t, m] * GOLDEN))
         index[k] = key & mask
-        index[k + 1] = mix64(key ^ dd) & mask
         prefetch(w, index[k])
-        prefetch(w, index[k + 1])
+        if coarse:
+            index[k + 1] = (index[k] & line) | ((index[k] + step) & 7)
+        else:
+            index[k + 1] = mix64(key ^ dd) & mask
+            prefetch(w, index[k + 1])
         k += 2
     for j in range(B):
         if masks[j] == 0:
@@ -446,15 +480,19 @@ cdef int _arc_indices(int h, int m, int T, int B, const uint64_t[:, ::1] H, cons
             if masks[j] & ((<uint64_t>1) << b):
                 key = mix64(H[T + j, h] ^ (M[T + j, m] * GOLDEN) ^ mix64(values[j, b]))
                 index[k] = key & mask
-                index[k + 1] = mix64(key ^ dd) & mask
                 prefetch(w, index[k])
-                prefetch(w, index[k + 1])
+                if coarse:
+                    index[k + 1] = (index[k] & line) | ((index[k] + step) & 7)
+                else:
+                    index[k + 1] = mix64(key ^ dd) & mask
+                    prefetch(w, index[k + 1])
                 k += 2
     return k
 
 
 cdef void _visit_arcs(int n, int T, int B, const uint64_t[:, ::1] Hv, const uint64_t[:, ::1] Mv,
-                      const int8_t[:, ::1] ids, const uint64_t[:, ::1] values, uint64_t mask, uint64_t* index,
+                      const int8_t[:, ::1] ids, const uint64_t[:, ::1] values, uint64_t mask, bint coarse,
+                      uint64_t* index,
                       const double* w, Weights target, double[:, :] A, double scale,
                       const unsigned char* allowed, int first_head, int stop_head) noexcept nogil:
     """Visit every arc of an n-word sentence once, h outwards: score into A (w != NULL),
@@ -481,13 +519,13 @@ cdef void _visit_arcs(int n, int T, int B, const uint64_t[:, ::1] Hv, const uint
                     if allowed == NULL or allowed[h * (n + 1) + m]:
                         # All indices (prefetched) first, then the reads: the cache
                         # misses overlap (see `prefetch`); same sum, same order.
-                        k = _arc_indices(h, m, T, B, Hv, Mv, masks, values, mask, index, weights)
+                        k = _arc_indices(h, m, T, B, Hv, Mv, masks, values, mask, coarse, index, weights)
                         total = 0.0
                         for i in range(k):
                             total += w[index[i]]
                         A[h, m] = total
                 elif A[h, m] != 0.0:
-                    k = _arc_indices(h, m, T, B, Hv, Mv, masks, values, mask, index, weights)
+                    k = _arc_indices(h, m, T, B, Hv, Mv, masks, values, mask, coarse, index, weights)
                     value = scale * A[h, m]
                     for i in range(k):
                         target.add(index[i], value)

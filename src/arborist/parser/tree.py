@@ -60,10 +60,11 @@ class DependencyTree:
     order = 1
 
     def __init__(self, templates: Sequence[str] = DEFAULT_TEMPLATES, hash_bits: int = 22, single_root: bool = True,
-                 projective: bool | str = True, prune_distances: bool = False, max_distances: dict | None = None):
+                 projective: bool | str = True, prune_distances: bool = False, max_distances: dict | None = None,
+                 distance_features: str = "fine"):
         if projective not in (True, False, "auto"):
             raise ValueError(f"projective must be true, false or \"auto\", got {projective!r}")
-        self.features = ArcFeatures(templates, hash_bits)
+        self.features = ArcFeatures(templates, hash_bits, distance_features)
         self.single_root = bool(single_root)
         self.projective = projective
         self.prune_distances = bool(prune_distances)
@@ -82,11 +83,12 @@ class DependencyTree:
         """The registry call that rebuilds this structure (`arborist.registry.make_structure`),
         with what training decided (projective, when it was "auto")."""
         call = {
-            "@structures": "arborist.DependencyTree.v1",
+            "@structures": "arborist.DependencyTree.v2",
             "templates": list(self.features.templates),
             "hash_bits": self.features.bits,
             "single_root": self.single_root,
             "projective": self.projective,
+            "distance_features": self.features.distance_features,
         }
         if self.prune_distances:
             call["prune_distances"] = True
