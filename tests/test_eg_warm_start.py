@@ -192,6 +192,25 @@ def test_warm_start_loads_npy_and_model_directories(tmp_path):
         EG("crf", warm_start=str(tmp_path / "small.npy"), eta=0.5).begin(structure, examples, BITS)
 
 
+def test_warm_start_refuses_a_parser_of_the_other_distance_layout(tmp_path):
+    from arborist.components.parser import Parser
+    from arborist.model import Pipeline
+    from arborist.parser.tree import DependencyTree
+
+    structure, examples = make_dataset()  # the fine layout (v1)
+    coarse = DependencyTree(hash_bits=BITS, distance_features="coarse")
+    w0 = some_weights(structure, examples)
+    for name, saved in (("fine", structure), ("coarse", coarse)):
+        pipeline = Pipeline()
+        pipeline.add("parser", Parser(saved, w0))
+        pipeline.save(tmp_path / name / "model-best")
+    EG("crf", C=1.0, eta=0.5, warm_start=str(tmp_path / "fine"), warm_start_scale=0.5).begin(structure, examples, BITS)
+    with pytest.raises(ValueError, match="distance_features are 'coarse', this one's 'fine'"):
+        EG("crf", C=1.0, eta=0.5, warm_start=str(tmp_path / "coarse"), warm_start_scale=0.5).begin(
+            structure, examples, BITS)
+    EG("crf", C=1.0, eta=0.5, warm_start=str(tmp_path / "coarse"), warm_start_scale=0.5).begin(coarse, examples, BITS)
+
+
 @pytest.mark.parametrize("objective", ["crf", "m3n"])
 def test_warm_started_checkpoint_resumes_exactly(objective):
     structure, examples = make_dataset()

@@ -185,9 +185,9 @@ def test_auto_decides_from_the_training_trees():
 
 
 def test_models_without_the_key_are_projective():
-    # the structure configuration of format-1/2 models (written before distance_features), converted on load
+    # the structure configuration of format-1/2 models, converted on load
     config = {"structure": "tree", **{k: v for k, v in DependencyTree(hash_bits=HASH_BITS, projective=False)
-                                      .registry_call().items() if k not in ("@structures", "distance_features")}}
+                                      .registry_call().items() if k != "@structures"}}
     assert make_structure(structure_call(config)).projective is False
     del config["projective"]
     assert make_structure(structure_call(config)).projective is True

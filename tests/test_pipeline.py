@@ -123,10 +123,8 @@ def test_pipeline_round_trip(hand_pipeline, dev_set, tmp_path):
 
 
 def legacy_config(structure) -> dict:
-    """A structure's configuration as model formats 1 and 2 stored it (before distance_features:
-    the "fine" layout, which they load with)."""
-    return {"structure": "tree", **{k: v for k, v in structure.registry_call().items()
-                                    if k not in ("@structures", "distance_features")}}
+    """A structure's configuration as model formats 1 and 2 stored it."""
+    return {"structure": "tree", **{k: v for k, v in structure.registry_call().items() if k != "@structures"}}
 
 
 def test_format_1_model_loads_as_a_one_parser_pipeline(dev_set, tmp_path):
@@ -905,3 +903,27 @@ def test_cli_parse_gold_tags_keeps_the_tag_columns(quickstart, runner, tmp_path,
             assert old[:6] + old[8:] == new[:6] + new[8:]  # only HEAD and DEPREL may change
         else:
             assert old == new
+
+
+def test_weights_are_read_and_made_on_cache_lines(tmp_path):
+    """Loaded and new weight vectors start on a 64-byte boundary (the coarse distance layout
+    keeps a feature pair in one line only then), read without changing a value; a file cut
+    short is reported as before."""
+    from arborist.weights import Weights, cache_aligned
+
+    assert Weights(12).array.ctypes.data % 64 == 0
+    assert not Weights(12).array.any()
+    shifted = np.arange(20, dtype=np.float64)[1:17]  # 8 bytes past numpy's own alignment
+    again = cache_aligned(shifted)
+    assert again.ctypes.data % 64 == 0 and np.array_equal(again, shifted)
+    weights = np.random.default_rng(0).normal(size=2 ** 12)
+    pipeline = Pipeline()
+    pipeline.add("parser", Parser(DependencyTree(hash_bits=12, distance_features="coarse"), weights))
+    pipeline.save(tmp_path / "m")
+    for mmap in (False, True):
+        loaded = load(tmp_path / "m", mmap=mmap).components["parser"].weights.array
+        assert loaded.ctypes.data % 64 == 0 and np.array_equal(loaded, weights)
+    path = tmp_path / "m" / "parser.npy"
+    path.write_bytes(path.read_bytes()[:-8])
+    with pytest.raises(ModelError, match="cannot read weights"):
+        load(tmp_path / "m")

@@ -244,10 +244,14 @@ def test_distance_features_option_registry_and_old_models():
     v2 = make_structure({"@structures": "arborist.DependencyTree.v2", "hash_bits": 16})
     v1 = make_structure({"@structures": "arborist.DependencyTree.v1", "hash_bits": 16})
     assert v2.features.distance_features == "coarse" and v1.features.distance_features == "fine"
-    for structure in (v1, v2):  # the saved call names the layout: a model reloads as it was trained
-        call = structure.registry_call()
-        assert call["@structures"] == "arborist.DependencyTree.v2"
-        again = make_structure(call)
+    # the saved call names the layout: a model reloads as it was trained, and a fine one is
+    # saved as v1, as before v2 existed (`arborist average` compares the calls)
+    assert "distance_features" not in v1.registry_call() and v1.registry_call()["@structures"].endswith("v1")
+    assert v2.registry_call()["@structures"].endswith("v2") and v2.registry_call()["distance_features"] == "coarse"
+    fine_v2 = make_structure({"@structures": "arborist.DependencyTree.v2", "hash_bits": 16, "distance_features": "fine"})
+    assert fine_v2.registry_call() == v1.registry_call()
+    for structure in (v1, v2):
+        again = make_structure(structure.registry_call())
         assert again.features.distance_features == structure.features.distance_features
     second = make_structure({"@structures": "arborist.DependencyTree.v2", "hash_bits": 16, "order": 2})
     assert second.features.distance_features == "coarse"

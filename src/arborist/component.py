@@ -43,7 +43,7 @@ import numpy as np
 
 from .sentence import Sentence, SentenceBatch
 from .strings import hash_strings
-from .weights import Weights
+from .weights import Weights, aligned_empty, cache_aligned
 
 # The columns whose values are per-token strings: what the spaCy bridge's tagging stage
 # sets and `--gold-tags` keeps from the input. The others ("head", "deprel", a pruner's
@@ -372,7 +372,7 @@ class Component:
             raise ModelError(f"{directory / 'meta.json'}: hash_bits of {name} must be an integer from 1 to "
                              f"{MAX_HASH_BITS}, got {bits!r}")
         try:
-            weights = np.load(path, allow_pickle=False, mmap_mode="c" if mmap else None)
+            weights = np.load(path, allow_pickle=False, mmap_mode="c") if mmap else read_aligned(path)
         except (OSError, ValueError, EOFError, MemoryError) as e:  # a truncated, empty or forged file
             raise ModelError(f"{path}: cannot read weights ({type(e).__name__}: {e})") from None
         if weights.dtype != np.float64 or weights.shape != (1 << bits,):
@@ -384,3 +384,21 @@ class Component:
         if info is not None and not isinstance(info, dict):
             raise ModelError(f"{directory / 'meta.json'}: 'info' of {name} must be an object")
         return cls(structure, weights, info)
+
+
+def read_aligned(path) -> np.ndarray:
+    """A 1-D float64 .npy file read into an array whose data starts on a cache line
+    (`weights.cache_aligned`: np.load's would start 32 bytes into one), without a second
+    copy; other files go through np.load (no pickle either way)."""
+    with open(path, "rb") as f:
+        version = np.lib.format.read_magic(f)
+        if version not in ((1, 0), (2, 0)):
+            return cache_aligned(np.load(path, allow_pickle=False))
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, fortran_order, dtype = read_header(f)
+        if dtype != np.float64 or len(shape) != 1 or fortran_order:
+            return np.load(path, allow_pickle=False)  # the caller reports what does not match
+        out = aligned_empty(shape[0])
+        if f.readinto(memoryview(out).cast("B")) != out.nbytes:
+            raise EOFError(f"{path}: the file ends before its {shape[0]} weights")
+    return out

@@ -133,6 +133,7 @@ class EG(Trainer):
         self.warm_start_margin = warm_start_margin
         self.warm_start_fraction = warm_start_fraction
         self.warm_weights: np.ndarray | None = None  # w0 (set directly, or loaded from warm_start)
+        self.warm_layout: str | None = None  # the warm model's parser distance_features, when it names one
         self.warm_start_result: dict | None = None
         self.rng = np.random.default_rng(seed)
         self.weights: Weights | None = None
@@ -187,6 +188,7 @@ class EG(Trainer):
             if len(found) != 1:
                 raise ValueError(f"warm_start {self.warm_start}: expected one component with 2^{hash_bits} "
                                  f"weights, found {len(found)}")
+            self.warm_layout = _distance_layout(path / "meta.json", found[0].name)
             array = np.load(found[0], allow_pickle=False)
         if array.size != 2 ** hash_bits:
             raise ValueError(f"warm_start {self.warm_start}: {array.size} weights, expected 2^{hash_bits}")
@@ -205,6 +207,11 @@ class EG(Trainer):
         array = self._load_warm_weights(hash_bits)
         if array is None:
             return None
+        ours = getattr(getattr(structure, "features", None), "distance_features", None)
+        theirs = self.warm_layout
+        if ours is not None and theirs is not None and ours != theirs:
+            raise ValueError(f"warm_start {self.warm_start}: its parser's distance_features are {theirs!r}, "
+                             f"this one's {ours!r}: the weights would be read at other slots")
         w0 = Weights(hash_bits, False, array)
         a = 0.0 if self.objective == "crf" else self.warm_start_margin
         b = self.warm_start_scale
@@ -585,3 +592,23 @@ class EG(Trainer):
                     "annealing_table"):
             setattr(self, key, meta[key])
         self.rng.bit_generator.state = meta["rng"]
+
+
+def _distance_layout(meta_path, weights_name: str) -> str | None:
+    """The parser feature layout (`distance_features`) of the component of a saved model whose
+    weights file is `weights_name`: "fine" for arborist.DependencyTree.v1 calls, None when the
+    component is not a parser or meta.json cannot tell."""
+    import json
+
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    for entry in meta.get("components", []) if isinstance(meta, dict) else []:
+        if not isinstance(entry, dict) or (entry.get("weights_file") or f"{entry.get('name')}.npy") != weights_name:
+            continue
+        call = entry.get("structure")
+        if isinstance(call, dict) and str(call.get("@structures", "")).startswith("arborist.DependencyTree."):
+            default = "coarse" if call["@structures"] == "arborist.DependencyTree.v2" else "fine"
+            return call.get("distance_features", default)
+    return None

@@ -83,13 +83,15 @@ class DependencyTree:
         """The registry call that rebuilds this structure (`arborist.registry.make_structure`),
         with what training decided (projective, when it was "auto")."""
         call = {
-            "@structures": "arborist.DependencyTree.v2",
+            "@structures": "arborist.DependencyTree.v1",
             "templates": list(self.features.templates),
             "hash_bits": self.features.bits,
             "single_root": self.single_root,
             "projective": self.projective,
-            "distance_features": self.features.distance_features,
         }
+        if self.features.coarse:  # v1 is the fine layout: models saved as before stay comparable
+            call["@structures"] = "arborist.DependencyTree.v2"
+            call["distance_features"] = "coarse"
         if self.prune_distances:
             call["prune_distances"] = True
             if self.max_distances is not None:
