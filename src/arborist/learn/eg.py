@@ -597,7 +597,8 @@ class EG(Trainer):
 def _distance_layout(meta_path, weights_name: str) -> str | None:
     """The parser feature layout (`distance_features`) of the component of a saved model whose
     weights file is `weights_name`: "fine" for arborist.DependencyTree.v1 calls, None when the
-    component is not a parser or meta.json cannot tell."""
+    component is not a parser or meta.json cannot tell. It reads the call itself: the
+    registry imports the trainers, so resolving it here would be an import cycle."""
     import json
 
     try:

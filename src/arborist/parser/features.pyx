@@ -15,9 +15,9 @@ conjoined with the arc's direction and distance, in one of two layouts:
             7 or more; left at 1, 2-3, 4 or more), the conjoined feature in one of the 7
             other slots of its plain feature's 64-byte cache line (slot (s + 1 + code) mod 8
             of the line of slot s). A first-order parser's arc scoring waits on its weights'
-            cache misses (a 2**24 table is 128 MB); this layout halves them, and on en_ewt
-            the coarser distance is also more accurate (`DependencyTree.v2`'s default; the
-            figures are in notes/records.md).
+            cache misses (a 2**24 table is 128 MB); this layout halves them, and at first
+            order the coarser distance is also more accurate (`DependencyTree.v2`'s default;
+            README, "Models and configs").
 
 Scoring all (n+1)^2 arcs and adding a scaled feature vector of given arcs to the
 weights are the two operations; both enumerate features with the same code
@@ -449,6 +449,19 @@ cdef inline int _coarse_distance(int h, int m, int d) noexcept nogil:
     return 4 if d == 1 else 5 if d <= 3 else 6
 
 
+cdef inline uint64_t _conjoined(uint64_t key, uint64_t index, uint64_t code, bint coarse, uint64_t mask,
+                                const double* w) noexcept nogil:
+    """The index of feature `key` (plain index `index`) conjoined with the arc's direction and
+    distance `code` (`_arc_indices`): coarse, slot (index + code) mod 8 of the plain slot's
+    line, which the plain slot's prefetch brings; fine, a hash of (key, code), prefetched."""
+    cdef uint64_t conjoined
+    if coarse:
+        return (index & ~(<uint64_t>7)) | ((index + code) & 7)
+    conjoined = mix64(key ^ code) & mask
+    prefetch(w, conjoined)
+    return conjoined
+
+
 cdef int _arc_indices(int h, int m, int T, int B, const uint64_t[:, ::1] H, const uint64_t[:, ::1] M,
                       const uint64_t* masks, const uint64_t[:, ::1] values, uint64_t mask, bint coarse,
                       uint64_t* index, const double* w) noexcept nogil:
@@ -458,20 +471,19 @@ cdef int _arc_indices(int h, int m, int T, int B, const uint64_t[:, ::1] H, cons
     Rows 0..T-1 of H and M are pair templates; rows T..T+B-1 the in-between templates,
     whose features (h value, b value, m value) fire once per distinct b in masks[j].
     Every feature comes twice: on its own and conjoined with direction and distance
-    (`coarse`: in the plain feature's cache line, whose prefetch covers both)."""
+    (`_conjoined`)."""
     cdef int t, b, j, k = 0
     cdef int d = m - h if m > h else h - m
-    cdef uint64_t key, dd = mix64(<uint64_t>((m > h) * 16 + arc_distance_bin(d) + 1) * GOLDEN)
-    cdef uint64_t step = <uint64_t>(_coarse_distance(h, m, d) + 1), line = ~(<uint64_t>7)
+    # the arc's direction-distance code: 1 + the coarse code (a slot offset 1..7), or the
+    # hash of the fine bin
+    cdef uint64_t code = (<uint64_t>(_coarse_distance(h, m, d) + 1) if coarse
+                          else mix64(<uint64_t>((m > h) * 16 + arc_distance_bin(d) + 1) * GOLDEN))
+    cdef uint64_t key
     for t in range(T):
         key = mix64(H[t, h] ^ (M[t, m] * GOLDEN))
         index[k] = key & mask
         prefetch(w, index[k])
-        if coarse:
-            index[k + 1] = (index[k] & line) | ((index[k] + step) & 7)
-        else:
-            index[k + 1] = mix64(key ^ dd) & mask
-            prefetch(w, index[k + 1])
+        index[k + 1] = _conjoined(key, index[k], code, coarse, mask, w)
         k += 2
     for j in range(B):
         if masks[j] == 0:
@@ -481,11 +493,7 @@ cdef int _arc_indices(int h, int m, int T, int B, const uint64_t[:, ::1] H, cons
                 key = mix64(H[T + j, h] ^ (M[T + j, m] * GOLDEN) ^ mix64(values[j, b]))
                 index[k] = key & mask
                 prefetch(w, index[k])
-                if coarse:
-                    index[k + 1] = (index[k] & line) | ((index[k] + step) & 7)
-                else:
-                    index[k + 1] = mix64(key ^ dd) & mask
-                    prefetch(w, index[k + 1])
+                index[k + 1] = _conjoined(key, index[k], code, coarse, mask, w)
                 k += 2
     return k
 
