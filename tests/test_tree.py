@@ -271,3 +271,61 @@ def test_bad_templates_are_rejected():
         DependencyTree(["h.colour"])
     with pytest.raises(ValueError, match="bad feature atom"):
         DependencyTree(["h+5.form"])
+
+
+def test_lifting_a_hand_worked_tree():
+    from arborist.parser.tree import lift_to_projective
+
+    # 2 is the root word, 2 -> 3 -> 1 -> 4: the arcs 3 -> 1 (over 2) and 1 -> 4 (over 2 and 3)
+    # cross 0 -> 2. The shorter, 3 -> 1, is lifted first to 2 -> 1; 1 -> 4 still spans 2,
+    # which is not below 1, so it is lifted to 2 -> 4.
+    assert lift_to_projective([-1, 3, 0, 2, 1]).tolist() == [-1, 2, 0, 2, 2]
+    assert lift_to_projective([-1, 0, 1, 1]).tolist() == [-1, 0, 1, 1]
+
+
+@pytest.mark.parametrize("n", [3, 4, 5])
+def test_lifting_every_tree_gives_a_projective_tree_over_ancestors(n):
+    from arborist.parser.tree import lift_to_projective
+
+    lifted_any = 0
+    for single_root in (True, False):
+        for heads in spanning_trees(n, single_root):
+            lifted = lift_to_projective(heads)
+            assert lifted.dtype == np.int32 and lifted[0] == -1
+            assert is_tree(tuple(lifted)) and is_projective(tuple(lifted))
+            if is_projective(tuple(heads)):
+                assert np.array_equal(lifted, heads)
+                continue
+            lifted_any += 1
+            # each word keeps its head or moves to an ancestor of it in the original tree;
+            # the root's children stay (an arc from the root is never lifted)
+            for m in range(1, n + 1):
+                a = int(heads[m])
+                while a != lifted[m] and a > 0:
+                    a = int(heads[a])
+                assert a == lifted[m]
+                if heads[m] == 0:
+                    assert lifted[m] == 0
+    assert lifted_any > 0
+
+
+def test_lift_nonprojective_option_changes_only_projective_training_trees():
+    from arborist.components.parser import Parser
+    from arborist.registry import make_structure
+
+    words = WORDS[:4]
+    x = Sentence.from_columns(words, words, ["X"] * 4, ["X"] * 4, heads=[3, 0, 2, 1])
+    call = {"@structures": "arborist.DependencyTree.v2", "hash_bits": 16, "projective": True}
+    plain, lifting = make_structure(call), make_structure({**call, "lift_nonprojective": True})
+    assert plain.training_tree(x) is x
+    assert lifting.training_tree(x).heads.tolist() == [-1, 2, 0, 2, 2]
+    assert make_structure({**call, "projective": False, "lift_nonprojective": True}).training_tree(x) is x
+    # saved with the model, left out of the call when off (older models compare equal)
+    assert "lift_nonprojective" not in plain.registry_call()
+    assert make_structure(lifting.registry_call()).lift_nonprojective
+    second = make_structure({**call, "order": 2, "lift_nonprojective": True})
+    assert second.training_tree(x).heads.tolist() == [-1, 2, 0, 2, 2]
+    # the parser trains on the lifted tree and is scored on the treebank's own
+    parser = Parser(lifting)
+    assert parser.examples([x], training=True)[0].heads.tolist() == [-1, 2, 0, 2, 2]
+    assert parser.examples([x])[0].heads.tolist() == [-1, 3, 0, 2, 1]

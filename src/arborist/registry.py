@@ -63,7 +63,7 @@ def dependency_tree_v2(hash_bits: int = 22, single_root: bool = True, templates:
                        projective: bool | str = "auto", order: int = 1, parts: list[str] | None = None,
                        sibling_templates: list[str] | None = None, grandparent_templates: list[str] | None = None,
                        prune_distances: bool = False, max_distances: dict | None = None,
-                       distance_features: str = "coarse"):
+                       distance_features: str = "coarse", lift_nonprojective: bool = False):
     """A parser's structure. projective: true (Eisner), false (Chu-Liu-Edmonds and the
     matrix-tree theorem) or "auto" (the default: non-projective when the training treebank
     has at least `tree.AUTO_NONPROJECTIVE_SHARE` non-projective sentences).
@@ -82,7 +82,11 @@ def dependency_tree_v2(hash_bits: int = 22, single_root: bool = True, templates:
     distance_features: how each arc feature is conjoined with the arc's direction and
     distance (`arborist.parser.features`): "coarse" (7 codes, in the plain feature's cache
     line: faster and, on en_ewt, more accurate) or "fine" (11 bins a direction, hashed
-    anywhere; v1's only layout, which models saved as v1 keep)."""
+    anywhere; v1's only layout, which models saved as v1 keep).
+
+    lift_nonprojective = true: a projective parser trains on the lift of each non-projective
+    training tree (its crossing arcs moved up to ancestors, `tree.lift_to_projective`), a
+    tree it can predict, instead of the tree itself (README, "EG on the CRF and M3N duals")."""
     from .parser.features import DEFAULT_TEMPLATES
     from .parser.tree import DependencyTree
 
@@ -91,7 +95,7 @@ def dependency_tree_v2(hash_bits: int = 22, single_root: bool = True, templates:
             raise ValueError("parts, sibling_templates and grandparent_templates need order = 2")
         return DependencyTree(_templates(templates, DEFAULT_TEMPLATES), hash_bits=hash_bits, single_root=single_root,
                               projective=projective, prune_distances=prune_distances, max_distances=max_distances,
-                              distance_features=distance_features)
+                              distance_features=distance_features, lift_nonprojective=lift_nonprojective)
     if prune_distances or max_distances is not None:
         raise ValueError("prune_distances is for first-order parsers: a second-order parser has its pruner")
     if order != 2:
@@ -103,18 +107,20 @@ def dependency_tree_v2(hash_bits: int = 22, single_root: bool = True, templates:
                            projective=projective, parts=parts or PART_TYPES,
                            sibling_templates=sibling_templates or DEFAULT_SIBLING_TEMPLATES,
                            grandparent_templates=grandparent_templates or DEFAULT_GRANDPARENT_TEMPLATES,
-                           distance_features=distance_features)
+                           distance_features=distance_features, lift_nonprojective=lift_nonprojective)
 
 
 @registry.structures("arborist.DependencyTree.v1")
 def dependency_tree(hash_bits: int = 22, single_root: bool = True, templates: list[str] | None = None,
                     projective: bool | str = "auto", order: int = 1, parts: list[str] | None = None,
                     sibling_templates: list[str] | None = None, grandparent_templates: list[str] | None = None,
-                    prune_distances: bool = False, max_distances: dict | None = None):
+                    prune_distances: bool = False, max_distances: dict | None = None,
+                    lift_nonprojective: bool = False):
     """`arborist.DependencyTree.v2` with distance_features = "fine": the layout of every
     model saved before v2 (and of the configs that name v1)."""
     return dependency_tree_v2(hash_bits, single_root, templates, projective, order, parts, sibling_templates,
-                              grandparent_templates, prune_distances, max_distances, distance_features="fine")
+                              grandparent_templates, prune_distances, max_distances, distance_features="fine",
+                              lift_nonprojective=lift_nonprojective)
 
 
 @registry.structures("arborist.Pruner.v1")

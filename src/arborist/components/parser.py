@@ -47,7 +47,11 @@ class Parser(Component):
             self.pruner = next((c for c in upstream if "arcs" in c.writes), None)
 
     def examples(self, sentences, training: bool = False) -> list:
-        """Second order: each sentence with its pruned parts (training sentences keep their gold arcs)."""
+        """Second order: each sentence with its pruned parts (training sentences keep their gold
+        arcs). Training sentences are the structure's `training_tree`s (lifted with
+        lift_nonprojective)."""
+        if training:
+            sentences = [self.structure.training_tree(x) for x in sentences]
         if not self.second_order:
             return list(sentences)
         return [self.structure.example(x, self.pruner.allowed(x) if self.pruner is not None else None,

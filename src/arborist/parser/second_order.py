@@ -110,8 +110,10 @@ class SecondOrderTree(DependencyTree):
     def __init__(self, templates: Sequence[str], hash_bits: int = 22, single_root: bool = True,
                  projective: bool | str = True, parts: Sequence[str] = PART_TYPES,
                  sibling_templates: Sequence[str] = DEFAULT_SIBLING_TEMPLATES,
-                 grandparent_templates: Sequence[str] = DEFAULT_GRANDPARENT_TEMPLATES, distance_features: str = "fine"):
-        super().__init__(templates, hash_bits, single_root, projective=projective, distance_features=distance_features)
+                 grandparent_templates: Sequence[str] = DEFAULT_GRANDPARENT_TEMPLATES, distance_features: str = "fine",
+                 lift_nonprojective: bool = False):
+        super().__init__(templates, hash_bits, single_root, projective=projective, distance_features=distance_features,
+                         lift_nonprojective=lift_nonprojective)
         parts = tuple(parts)
         if not parts or any(p not in PART_TYPES for p in parts) or len(set(parts)) != len(parts):
             raise ValueError(f"parts must be a non-empty list of {', '.join(PART_TYPES)}, got {list(parts)}")

@@ -22,6 +22,7 @@ pruning only when parsing nothing (README, "Models and configs").
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
@@ -49,6 +50,33 @@ def is_projective(heads) -> bool:
     return not crossing.any()
 
 
+def lift_to_projective(heads) -> np.ndarray:
+    """The projective tree that lifting gives (Nivre and Nilsson 2005, without the label
+    encoding): while some arc h -> d is non-projective (a word between h and d is not a
+    descendant of h), the shortest such arc, the leftmost of equal ones, becomes head(h) ->
+    d. Each lift moves an arc to an ancestor, so it ends (arcs from the root are projective).
+    A projective tree comes back unchanged."""
+    heads = np.array(heads, dtype=np.int32)
+    n = len(heads) - 1
+
+    def descends(k: int, h: int) -> bool:
+        while k > 0 and k != h:
+            k = int(heads[k])
+        return k == h
+
+    while True:
+        shortest = None
+        for d in range(1, n + 1):
+            h = int(heads[d])
+            lo, hi = min(h, d), max(h, d)
+            if (shortest is None or hi - lo < shortest[0]) and not all(descends(k, h) for k in range(lo + 1, hi)):
+                shortest = (hi - lo, d)
+        if shortest is None:
+            return heads
+        d = shortest[1]
+        heads[d] = heads[heads[d]]
+
+
 def nonprojective_share(sentences) -> float:
     """The share of sentences whose gold tree is not projective."""
     flags = [not is_projective(x.heads) for x in sentences]
@@ -61,12 +89,15 @@ class DependencyTree:
 
     def __init__(self, templates: Sequence[str] = DEFAULT_TEMPLATES, hash_bits: int = 22, single_root: bool = True,
                  projective: bool | str = True, prune_distances: bool = False, max_distances: dict | None = None,
-                 distance_features: str = "fine"):
+                 distance_features: str = "fine", lift_nonprojective: bool = False):
         if projective not in (True, False, "auto"):
             raise ValueError(f"projective must be true, false or \"auto\", got {projective!r}")
         self.features = ArcFeatures(templates, hash_bits, distance_features)
         self.single_root = bool(single_root)
         self.projective = projective
+        # A projective parser cannot predict a non-projective training tree; with this it
+        # trains on the tree's lift (`training_tree`) instead of the tree itself.
+        self.lift_nonprojective = bool(lift_nonprojective)
         self.prune_distances = bool(prune_distances)
         if max_distances is not None and not self.prune_distances:
             raise ValueError("max_distances needs prune_distances = true")
@@ -92,6 +123,8 @@ class DependencyTree:
         if self.features.coarse:  # v1 is the fine layout: models saved as before stay comparable
             call["@structures"] = "arborist.DependencyTree.v2"
             call["distance_features"] = "coarse"
+        if self.lift_nonprojective:
+            call["lift_nonprojective"] = True
         if self.prune_distances:
             call["prune_distances"] = True
             if self.max_distances is not None:
@@ -222,6 +255,13 @@ class DependencyTree:
 
     def gold(self, x: Sentence) -> np.ndarray:
         return x.heads
+
+    def training_tree(self, x: Sentence) -> Sentence:
+        """x as training sees it: with lift_nonprojective, a projective structure gets the
+        lift of a non-projective gold tree (`lift_to_projective`); x itself otherwise."""
+        if not self.lift_nonprojective or self.projective is not True or is_projective(x.heads):
+            return x
+        return replace(x, heads=lift_to_projective(x.heads))
 
     def hits(self, x: Sentence, gold: np.ndarray, pred: np.ndarray) -> tuple[int, int]:
         return int((np.asarray(gold[1:]) == np.asarray(pred[1:])).sum()), len(gold) - 1
