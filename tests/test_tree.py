@@ -281,6 +281,13 @@ def test_lifting_a_hand_worked_tree():
     # which is not below 1, so it is lifted to 2 -> 4.
     assert lift_to_projective([-1, 3, 0, 2, 1]).tolist() == [-1, 2, 0, 2, 2]
     assert lift_to_projective([-1, 0, 1, 1]).tolist() == [-1, 0, 1, 1]
+    # the order of the lifts matters from 4 words: 4 -> 1 (length 3) crosses before 1 -> 2
+    # (length 1) does not, but the shortest crossing arc, 2 -> 4 over 3, is lifted first
+    # (lifting the first crossing arc found would give [-1, 2, 0, 2, 2])
+    assert lift_to_projective([-1, 4, 0, 1, 2]).tolist() == [-1, 2, 0, 4, 2]
+    # equally short crossing arcs: the leftmost dependent's is lifted first (the rightmost
+    # first would give [-1, 2, 3, 0, 5, 3])
+    assert lift_to_projective([-1, 2, 5, 0, 1, 3]).tolist() == [-1, 2, 3, 0, 3, 3]
 
 
 @pytest.mark.parametrize("n", [3, 4, 5])
@@ -297,6 +304,8 @@ def test_lifting_every_tree_gives_a_projective_tree_over_ancestors(n):
                 assert np.array_equal(lifted, heads)
                 continue
             lifted_any += 1
+            if single_root:  # a lift never reaches the root when one word hangs from it
+                assert (lifted == 0).sum() == 1
             # each word keeps its head or moves to an ancestor of it in the original tree;
             # the root's children stay (an arc from the root is never lifted)
             for m in range(1, n + 1):
@@ -329,3 +338,8 @@ def test_lift_nonprojective_option_changes_only_projective_training_trees():
     parser = Parser(lifting)
     assert parser.examples([x], training=True)[0].heads.tolist() == [-1, 2, 0, 2, 2]
     assert parser.examples([x])[0].heads.tolist() == [-1, 3, 0, 2, 1]
+    # projective = "auto" (the v2 default) lifts once training has decided on projective trees
+    auto = make_structure({**call, "projective": "auto", "lift_nonprojective": True})
+    auto.initialize([Sentence.from_columns(words, words, ["X"] * 4, ["X"] * 4, heads=[0, 1, 2, 3])] * 20 + [x])
+    assert auto.projective is True
+    assert Parser(auto).examples([x], training=True)[0].heads.tolist() == [-1, 2, 0, 2, 2]
