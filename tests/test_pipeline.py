@@ -763,7 +763,7 @@ hash_bits = 10
 [components.parser.training]
 max_epochs = 2
 learning_rate = 0.1
-''', r"\[components.parser.training\] may set only max_epochs, patience, keep, not learning_rate",
+''', r"\[components.parser.training\] may set only max_epochs, patience, keep, seeds, not learning_rate",
         id="unknown-component-training-key"),
     pytest.param("[components]\n" + PARSER.format(name="parser") + '''
 [components.parser.optimizer]

@@ -39,7 +39,11 @@ def train(
         _fail(str(e))
     for name, entry in report["components"].items():
         best = "-" if entry["best"] is None else f"{entry['best']:.2f}"
-        typer.echo(f"{name}: best epoch {entry['best_epoch']}, {entry['key']} {best}", err=True)
+        if isinstance(entry["best_epoch"], list):  # trained with seeds: the mean of the runs
+            typer.echo(f"{name}: the mean of {len(entry['best_epoch'])} runs (best epochs "
+                       f"{', '.join(map(str, entry['best_epoch']))}), {entry['key']} {best}", err=True)
+        else:
+            typer.echo(f"{name}: best epoch {entry['best_epoch']}, {entry['key']} {best}", err=True)
     if output:
         typer.echo(f"model written to {output / 'model-best'}", err=True)
 

@@ -53,6 +53,8 @@ the number of shards its checkpoint was trained with.
 """
 from __future__ import annotations
 
+import copy
+import inspect
 import json
 import multiprocessing
 import shutil
@@ -93,9 +95,14 @@ TRAINING_DEFAULTS = {
     # its setting: the tokenizer's 40 epochs fit the training text, which a dev score tied at
     # an early epoch would throw away).
     "keep": "best",
+    # Train each component this many times, its trainer's seed counting up from the configured
+    # one, and keep the mean of the runs' best weights (`Training.train_members`): an ensemble
+    # that predicts at the cost of one model. Usually set per component.
+    "seeds": 1,
 }
 KEEP = ("best", "last")
-COMPONENT_TRAINING = ("max_epochs", "patience", "keep")  # what [components.NAME.training] may override
+COMPONENT_TRAINING = ("max_epochs", "patience", "keep", "seeds")  # what [components.NAME.training] may override
+MEMBER_SUM, MEMBER_BEST = "members.sum", "members.best"  # checkpoint arrays of a component trained with seeds
 COMPONENT_ENTRIES = {"kind", "structure", "trainer", "training"}
 
 
@@ -128,8 +135,11 @@ def annealing_markdown(rows: list[dict], key: str = "dev_uas") -> str:
     return "\n".join(lines)
 
 
-def save_checkpoint(directory: Path, trainer, state: dict) -> None:
+def save_checkpoint(directory: Path, trainer, state: dict, extra: dict | None = None) -> None:
+    """The trainer's state, `state` and the `extra` arrays (a component trained with seeds:
+    MEMBER_SUM and MEMBER_BEST) in one atomic write."""
     arrays, meta = trainer.state()
+    arrays = {**arrays, **(extra or {})}
 
     def write(tmp: Path) -> None:
         np.savez(tmp / "arrays.npz", **arrays)
@@ -177,6 +187,8 @@ class ComponentSpec:
         if bad:
             raise ValueError(f"[components.{name}.training] may set only {', '.join(COMPONENT_TRAINING)}, "
                              f"not {', '.join(bad)}")
+        if "seeds" in section.get("training", {}):
+            _check_seeds(section["training"]["seeds"], f"[components.{name}.training] seeds")
         if section.get("training", {}).get("keep", "best") not in KEEP:
             raise ValueError(f"[components.{name}.training] keep must be one of {', '.join(map(repr, KEEP))}, "
                              f"got {section['training']['keep']!r}")
@@ -208,6 +220,27 @@ class ComponentSpec:
 
     def limits(self, settings: dict) -> dict:
         return {k: self.section.get("training", {}).get(k, settings[k]) for k in COMPONENT_TRAINING}
+
+    def member(self, k: int) -> "ComponentSpec":
+        """The spec of run k of a component trained with `seeds` (`Training.train_members`):
+        its trainer's seed is the configured one (or the trainer's default) plus k."""
+        trainer = dict(self.section["trainer"])
+        name = trainer.get("@trainers")
+        try:
+            parameter = inspect.signature(registry.trainers.get(name)).parameters.get("seed")
+        except Exception:  # catalogue's RegistryError: resolving the spec names the problem
+            parameter = None
+        if parameter is None:
+            raise ValueError(f"[components.{self.name}.training] seeds: the trainer {name!r} takes no seed, so "
+                             "its runs would not differ; train with seeds = 1")
+        base = trainer.get("seed", parameter.default)
+        if not isinstance(base, int) or isinstance(base, bool):
+            raise ValueError(f"[components.{self.name}.trainer] seed must be an integer to train with seeds, "
+                             f"got {base!r}")
+        trainer["seed"] = base + k
+        member = copy.copy(self)
+        member.section = {**self.section, "trainer": trainer}
+        return member
 
 
 def component_specs(config: Config) -> dict[str, ComponentSpec]:
@@ -269,6 +302,10 @@ class Training:
         self._jackknifing: dict[str, Jackknife] = {}  # started, not yet collected
         self._ahead: dict[str, AheadTraining] = {}  # components training ahead, not yet collected
         self._train_inputs: dict[str, list] = {}
+        # A component trained with seeds (`train_members`): the current run's best weights and
+        # the sum of the finished runs' (None before the first), which the checkpoint keeps.
+        self.member_best: np.ndarray | None = None
+        self.member_total: np.ndarray | None = None
         if state is None and output is not None and (output / CHECKPOINT / JACKKNIFE).exists():
             (output / CHECKPOINT / JACKKNIFE).unlink()  # an earlier run's predictions: this run jackknifes its own
         self.fingerprint = data_fingerprint(self.settings)
@@ -318,31 +355,96 @@ class Training:
         before = set(names[:names.index(name)])
         return [c for n, c in self.pipeline.components.items() if n in before]
 
-    def train(self, spec: ComponentSpec, limits: dict, resuming: bool) -> None:
+    def train(self, spec: ComponentSpec, limits: dict, resuming: bool, member: int | None = None) -> Component:
+        """Train the component of `spec` (with `member`, one run of `train_members`); the
+        component as its last epoch left it (its best epoch went to the pipeline, or, for a
+        member, to `self.member_best`)."""
+        if member is None and limits["seeds"] > 1:
+            return self.train_members(spec, limits, resuming)
         component, trainer = spec.resolve()
         if self.settings["parameter_mixing"]:
             trainer = parallel_trainer(trainer, self.settings["workers"], self.settings["engine"], self.tracker,
                                        self.settings["mixes_per_epoch"])
         try:
-            self._train(spec, component, trainer, limits, resuming)
+            self._train(spec, component, trainer, limits, resuming, member)
         finally:
             if isinstance(trainer, ParameterMixing):
                 trainer.close()
+        return component
 
-    def _train(self, spec: ComponentSpec, component: Component, trainer, limits: dict, resuming: bool) -> None:
+    def _train(self, spec: ComponentSpec, component: Component, trainer, limits: dict, resuming: bool,
+               member: int | None = None) -> None:
         component.link(self.upstream(spec.name))
         train_inputs = self.train_inputs(spec.name, component)
         component.structure.initialize(train_inputs)
         train_x = component.examples(train_inputs, training=True)
         dev_x = self.dev_inputs(spec.name)
         report = component.training_report(train_x)
-        if report:
+        if report and not member:
             self.tracker.message(report)
-        self.follow_jackknife(spec.name, component, self.state["epoch"] + 1 if resuming else 1)
-        self.train_next_ahead(spec.name)
+        if member is None:
+            self.follow_jackknife(spec.name, component, self.state["epoch"] + 1 if resuming else 1)
+        if not member:
+            self.train_next_ahead(spec.name)
         _train_component(spec.name, component, trainer, train_x, dev_x, self, limits,
                          self.arrays if resuming else None, self.state if resuming else None,
-                         self._ahead.pop(spec.name, None))
+                         self._ahead.pop(spec.name, None), member)
+
+    def train_members(self, spec: ComponentSpec, limits: dict, resuming: bool) -> Component:
+        """`seeds` = N: train the component N times, run k with the trainer's seed plus k, each
+        kept at its best epoch on dev, and put the mean of their weights into the pipeline,
+        as `arborist average` does with N trainings (linear scores: the ensemble of the runs,
+        at the cost of one model). After each run model-best holds the mean of the runs so
+        far, and the report the dev scores of that mean (`members[k]["average"]`). The
+        checkpoint keeps the sum of the finished runs' best weights and the current run's
+        best (MEMBER_SUM, MEMBER_BEST), so a resumed run ends with the same weights."""
+        name, seeds = spec.name, limits["seeds"]
+        entry = self.report["components"].setdefault(name, _new_entry(spec.probe))
+        entry.setdefault("members", [])
+        total, k = None, 0
+        if resuming:
+            k = self.state["member"]
+            total = self.arrays.pop(MEMBER_SUM, None)
+            self.member_best = self.arrays.pop(MEMBER_BEST, None)
+        dev_x = self.dev_inputs(name)
+        component = None
+        while k < seeds:
+            member_spec = spec.member(k)
+            self.member_total = total
+            if k < len(entry["members"]) and entry["members"][k].get("done"):
+                component = member_spec.resolve()[0]  # the run ended before the interruption: only its sum is left
+                component.link(self.upstream(name))
+                component.structure.initialize(self.train_inputs(name, component))
+            else:
+                if not resuming:
+                    self.member_best = None
+                    self.tracker.message(f"{name}: run {k + 1} of {seeds}, trainer seed "
+                                         f"{member_spec.section['trainer']['seed']}")
+                component = self.train(member_spec, limits, resuming, member=k)
+            resuming = False
+            total = self.member_best if total is None else total + self.member_best
+            self.member_best = None
+            k += 1
+            mean = _with_array(component, total / k)
+            mean.trainer_call = dict(spec.section["trainer"])
+            scores = {f"dev_{key}": v for key, v in _dev_scores(mean, dev_x, self, self.settings["workers"]).items()
+                      if key not in ("words", "sentences")} if dev_x else {}
+            entry["members"][k - 1]["average"] = scores
+            mean.info = {"best_epoch": [m["best_epoch"] for m in entry["members"][:k]], "seeds": k, "dev": scores}
+            self.pipeline.add(name, mean)
+            if self.output is not None:
+                self.pipeline.save(self.output / BEST_MODEL)
+            if dev_x:
+                self.tracker.message(f"{name}: the mean of {k} run{'s' * (k > 1)}: {entry['key']} "
+                                     f"{scores.get(entry['key'], 0.0):.2f}")
+        entry["best_epoch"] = [m["best_epoch"] for m in entry["members"]]
+        entry["best"] = entry["members"][-1]["average"].get(entry["key"]) if dev_x else None
+        entry["done"], entry["stopped"] = True, "seeds"
+        if dev_x and self.settings["calibrate"]:
+            self.calibrate(name, dev_x)
+        if self.output is not None:
+            (self.output / "training.json").write_text(json.dumps(self.report, indent=2) + "\n", encoding="utf-8")
+        return component
 
     def calibrate(self, name: str, dev_x: list) -> None:
         """Fit the best epoch's temperature on dev (`Component.calibrate`), for the
@@ -416,7 +518,8 @@ class Training:
             return
         after = names[names.index(name) + 1]
         spec = self.specs[after]
-        if after in self.report["components"] or spec.cls.link is not Component.link:
+        if (after in self.report["components"] or spec.cls.link is not Component.link
+                or spec.limits(self.settings)["seeds"] > 1 or after in self._ahead):
             return
         component, trainer = spec.resolve()
         if not isinstance(trainer, SWVP):
@@ -625,15 +728,30 @@ def _fold(fold: int, job, progress=None) -> list:
     of the component trained for the job's epochs (or, with `progress`, for the best epoch
     the component's own training chooses; see `_follow`)."""
     spec, sentences, folds, epochs, upstream = job
-    component, trainer, examples = _begun(spec, [x for i, x in enumerate(sentences) if i % folds != fold], upstream)
-    if progress is not None:
-        component = _follow(component, trainer, examples, progress)
+    rest = [x for i, x in enumerate(sentences) if i % folds != fold]
+    if isinstance(epochs, list):
+        # A component trained with seeds (its runs' best epochs): the fold's copy is the mean
+        # of as many runs, run k with the trainer's seed plus k trained for run k's best epoch.
+        total = None
+        for k, member_epochs in enumerate(epochs):
+            component, trainer, examples = _begun(spec.member(k), rest, upstream)
+            weights = _trained(component, trainer, examples, member_epochs).weights.array
+            total = np.array(weights, copy=True) if total is None else total + weights
+        component = _with_array(component, total / len(epochs))
     else:
-        for _ in range(epochs):
-            if trainer.finish_epoch(trainer.epoch(component.structure, examples, None)):
-                break
-        component = _with_weights(component, trainer)
+        component, trainer, examples = _begun(spec, rest, upstream)
+        component = (_follow(component, trainer, examples, progress) if progress is not None
+                     else _trained(component, trainer, examples, epochs))
     return [parsed.values[component.name] for parsed in annotate([component], sentences[fold::folds])]
+
+
+def _trained(component: Component, trainer, examples: list, epochs: int) -> Component:
+    """The component with its trainer's weights after `epochs` epochs (fewer when the
+    trainer's schedule ends first)."""
+    for _ in range(epochs):
+        if trainer.finish_epoch(trainer.epoch(component.structure, examples, None)):
+            break
+    return _with_weights(component, trainer)
 
 
 def _follow(component: Component, trainer, examples: list, progress) -> Component:
@@ -768,23 +886,35 @@ def train(config: Config, output: str | Path | None = None, tracker=None,
 
 
 def _train_component(name: str, component: Component, trainer, train_x: list, dev_x: list, run: Training,
-                     limits: dict, arrays: dict | None, state: dict | None, ahead: AheadTraining | None = None
-                     ) -> None:
-    """Epochs of one component; its best epoch on dev goes into the pipeline (and model-best).
+                     limits: dict, arrays: dict | None, state: dict | None, ahead: AheadTraining | None = None,
+                     member: int | None = None) -> None:
+    """Epochs of one component; its best epoch on dev goes into the pipeline (and model-best),
+    or, for run `member` of a component trained with seeds, into `run.member_best`.
     With `ahead`, each epoch's training was done ahead (`AheadTraining`): its state is restored."""
     try:
-        _train_epochs(name, component, trainer, train_x, dev_x, run, limits, arrays, state, ahead)
+        _train_epochs(name, component, trainer, train_x, dev_x, run, limits, arrays, state, ahead, member)
     finally:
         if ahead is not None:
             ahead.close()
 
 
+def _new_entry(component: Component) -> dict:
+    return {"kind": component.kind, "key": component.score_key, "best_epoch": None, "best": None, "history": [],
+            "done": False}
+
+
 def _train_epochs(name: str, component: Component, trainer, train_x: list, dev_x: list, run: Training,
-                  limits: dict, arrays: dict | None, state: dict | None, ahead: AheadTraining | None) -> None:
-    entry = run.report["components"].setdefault(name, {"kind": component.kind, "key": component.score_key,
-                                                       "best_epoch": None, "best": None, "history": [],
-                                                       "done": False})
-    run.tracker.start_component(name, (entry["key"],) + tuple(trainer.columns))
+                  limits: dict, arrays: dict | None, state: dict | None, ahead: AheadTraining | None,
+                  member: int | None = None) -> None:
+    if member is None:
+        entry = run.report["components"].setdefault(name, _new_entry(component))
+        run.tracker.start_component(name, (entry["key"],) + tuple(trainer.columns))
+    else:
+        members = run.report["components"][name]["members"]
+        if len(members) == member:
+            members.append({**_new_entry(component), "seed": component.trainer_call.get("seed")})
+        entry = members[member]
+        run.tracker.start_component(f"{name}.seed{entry['seed']}", (entry["key"],) + tuple(trainer.columns))
     first_epoch = _begin(component, trainer, train_x, run.tracker, arrays, state)
     best_score = -1.0 if entry["best"] is None else entry["best"]
     for epoch in range(first_epoch, limits["max_epochs"] + 1):
@@ -802,19 +932,22 @@ def _train_epochs(name: str, component: Component, trainer, train_x: list, dev_x
             best_score = entry["best"] = score
             entry["best_epoch"] = epoch
             candidate.info = {"best_epoch": epoch, "dev": {k: v for k, v in metrics.items() if k.startswith("dev_")}}
-            run.pipeline.add(name, candidate)
-            if run.output is not None:
-                run.pipeline.save(run.output / BEST_MODEL)
+            if member is not None:
+                run.member_best = np.array(candidate.weights.array, copy=True)  # kept by the checkpoint
+            else:
+                run.pipeline.add(name, candidate)
+                if run.output is not None:
+                    run.pipeline.save(run.output / BEST_MODEL)
         patience_over = bool(not improved and limits["patience"] and epoch - entry["best_epoch"] >= limits["patience"])
         entry["stopped"] = ("schedule" if stop else "patience" if patience_over
                             else "max_epochs" if epoch == limits["max_epochs"] else None)
         entry["done"] = entry["stopped"] is not None
-        if entry["done"]:
+        if entry["done"] and member is None:
             run.start_jackknife(name)  # its folds need the best epoch, not the temperature
-        if entry["done"] and dev_x and run.settings["calibrate"]:
-            run.calibrate(name, dev_x)
+            if dev_x and run.settings["calibrate"]:
+                run.calibrate(name, dev_x)
         _log_tables(trainer, entry, run.tracker)
-        _save_progress(run, trainer, name, epoch)
+        _save_progress(run, trainer, name, epoch, member)
         if stop:
             run.tracker.message("the trainer finished its schedule; stopping")
             break
@@ -825,7 +958,7 @@ def _train_epochs(name: str, component: Component, trainer, train_x: list, dev_x
     entry["stopped"] = entry.get("stopped") or "max_epochs"
     if entry.get("annealing"):
         run.tracker.message(annealing_markdown(entry["annealing"], entry["key"]))
-    if run.output is not None:
+    if run.output is not None and member is None:
         (run.output / "training.json").write_text(json.dumps(run.report, indent=2) + "\n", encoding="utf-8")
 
 
@@ -877,14 +1010,21 @@ def _epoch(component: Component, trainer, train_x: list, dev_x: list, run: Train
     if "train_accuracy" in metrics:
         metrics["train_accuracy"] *= 100.0
     candidate = _with_weights(component, trainer)
-    candidate.link(run.upstream(component.name))
     if dev_x:
         start = time.perf_counter()
-        scores = candidate.score(run.dev_set, _annotate_in_threads(candidate, dev_x, threads), run.pipeline.unseen)
+        scores = _dev_scores(candidate, dev_x, run, threads)
         metrics.update({f"dev_{k}": v for k, v in scores.items() if k not in ("words", "sentences")})
         metrics["dev_words_per_second"] = scores["words"] / (time.perf_counter() - start)
+    else:
+        candidate.link(run.upstream(component.name))
     metrics["epoch"] = epoch
     return metrics, candidate
+
+
+def _dev_scores(candidate: Component, dev_x: list, run: Training, threads: int) -> dict:
+    """The component's scores on the dev set (linked to the components before it)."""
+    candidate.link(run.upstream(candidate.name))
+    return candidate.score(run.dev_set, _annotate_in_threads(candidate, dev_x, threads), run.pipeline.unseen)
 
 
 def _annotate_in_threads(component: Component, sentences: list, threads: int) -> list:
@@ -956,13 +1096,19 @@ def _log_tables(trainer, entry: dict, tracker) -> None:
             entry[prefix] = list(table)
 
 
-def _save_progress(run: Training, trainer, name: str, epoch: int) -> None:
+def _save_progress(run: Training, trainer, name: str, epoch: int, member: int | None = None) -> None:
     if run.output is None:
         return
     (run.output / "training.json").write_text(json.dumps(run.report, indent=2) + "\n", encoding="utf-8")
-    save_checkpoint(run.output / CHECKPOINT, trainer,
-                    {"component": name, "epoch": epoch, "config": run.config_text, "report": run.report,
-                     "data": run.fingerprint, "wandb_run_id": getattr(run.tracker, "run_id", None)})
+    state = {"component": name, "epoch": epoch, "config": run.config_text, "report": run.report,
+             "data": run.fingerprint, "wandb_run_id": getattr(run.tracker, "run_id", None)}
+    extra = {}
+    if member is not None:
+        state["member"] = member
+        extra = {MEMBER_BEST: run.member_best}
+        if run.member_total is not None:
+            extra[MEMBER_SUM] = run.member_total
+    save_checkpoint(run.output / CHECKPOINT, trainer, state, extra)
 
 
 def _save_jackknife(directory: Path, jackknifed: dict) -> None:
@@ -1002,6 +1148,7 @@ def _settings(config: Config) -> dict:
         raise ValueError(f"training.max_epochs must be a positive integer, got {settings['max_epochs']!r}")
     if not settings["train_path"]:
         raise ValueError("training.train_path is not set")
+    _check_seeds(settings["seeds"], "training.seeds")
     if settings["keep"] not in KEEP:
         raise ValueError(f"training.keep must be one of {', '.join(map(repr, KEEP))}, got {settings['keep']!r}")
     if not isinstance(settings["workers"], int) or isinstance(settings["workers"], bool) or settings["workers"] < 1:
@@ -1021,6 +1168,11 @@ def _settings(config: Config) -> dict:
     return settings
 
 
+def _check_seeds(value, where: str) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{where} must be a positive integer (the number of runs averaged), got {value!r}")
+
+
 def _resumable(config_text: str) -> dict:
     """The parts of a config a resumed run must share with the original: all but how long to train."""
     config = Config().from_str(config_text, interpolate=False)
@@ -1037,6 +1189,8 @@ def _resumable(config_text: str) -> dict:
     components = {}
     for name, spec in dict(config.get("components", {})).items():
         spec = dict(spec)
-        spec.pop("training", None)
+        seeds = dict(spec.pop("training", None) or {}).get("seeds")
+        if seeds is not None:
+            spec["seeds"] = seeds  # a resumed run averages as many runs as the original
         components[name] = spec
     return {**config, "training": training, "components": components}
