@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from confection import Config
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ROOT.parent / "shared" / "corpora" / "ud"
 SEED_KEY = "components.parser.trainer.seed"
@@ -82,6 +84,12 @@ def main() -> None:
     previous = json.loads(out_path.read_text()) if out_path.exists() else {}
     previous_seeds = {s["seed"]: s for s in previous.get("seeds", [])}
 
+    # One parser per run: this script averages the runs itself (a config's own `seeds`, as
+    # configs/en_ewt_second_order.cfg's 16, would average inside every run).
+    parser_training = Config().from_disk(args.config, interpolate=False).get("components", {}).get(
+        "parser", {}).get("training", {})
+    if "seeds" in parser_training:
+        args.overrides.append("components.parser.training.seeds=1")
     runs = []
     for seed in seeds:
         out = base / f"seed{seed}"
