@@ -69,11 +69,23 @@ def weights(model: Path) -> dict[str, str]:
     return {p.name: hashlib.md5(p.read_bytes()).hexdigest() for p in sorted(model.glob("*.npy"))}
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory):
+# Both components trained with seeds = 2 (`Training.train_members`): the runs' sum and the
+# current run's best live in the checkpoint, and model-best holds the mean of the runs so far.
+SEEDS = """
+[components.upos.training]
+seeds = 2
+
+[components.parser.training]
+seeds = 2
+"""
+
+
+@pytest.fixture(scope="module", params=["one-run", "seeds"])
+def reference(tmp_path_factory, request):
     root = tmp_path_factory.mktemp("faults")
     config = root / "tiny.cfg"
-    config.write_text(CONFIG.format(train=SAMPLE / "sample-train.conllu", dev=SAMPLE / "sample-dev.conllu"))
+    config.write_text(CONFIG.format(train=SAMPLE / "sample-train.conllu", dev=SAMPLE / "sample-dev.conllu")
+                      + (SEEDS if request.param == "seeds" else ""))
     calls = [0]
     real = os.replace
 

@@ -226,3 +226,19 @@ def test_two_workers_train_the_same_seeded_pipeline(straight, tmp_path):
     for name in expected:
         np.testing.assert_array_equal(weights[name], expected[name], err_msg=name)
     assert comparable(got) == comparable(report)
+
+
+def test_without_a_dev_set_each_run_keeps_its_last_epoch(tmp_path):
+    cfg = config(tagger(2, max_epochs=2))
+    cfg["training"]["dev_path"] = None
+    _, report = train(cfg, tmp_path / "run", Quiet())
+    entry = report["components"]["upos"]
+    assert entry["best_epoch"] == [2, 2] and entry["best"] is None
+    singles = []
+    for k in range(2):
+        single = config(tagger(None, seed=4 + k), max_epochs=2)
+        single["training"]["dev_path"] = None
+        train(single, tmp_path / f"run{k}", Quiet())
+        singles.append(tmp_path / f"run{k}" / "model-best")
+    np.testing.assert_array_equal(arrays(tmp_path / "run" / "model-best")["upos"],
+                                  average(singles).components["upos"].weights.array)
