@@ -121,3 +121,46 @@ def test_spacy_to_bytes_keeps_the_learned_state_directories(run):
     dev = read_corpus(SAMPLE / "sample-dev.conllu")
     for a, b in zip(tagger.arborist.annotate_many(dev), again.arborist.annotate_many(dev)):
         assert a.columns == b.columns
+
+
+def test_a_morphologizer_reading_xpos_trains_on_jackknifed_xpos(tmp_path, monkeypatch):
+    """Templates that read "xpos" make the component read the XPOS column: training gives it
+    the XPOS tagger's jackknifed tags (one fold's tagger never saw the sentence), and its
+    feature values carry the sentence's XPOS row."""
+    import arborist.train as train_module
+    from arborist.components.morphologizer import Morphologizer as MorphologizerKind
+    from arborist.morph.morphologizer import FEATURE_TEMPLATES, Morphologizer
+    from arborist.morph.values import SHARED, VALUES
+    from arborist.sentence import XPOS
+    from trackers import Quiet
+
+    assert MorphologizerKind(Morphologizer()).reads == ("form", "upos")
+    reading = Morphologizer(feature_templates=FEATURE_TEMPLATES + ("xpos", "xpos|suffix2"))
+    assert MorphologizerKind(reading).reads == ("form", "upos", "xpos")
+    x = read_corpus(SAMPLE / "sample-dev.conllu", require_heads=True)[0]
+    np.testing.assert_array_equal(SHARED.sentence_values(x)[:, VALUES.index("xpos")], x.attrs[XPOS, 1:])
+
+    captured = {}
+    original = train_module._train_component
+
+    def wrapper(name, component, trainer, train_x, dev_x, *args, **kwargs):
+        captured[name] = component
+        return original(name, component, trainer, train_x, dev_x, *args, **kwargs)
+
+    monkeypatch.setattr(train_module, "_train_component", wrapper)
+    templates = json.dumps(list(FEATURE_TEMPLATES) + ["xpos", "xpos|suffix2"])
+    extra = EXTRA.split("[components.lemma]")[0].replace("hash_bits = 16", f"hash_bits = 16\nfeature_templates = {templates}")
+    text = (REPO / "configs" / "quickstart.cfg").read_text().replace("\n[components.parser]\n",
+                                                                     extra + "\n[components.parser]\n", 1)
+    (tmp_path / "x.cfg").write_text(text)
+    overrides = {"paths.train": str(SAMPLE / "sample-train.conllu"), "paths.dev": str(SAMPLE / "sample-dev.conllu"),
+                 "training.max_epochs": 2, "training.jackknife_folds": 2, "training.max_train_sentences": 60}
+    run_ = train_module.Training(load_config(tmp_path / "x.cfg", overrides), tmp_path / "run", Quiet(), None, None)
+    run_.run()
+    feats_inputs = run_.train_inputs("feats", captured["feats"])
+    gold = run_.train_set
+    jackknifed = run_.jackknifed["xpos"]
+    assert [list(x.attrs[XPOS, 1:]) for x in feats_inputs] != [list(x.attrs[XPOS, 1:]) for x in gold]
+    from arborist.strings import hash_strings
+    for x, tags in zip(feats_inputs, jackknifed):
+        np.testing.assert_array_equal(x.attrs[XPOS, 1:], hash_strings(tags))

@@ -242,3 +242,10 @@ def test_without_a_dev_set_each_run_keeps_its_last_epoch(tmp_path):
         singles.append(tmp_path / f"run{k}" / "model-best")
     np.testing.assert_array_equal(arrays(tmp_path / "run" / "model-best")["upos"],
                                   average(singles).components["upos"].weights.array)
+
+
+def test_a_seeded_component_whose_trainer_seed_is_not_an_integer_fails_before_training(tmp_path):
+    tracker = Quiet()
+    with pytest.raises(ValueError, match=r"\[components.parser.trainer\] seed must be an integer"):
+        train(config(tagger(None), parser(2, seed="null")), tmp_path / "run", tracker)
+    assert tracker.components == []

@@ -856,8 +856,10 @@ def train(config: Config, output: str | Path | None = None, tracker=None,
     Without a `tracker`, progress goes to the console and, unless `use_wandb` is false or
     the config's [tracking] says wandb = false, to a W&B run (a resumed run continues the
     W&B run of its checkpoint)."""
-    _settings(config)
-    component_specs(config)
+    settings = _settings(config)
+    for spec in component_specs(config).values():
+        if spec.limits(settings)["seeds"] > 1:
+            spec.member(1)  # a trainer without an integer seed
     tracking_settings(config)  # a bad config fails before any work
     if resume and output is None:
         raise ValueError("--resume needs the --output directory of the run to continue")

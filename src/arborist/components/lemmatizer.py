@@ -8,7 +8,6 @@ from .word_choice import WordChoice
 class Lemmatizer(WordChoice):
     kind = "lemmatizer"
     structures = ("arborist.Lemmatizer.v1",)
-    reads = ("form", "upos")
     column, conll_index, row = "lemma", 2, LEMMA
     learned = ("scripts",)
 

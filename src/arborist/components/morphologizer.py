@@ -8,7 +8,6 @@ from .word_choice import WordChoice
 class Morphologizer(WordChoice):
     kind = "morphologizer"
     structures = ("arborist.Morphologizer.v1",)
-    reads = ("form", "upos")
     column, conll_index, row = "feats", 5, FEATS
     learned = ("classes",)
 

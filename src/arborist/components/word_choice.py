@@ -28,6 +28,13 @@ class WordChoice(Component):
         return (self.column,)
 
     @property
+    def reads(self) -> tuple[str, ...]:
+        """The form and UPOS (its candidates), and XPOS when a template reads it, so that
+        training jackknifes the XPOS tagger for it (FEATS, which the morphologizer writes,
+        stays out: a template reading it reads the input's column)."""
+        return ("form", "upos") + (("xpos",) if "xpos" in self.structure.reads else ())
+
+    @property
     def score_key(self) -> str:
         return f"dev_{self.column}"
 

@@ -2,8 +2,8 @@
 
 A word's values (columns of a uint64 matrix, string ids of `arborist.strings`):
 the strings of its form (VALUE_STRINGS: form, lowercase form, prefixes, suffixes of
-the lowercase form, shape), 0/1 flags (VALUE_FLAGS), and the token's UPOS and FEATS
-ids (VALUE_ATTRS, from the Sentence's rows: the tagger's and morphologizer's
+the lowercase form, shape), 0/1 flags (VALUE_FLAGS), and the token's UPOS, FEATS and
+XPOS ids (VALUE_ATTRS, from the Sentence's rows: the taggers' and morphologizer's
 predictions at prediction time). String values are computed in Python once per
 distinct form (a cache shared by threads, as the tagger's); the kernels combine them.
 
@@ -17,7 +17,7 @@ import threading
 
 import numpy as np
 
-from ..sentence import FEATS, FORM, UPOS
+from ..sentence import FEATS, FORM, UPOS, XPOS
 from ..strings import hash_strings
 from ..tagger.features import word_shape
 from .atoms import U64Map
@@ -29,10 +29,10 @@ SUFFIX_LENGTHS = (1, 2, 3, 4, 5, 6, 7)
 VALUE_STRINGS = (("form", "lower") + tuple(f"prefix{k}" for k in PREFIX_LENGTHS)
                  + tuple(f"suffix{k}" for k in SUFFIX_LENGTHS) + ("shape",))
 VALUE_FLAGS = ("has_digit", "has_hyphen", "upper_initial", "all_upper")
-VALUE_ATTRS = ("upos", "feats")
+VALUE_ATTRS = ("upos", "feats", "xpos")  # appended: a new one must not move the columns of the others
 VALUES = VALUE_STRINGS + VALUE_FLAGS + VALUE_ATTRS
 N_FORM_VALUES = len(VALUE_STRINGS) + len(VALUE_FLAGS)
-ATTR_ROWS = {"upos": UPOS, "feats": FEATS}
+ATTR_ROWS = {"upos": UPOS, "feats": FEATS, "xpos": XPOS}
 MAX_PARTS = 3
 VOCAB_LIMIT = 1 << 20  # forms cached before the cache is cleared
 
