@@ -3,7 +3,8 @@
 A config names its components under [components.NAME], each with a `structure`, a
 `trainer`, optionally its `kind` (a registered component kind; by default the kind
 registered for its structure) and a [components.NAME.training] section with its own
-`max_epochs` / `patience` / `keep`. The components train in pipeline order: a component comes
+`max_epochs` / `patience` / `keep` / `seeds` (N runs averaged: `Training.train_members`).
+The components train in pipeline order: a component comes
 after those whose columns it reads (the parser after the taggers, the labeler after
 the parser), and otherwise in config order. Each trains with its own structure and
 trainer on what the components before it produce, and is kept at its best epoch on
