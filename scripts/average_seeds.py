@@ -86,10 +86,11 @@ def main() -> None:
 
     # One parser per run: this script averages the runs itself (a config's own `seeds`, as
     # configs/en_ewt_second_order.cfg's 16, would average inside every run).
-    parser_training = Config().from_disk(args.config, interpolate=False).get("components", {}).get(
-        "parser", {}).get("training", {})
-    if "seeds" in parser_training:
+    config = Config().from_disk(ROOT / args.config, interpolate=False)  # the config as arborist train (cwd ROOT) reads it
+    if "seeds" in config.get("components", {}).get("parser", {}).get("training", {}):
         args.overrides.append("components.parser.training.seeds=1")
+    if "seeds" in config.get("training", {}):
+        args.overrides.append("training.seeds=1")
     runs = []
     for seed in seeds:
         out = base / f"seed{seed}"

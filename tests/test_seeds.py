@@ -95,6 +95,8 @@ def test_seeds_are_the_average_of_separate_runs(make, tmp_path):
                                  train_module.read_corpus(DEV, require_heads=True))), got.unseen)
     assert entry["best"] == pytest.approx(scores[entry["key"][len("dev_"):]], abs=1e-9)
     assert component.info["seeds"] == 3 and component.info["best_epoch"] == entry["best_epoch"]
+    # The mean is calibrated as one model is (its own temperature, fitted on dev).
+    assert entry["calibration"]["temperature"] == component.temperature != 1.0
     assert component.trainer_call["seed"] == base  # the configured trainer, not the last run's
     assert entry["members"][-1]["average"][entry["key"]] == entry["best"]
     assert json.loads((tmp_path / "seeded" / "training.json").read_text()) == json.loads(json.dumps(report))
@@ -215,11 +217,17 @@ def test_the_runs_seeds_count_up_from_the_configured_one():
     bad = {**spec.section, "trainer": {**spec.section["trainer"], "seed": "x"}}
     with pytest.raises(ValueError, match="seed must be an integer"):
         ComponentSpec("upos", bad).member(1)
+    same_order = {**spec.section, "trainer": {**spec.section["trainer"], "shuffle": False}}
+    with pytest.raises(ValueError, match="shuffle = false trains the same run"):
+        ComponentSpec("upos", same_order).member(1)
+    misspelt = {**spec.section, "trainer": {**spec.section["trainer"], "@trainers": "arborist.Perceptorn.v1"}}
+    with pytest.raises(ValueError, match="unknown trainer 'arborist.Perceptorn.v1'"):
+        ComponentSpec("upos", misspelt).member(1)
 
 
 def test_two_workers_train_the_same_seeded_pipeline(straight, tmp_path):
     """The folds of a seeded tagger run in forked workers (after its runs: they do not
-    follow a training), and the next component's first run may train ahead: same model."""
+    follow a training), and the parser's runs score dev in two threads: same model."""
     out, report = straight
     _, got = train(config(tagger(3), parser(2), folds=2, extra="workers = 2"), tmp_path / "run", Quiet())
     expected, weights = arrays(out / "model-best"), arrays(tmp_path / "run" / "model-best")

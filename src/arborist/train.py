@@ -228,16 +228,21 @@ class ComponentSpec:
         trainer = dict(self.section["trainer"])
         name = trainer.get("@trainers")
         try:
-            parameter = inspect.signature(registry.trainers.get(name)).parameters.get("seed")
-        except Exception:  # catalogue's RegistryError: resolving the spec names the problem
-            parameter = None
-        if parameter is None:
-            raise ValueError(f"[components.{self.name}.training] seeds: the trainer {name!r} takes no seed, so "
-                             "its runs would not differ; train with seeds = 1")
-        base = trainer.get("seed", parameter.default)
+            parameters = inspect.signature(registry.trainers.get(name)).parameters
+        except Exception:  # catalogue's RegistryError
+            raise ValueError(f"[components.{self.name}.trainer]: unknown trainer {name!r} (registered: "
+                             f"{', '.join(registry.trainers.get_all())})") from None
+        if "seed" not in parameters:
+            raise ValueError(f"{self.name}: seeds > 1 needs a trainer that takes a seed; {name!r} takes none, so "
+                             "its runs would not differ (train with seeds = 1)")
+        shuffle = trainer.get("shuffle", parameters["shuffle"].default if "shuffle" in parameters else True)
+        if shuffle is False:
+            raise ValueError(f"{self.name}: seeds > 1 with [components.{self.name}.trainer] shuffle = false trains "
+                             "the same run again and again (the seed orders the examples); set shuffle = true")
+        base = trainer.get("seed", parameters["seed"].default)
         if not isinstance(base, int) or isinstance(base, bool):
             raise ValueError(f"[components.{self.name}.trainer] seed must be an integer to train with seeds, "
-                             f"got {base!r}")
+                             f"got {base if base is not inspect.Parameter.empty else 'nothing'!r}")
         trainer["seed"] = base + k
         member = copy.copy(self)
         member.section = {**self.section, "trainer": trainer}
@@ -438,6 +443,7 @@ class Training:
             if dev_x:
                 self.tracker.message(f"{name}: the mean of {k} run{'s' * (k > 1)}: {entry['key']} "
                                      f"{scores.get(entry['key'], 0.0):.2f}")
+        self.member_total = None  # the sum's memory (a weight table) is not needed any more
         entry["best_epoch"] = [m["best_epoch"] for m in entry["members"]]
         entry["best"] = entry["members"][-1]["average"].get(entry["key"]) if dev_x else None
         entry["done"], entry["stopped"] = True, "seeds"

@@ -81,7 +81,7 @@ def template_table(templates, namespace: str):
 
 
 def reads_attrs(templates) -> set[str]:
-    """The token attributes ("upos", "feats") some template reads."""
+    """The token attributes (VALUE_ATTRS: "upos", "feats", "xpos") some template reads."""
     out = set()
     for name in templates:
         for column, _ in template_parts(name):
