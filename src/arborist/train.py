@@ -386,6 +386,9 @@ class Training:
         train_x = component.examples(train_inputs, training=True)
         dev_x = self.dev_inputs(spec.name)
         report = component.training_report(train_x)
+        # member None: a component trained once; 0, 1, ...: a run of `train_members`. The report
+        # and the next component's training ahead happen once (for run 0); jackknife folds
+        # cannot follow the runs of a seeded component (they average N runs afterwards).
         if report and not member:
             self.tracker.message(report)
         if member is None:
