@@ -187,6 +187,15 @@ def multiclass(classes: list[str], hash_bits: int = 18):
     return Multiclass(classes, hash_bits=hash_bits)
 
 
+@registry.structures("arborist.Ranking.v1")
+def ranking(hash_bits: int = 18):
+    """One candidate per item, each candidate with its own features (the multiword
+    expander's classifier): `arborist.ranking`."""
+    from .ranking import Ranking
+
+    return Ranking(hash_bits=hash_bits)
+
+
 @registry.structures("arborist.Morphologizer.v1")
 def morphologizer(hash_bits: int = 22, feature_templates: list[str] | None = None,
                   bundle_templates: list[str] | None = None, known_min_count: int = 10, joint: bool = False,
