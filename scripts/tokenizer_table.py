@@ -1,6 +1,8 @@
 """The markdown table of scripts/results/tokenizer_<treebank>.json (written by bench_tokenizer.py).
 
-    python scripts/tokenizer_table.py [--fast]
+    python scripts/tokenizer_table.py [--fast | --suffix SUFFIX]
+
+--suffix reads tokenizer_<treebank>SUFFIX.json (bench_tokenizer.py --suffix), e.g. _mwt_classifier.
 """
 import json
 import os
@@ -15,7 +17,8 @@ def main() -> None:
           "| train s | words/s wall (median) | words/CPU-s |")
     print("|---|---|---|---|---|---|---|---|")
     for tb in TREEBANKS:
-        suffix = "_fast" if "--fast" in sys.argv[1:] else ""
+        args = sys.argv[1:]
+        suffix = "_fast" if "--fast" in args else args[args.index("--suffix") + 1] if "--suffix" in args else ""
         path = os.path.join(RESULTS, f"tokenizer_{tb}{suffix}.json")
         if not os.path.exists(path):
             continue

@@ -2,6 +2,8 @@
 expander, raw-text reader, Tokenizer API, CoNLL-U output, robustness."""
 from __future__ import annotations
 
+import json
+
 import itertools
 import os
 import subprocess
@@ -262,6 +264,65 @@ def test_mwt_suffix_rule_for_unseen_tokens():
     back = MultiwordExpander.from_json(exp.to_json())
     for form in ("prenderlo", "cavallo", "quello", "farlo", "Dirlo"):
         assert back.expand(form) == exp.expand(form)
+
+
+def _stem_treebank():
+    """Nominal stems (ADJ alone) take the copula "ti" as a second word; verb stems (VERB alone)
+    make one-word past forms in "ti": half the "ti" types split, so the rules' precision
+    (0.5 < min_share) splits none, and what decides is the stem's UPOS."""
+    nominal = ["aka", "bel", "cur", "dom", "eft", "fip", "gan", "hor"]
+    verbal = ["gor", "hal", "jun", "kem", "lop", "mur", "nak", "pel"]
+    tokens = [(s, None, "ADJ") for s in nominal + ["nes", "sor"]] + [(s + "ti", (s, "ti")) for s in nominal]
+    tokens += [(v, None, "VERB") for v in verbal + ["pas", "tav"]] + [(v + "ti", None, "VERB") for v in verbal]
+    return tokens
+
+
+def test_mwt_classifier_reads_the_stems_upos():
+    tokens = _stem_treebank()
+    rules = MultiwordExpander(classifier=False).fit(tokens)
+    assert rules.expand("nesti") is None and rules.expand("pasti") is None
+    exp = MultiwordExpander(classifier=True).fit(tokens)
+    assert exp.expand("nesti") == ("nes", "ti")     # unseen, its stem a known ADJ
+    assert exp.expand("Sorti") == ("Sor", "ti")
+    assert exp.expand("pasti") is None              # unseen, its stem a known VERB
+    assert exp.expand("tavti") is None
+    assert exp.expand("gorti") is None and exp.expand("akati") == ("aka", "ti")  # seen: the lexicon
+    # Without UPOS every known word looks alike: no stem to tell them apart.
+    blind = MultiwordExpander(classifier=True).fit([t[:2] for t in tokens])
+    assert (blind.expand("nesti") is None) == (blind.expand("pasti") is None)
+
+
+def test_mwt_classifier_leaves_each_training_type_out():
+    exp = MultiwordExpander(classifier=True).fit([("xyzlo", ("xyz", "lo")), ("abc", None, "NOUN")])
+    r = exp.rules.index(("lo", ("", "lo")))
+    assert exp.rule_types[r] == 1
+    assert exp._classifier_candidates("xyzlo", leave_out=r) == [-1]  # its own rule only: nothing to learn
+    assert exp._classifier_candidates("abclo") == [-1, r]
+    assert exp.weights is None or not exp.weights.any()
+
+
+def test_mwt_classifier_is_deterministic_and_round_trips():
+    tokens = _stem_treebank()
+    a, b = (MultiwordExpander(classifier=True, seed=3).fit(tokens) for _ in range(2))
+    np.testing.assert_array_equal(a.weights, b.weights)
+    data = json.loads(json.dumps(a.to_json()))
+    back = MultiwordExpander.from_json(data)
+    np.testing.assert_array_equal(back.weights, a.weights)
+    assert (back.classifier, back.classifier_runs, back.seed) == (True, 4, 3)
+    for form in ("nesti", "Sorti", "pasti", "akati", "gorti", "zzz"):
+        assert back.expand(form) == a.expand(form)
+    # a model of the rules (or one written before the classifier) loads without it
+    old = MultiwordExpander(classifier=False).fit(tokens).to_json()
+    assert old["classifier"] is None
+    del old["classifier"]
+    assert MultiwordExpander.from_json(old).classifier is False
+    bad = json.loads(json.dumps(data))
+    bad["classifier"]["slots"] = [1 << 30]
+    bad["classifier"]["weights"] = [1.0]
+    with pytest.raises(ValueError, match="malformed"):
+        MultiwordExpander.from_json(bad)
+    with pytest.raises(ValueError, match="at least 1"):
+        MultiwordExpander(classifier=True, classifier_runs=0)
 
 
 # -- reading CoNLL-U ------------------------------------------------------------------

@@ -227,16 +227,20 @@ def lemmatizer(hash_bits: int = 22, script_templates: list[str] | None = None,
 def tokenizer(hash_bits: int = 20, templates: list[str] | None = None, design: str = "start",
               window_sentences: int = 3, join: str = "space", mwt_min_types: int = 3, mwt_min_share: float = 0.6,
               max_sentence_tokens: int = 1000, mwt_context: bool = True, mwt_context_min_count: int = 2,
-              mwt_context_min_share: float = 0.7, mwt_context_pair_min_count: int = 1):
+              mwt_context_min_share: float = 0.7, mwt_context_pair_min_count: int = 1, mwt_classifier: bool = True,
+              mwt_classifier_epochs: int = 10, mwt_classifier_runs: int = 4, mwt_classifier_seed: int = 0):
     """A tokenizer's character chain (`arborist.tokenizer`): tags O/B/I/S per character; its
     multiword expansions are learned from the training sentences (with `mwt_context`, also
-    the decisions of a surface's neighbours where the treebank writes it both ways). Training
-    examples are windows of `window_sentences` sentences of a paragraph, joined as `join` says."""
+    the decisions of a surface's neighbours where the treebank writes it both ways; with
+    `mwt_classifier`, unseen tokens are decided by a learned ranking of the suffix rewrites
+    that apply, else by the rules' precision). Training examples are windows of
+    `window_sentences` sentences of a paragraph, joined as `join` says."""
     from .tokenizer.chain import TokenizerChain
 
     return TokenizerChain(hash_bits, _templates(templates, None) if templates is not None else None, design,
                           window_sentences, join, mwt_min_types, mwt_min_share, max_sentence_tokens, mwt_context,
-                          mwt_context_min_count, mwt_context_min_share, mwt_context_pair_min_count)
+                          mwt_context_min_count, mwt_context_min_share, mwt_context_pair_min_count, mwt_classifier,
+                          mwt_classifier_epochs, mwt_classifier_runs, mwt_classifier_seed)
 
 
 # The component kinds of this package.

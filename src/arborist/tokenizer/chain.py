@@ -236,7 +236,8 @@ class TokenizerChain(CharacterChain):
                  window_sentences: int = 3, join: str = "space", mwt_min_types: int = 3,
                  mwt_min_share: float = 0.6, max_sentence_tokens: int = 1000, mwt_context: bool = True,
                  mwt_context_min_count: int = 2, mwt_context_min_share: float = 0.7,
-                 mwt_context_pair_min_count: int = 1):
+                 mwt_context_pair_min_count: int = 1, mwt_classifier: bool = True, mwt_classifier_epochs: int = 10,
+                 mwt_classifier_runs: int = 4, mwt_classifier_seed: int = 0):
         from .mwt import MultiwordExpander
 
         super().__init__(hash_bits, templates, None, design)
@@ -244,7 +245,8 @@ class TokenizerChain(CharacterChain):
             raise ValueError("window_sentences and max_sentence_tokens must be at least 1")
         self.window_sentences, self.join = int(window_sentences), join
         self.max_sentence_tokens = int(max_sentence_tokens)
-        self.expander = MultiwordExpander(mwt_min_types, mwt_min_share)
+        self.expander = MultiwordExpander(mwt_min_types, mwt_min_share, mwt_classifier, mwt_classifier_epochs,
+                                          mwt_classifier_runs, mwt_classifier_seed)
         # The multiword decisions in context (`MultiwordExpander.fit_context`), as `train_tokenizer`'s.
         self.mwt_context = (bool(mwt_context), int(mwt_context_min_count), float(mwt_context_min_share),
                             int(mwt_context_pair_min_count))
@@ -256,7 +258,9 @@ class TokenizerChain(CharacterChain):
                 "mwt_min_types": self.expander.min_types, "mwt_min_share": self.expander.min_share,
                 "max_sentence_tokens": self.max_sentence_tokens, "mwt_context": on,
                 "mwt_context_min_count": min_count, "mwt_context_min_share": min_share,
-                "mwt_context_pair_min_count": pair_min_count}
+                "mwt_context_pair_min_count": pair_min_count, "mwt_classifier": self.expander.classifier,
+                "mwt_classifier_epochs": self.expander.classifier_epochs,
+                "mwt_classifier_runs": self.expander.classifier_runs, "mwt_classifier_seed": self.expander.seed}
 
     def initialize(self, sentences) -> None:
         """Learn the multiword expansions of the training sentences (their CoNLL-U lines), and
@@ -264,5 +268,5 @@ class TokenizerChain(CharacterChain):
         writes both ways."""
         from .corpus import gold_paragraphs
 
-        self.expander.fit_sentences(([(t.form, t.words or None) for t in s.tokens] for p in gold_paragraphs(sentences)
+        self.expander.fit_sentences(([(t.form, t.words or None, t.upos) for t in s.tokens] for p in gold_paragraphs(sentences)
                                      for s in p.sentences), *self.mwt_context)

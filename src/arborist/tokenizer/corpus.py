@@ -21,6 +21,7 @@ class GoldToken:
     form: str                     # the surface token (a multiword token's FORM)
     space_after: bool
     words: tuple[str, ...] | None  # the words of a multiword token, else None
+    upos: str | None = None        # the UPOS of a one-word token ("_" or None: not annotated)
 
 
 @dataclass(slots=True)
@@ -120,7 +121,7 @@ def read_lines(f, source: str, first_number: int = 1) -> Iterator[tuple[GoldSent
             if number_id == mwt_end:
                 mwt = None
             continue
-        tokens.append(GoldToken(form, _space_after(misc), None))
+        tokens.append(GoldToken(form, _space_after(misc), None, cols[3]))
     if tokens:
         yield _sentence(tokens, comments, source, first), newpar, newdoc
 

@@ -18,6 +18,16 @@ Learned from the training tokens (`fit`):
   context seen on at least `min_types` types decides; a rule applies when it was right on
   at least `min_share` of them; of several, the most precise (then the longest cut) wins.
 
+With `classifier`, a learned ranking decides unseen tokens instead of the precision rule:
+a `Ranking` structure (`arborist.ranking`) trained by the averaged perceptron on the training
+token *types*, whose candidates are "one word" and every rule whose cut ends the token, and
+whose features say what each rewrite would make: the rule and its cut with the characters
+before it, whether the first word is a known standalone word and with which UPOS (the
+stem "genç" is an ADJ, so "gençti" is "genç" + "ti"; "kazan" is mostly a VERB stem's
+prefix, so "kazandı" stays one word), how many known words start with it by UPOS, how many
+types the rule was seen on. Training is leave-one-out: a type's candidates, counts and
+stem statistics leave that type out, so that it is seen as an unseen token would be.
+
 Seen tokens that the treebank writes both ways ("its" is "its" or "it" + "s" in en_ewt) can
 be conditioned on their neighbours (`fit_context`): for such a surface, the next token (then
 the previous one; "<s>"/"</s>" at a sentence's edges) decides when it was seen with it at
@@ -34,6 +44,8 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
+
+import numpy as np
 
 MAX_CUT = 12  # longest suffix a rule rewrites
 CONTEXT_CHARS = 2  # characters before a rule's cut its statistics may condition on
@@ -58,10 +70,34 @@ def apply_case(surface: str, words: Iterable[str]) -> tuple[str, ...]:
     return words
 
 
+CLASSIFIER_BITS = 18  # the classifier's weight table: 2**18 slots
+NOMINAL = ("NOUN", "ADJ", "PROPN")  # the UPOS counted together in the stem statistics
+
+
+def _bucket(n: int) -> str:
+    return "0" if n <= 0 else "1" if n == 1 else "2" if n < 5 else "5"
+
+
 class MultiwordExpander:
-    def __init__(self, min_types: int = 3, min_share: float = 0.6):
+    def __init__(self, min_types: int = 3, min_share: float = 0.6, classifier: bool = False,
+                 classifier_epochs: int = 10, classifier_runs: int = 4, seed: int = 0):
+        """`classifier`: decide unseen tokens by the learned ranking instead of the rules'
+        precision on the training types. It is the mean of `classifier_runs` averaged
+        perceptrons of `classifier_epochs` epochs, whose example orders come from seeds
+        `seed`, `seed` + 1, ... (the mean of a few runs is steadier than one: the training
+        types are few)."""
+        if classifier_epochs < 1 or classifier_runs < 1:
+            raise ValueError("classifier_epochs and classifier_runs must be at least 1")
         self.min_types = int(min_types)
         self.min_share = float(min_share)
+        self.classifier = bool(classifier)
+        self.classifier_epochs = int(classifier_epochs)
+        self.classifier_runs = int(classifier_runs)
+        self.seed = int(seed)
+        self.word_upos: dict[str, str] = {}     # lowercased standalone word -> its most frequent UPOS
+        self.rule_types: list[int] = []          # per rule: how many training types it was seen on
+        self.weights: np.ndarray | None = None   # the classifier's weights (2**CLASSIFIER_BITS)
+        self._prefix_counts: dict | None = None  # prefix -> (VERB words, nominal words), built lazily
         self.lexicon: dict[str, tuple[str, ...] | None] = {}  # lowercased surface -> words or None
         self.rules: list[tuple[str, tuple[str, ...]]] = []    # (cut, replacement words)
         self.precision: dict[str, float] = {}                   # "rule|known|context" -> precision
@@ -72,6 +108,8 @@ class MultiwordExpander:
         self.context: dict[str, tuple[str, ...] | None] = {}
         self.ambiguous: set[str] = set()     # lowercased surfaces with context entries
         self._ambiguous_forms: set[str] = set()  # exact forms expanded so far that are ambiguous
+        self._own_rule = -1   # while training the classifier: the rule of the type left out
+        self._ranking = None  # (structure, weights) of the classifier at prediction
 
     def cache_lookup(self):
         """A function (form, default) -> `expand(form)` if it was computed already (and is still
@@ -84,6 +122,7 @@ class MultiwordExpander:
             self._by_cut[cut].append(r)
         self._by_cut = dict(self._by_cut)
         self._cache = {}
+        self._ranking = None
         self._ambiguous_forms = set()
 
     def _candidates(self, low: str):
@@ -98,11 +137,17 @@ class MultiwordExpander:
                 yield r, [f"{r}|{int(known)}|{low[max(0, len(low) - k - extra):len(low) - k]}"
                           for extra in range(min(CONTEXT_CHARS, len(low) - k - 1), -1, -1)]
 
-    def fit(self, tokens: Iterable[tuple[str, tuple[str, ...] | None]]) -> MultiwordExpander:
-        """tokens: (surface form, its words when a multiword token else None) of the training data."""
+    def fit(self, tokens: Iterable[tuple]) -> MultiwordExpander:
+        """tokens: (surface form, its words when a multiword token else None[, the UPOS of a
+        one-word token]) of the training data. The classifier reads the UPOS; without them
+        it sees every known word with an unknown UPOS."""
         seen: dict[str, Counter] = defaultdict(Counter)
-        for form, words in tokens:
-            seen[form.lower()][tuple(w.lower() for w in words) if words else None] += 1
+        upos_counts: dict[str, Counter] = defaultdict(Counter)
+        for form, words, *upos in tokens:
+            low = form.lower()
+            seen[low][tuple(w.lower() for w in words) if words else None] += 1
+            if not words:
+                upos_counts[low][upos[0] if upos and upos[0] else "_"] += 1
         lexicon, outcome = {}, {}
         rule_ids: dict = {}
         for low, counts in seen.items():
@@ -114,12 +159,17 @@ class MultiwordExpander:
                 rule = _rule(low, words)
                 if rule not in rule_ids and len(rule[0]) <= MAX_CUT and len(low) > len(rule[0]):
                     rule_ids[rule] = len(rule_ids)
-                outcome[low] = rule_ids.get(rule, -1)
+                outcome[low] = rule_ids.get(rule, -2)  # -2: a multiword token no rule writes
             else:
                 lexicon[low] = None
                 outcome[low] = -1
         self.rules = list(rule_ids)
         self.vocab = {low for low, counts in seen.items() if counts[None] > 0}
+        self.word_upos = {low: counts.most_common(1)[0][0] for low, counts in upos_counts.items()}
+        types_of_rule = Counter(r for r in outcome.values() if r >= 0)
+        self.rule_types = [types_of_rule[r] for r in range(len(self.rules))]
+        self._prefix_counts = None
+        self.weights = None
         self._index()
         hits: Counter = Counter()
         totals: Counter = Counter()
@@ -131,11 +181,122 @@ class MultiwordExpander:
         # Every context with enough types, right or wrong: a specific context that says no
         # must stop the back-off to a general one that says yes.
         self.precision = {key: hits[key] / n for key, n in totals.items() if n >= self.min_types}
+        if self.classifier:
+            self._train_classifier(outcome)
         # Keep the multiword entries, and the seen single tokens a rule would split.
         self.lexicon = {low: words for low, words in lexicon.items()
-                        if words is not None or self._rule_for(low) is not None}
+                        if words is not None or self._decide(low) is not None}
         self._cache = {}
         return self
+
+    # -- the classifier ---------------------------------------------------------------
+    def _prefixes(self) -> dict:
+        """prefix -> [VERB words, nominal words] among the known words that start with it
+        (and are longer): how a stem is used, for the classifier's features."""
+        if self._prefix_counts is None:
+            table: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+            for word, upos in self.word_upos.items():
+                column = 0 if upos == "VERB" else 1 if upos in NOMINAL else -1
+                if column >= 0:
+                    for k in range(1, len(word)):
+                        table[word[:k]][column] += 1
+            self._prefix_counts = dict(table)
+        return self._prefix_counts
+
+    def _classifier_candidates(self, low: str, leave_out: int = -1) -> list[int]:
+        """-1 (one word), then the rules whose cut ends `low` leaving a non-empty stem and that
+        were seen on a training type (other than the one whose rule is `leave_out`, once)."""
+        out = [-1]
+        for k in range(min(MAX_CUT, len(low) - 1) + 1):
+            for r in self._by_cut.get(low[len(low) - k:], ()):
+                if self.rule_types[r] - (r == leave_out) >= 1:
+                    out.append(r)
+        return out
+
+    def _candidate_features(self, low: str, r: int, leave_out: bool = False) -> list[str]:
+        """The feature strings of candidate `r` (-1: one word) of surface `low`. With
+        `leave_out`, `low` is a training type seen as if unseen: its own rule, UPOS and
+        prefix counts are left out."""
+        if r < 0:
+            return ["none"] + [f"none|s{k}|{low[-k:]}" for k in (1, 2, 3)]
+        cut, repl = self.rules[r]
+        name = f"{cut}>{'+'.join(repl)}"
+        stem = low[:len(low) - len(cut)]
+        first = stem + repl[0]
+        n = self.rule_types[r] - (leave_out and self._own_rule == r)
+        upos = self.word_upos.get(first) if not (leave_out and first == low) else None
+        su = upos or "?"
+        verbs, nominals = self._prefixes().get(first, (0, 0))
+        if leave_out and len(low) > len(first) and low.startswith(first):
+            own = self.word_upos.get(low)
+            verbs -= own == "VERB"
+            nominals -= own in NOMINAL
+        pv, pn = _bucket(verbs), _bucket(nominals)
+        c1, c2, c3 = stem[-1:], stem[-2:], stem[-3:]
+        return ["split", f"r|{name}", f"r|{name}|n{_bucket(n)}", f"cut|{cut}", f"r|{name}|su|{su}",
+                f"cut|{cut}|su|{su}", f"su|{su}", f"r|{name}|c1|{c1}", f"r|{name}|c2|{c2}", f"cut|{cut}|c2|{c2}",
+                f"cut|{cut}|c3|{c3}", f"r|{name}|pv{pv}|pn{pn}", f"cut|{cut}|pv{pv}|pn{pn}", f"pv{pv}|pn{pn}|su|{su}",
+                f"r|{name}|len{min(len(stem), 8)}", f"r|{name}|c3|{c3}", f"r|{name}|su|{su}|c1|{c1}",
+                f"cut|{cut}|s5|{low[-5:]}", f"r|{name}|known|{upos is not None}",
+                f"apos|{chr(39) in low}|{cut[:1]}", f"digit|{any(ch.isdigit() for ch in stem)}|{cut}"]
+
+    def _ranking_item(self, low: str, candidates: list[int], leave_out: bool = False) -> list[np.ndarray]:
+        from ..strings import hash_strings
+
+        return [hash_strings(self._candidate_features(low, r, leave_out)) for r in candidates]
+
+    def _train_classifier(self, outcome: dict[str, int]) -> None:
+        """The averaged perceptron on every training type that has a rule to choose from and
+        whose own rule is among its candidates (leave-one-out)."""
+        from ..learn.perceptron import Perceptron
+        from ..ranking import Ranking, RankingExample
+
+        structure = Ranking(CLASSIFIER_BITS)
+        examples = []
+        for low in sorted(outcome):
+            right = outcome[low]
+            self._own_rule = right
+            candidates = self._classifier_candidates(low, right)
+            if len(candidates) < 2 or right not in candidates:  # (right = -2 never is)
+                continue
+            examples.append(RankingExample.of([self._ranking_item(low, candidates, True)], [candidates.index(right)]))
+        self._own_rule = -1
+        if not examples:
+            self.weights = None
+            return
+        total = np.zeros(1 << CLASSIFIER_BITS)
+        for run in range(self.classifier_runs):
+            trainer = Perceptron(averaged=True, shuffle=True, seed=self.seed + run)
+            trainer.begin(structure, examples, CLASSIFIER_BITS)
+            for _ in range(self.classifier_epochs):
+                trainer.epoch(structure, examples)
+            total += trainer.prediction_weights().array
+        self.weights = total / self.classifier_runs
+        self._ranking = None
+
+    def _classify(self, low: str) -> int | None:
+        """The classifier's rule for surface `low`, or None (one word)."""
+        from ..ranking import Ranking, RankingExample
+        from ..weights import Weights
+
+        if self.weights is None:
+            return None
+        candidates = self._classifier_candidates(low)
+        if len(candidates) < 2:
+            return None
+        if self._ranking is None:
+            self._ranking = (Ranking(CLASSIFIER_BITS), Weights(CLASSIFIER_BITS, False, self.weights))
+        structure, w = self._ranking
+        item = self._ranking_item(low, candidates)
+        feat_start = np.zeros(len(item) + 1, dtype=np.int64)
+        np.cumsum([len(f) for f in item], out=feat_start[1:])
+        x = RankingExample(np.array([0, len(item)], dtype=np.int64), feat_start, np.concatenate(item))
+        r = candidates[int(np.argmax(structure.scores(x, w)))]  # one item: its first best candidate
+        return r if r >= 0 else None
+
+    def _decide(self, low: str) -> int | None:
+        """The rule an unseen surface gets (None: one word)."""
+        return self._classify(low) if self.classifier else self._rule_for(low)
 
     def fit_context(self, sentences: Iterable[Sequence[tuple[str, tuple[str, ...] | None]]],
                     min_count: int = 2, min_share: float = 0.7, pair_min_count: int = 0) -> MultiwordExpander:
@@ -144,7 +305,7 @@ class MultiwordExpander:
         first) where the training data had that pair at least `pair_min_count` times, always
         with one outcome, and that outcome is not what the single neighbours and the lexicon
         give (memorizes the training text's decisions: 1 stores every unanimous pair)."""
-        sentences = [[(form.lower(), tuple(w.lower() for w in words) if words else None) for form, words in s]
+        sentences = [[(form.lower(), tuple(w.lower() for w in words) if words else None) for form, words, *_ in s]
                      for s in sentences]
         outcomes: dict[str, set] = defaultdict(set)
         for s in sentences:
@@ -199,9 +360,10 @@ class MultiwordExpander:
                 return True, self.context[key]
         return False, None
 
-    def fit_sentences(self, sentences: Iterable[Sequence[tuple[str, tuple[str, ...] | None]]], context: bool = True,
+    def fit_sentences(self, sentences: Iterable[Sequence[tuple]], context: bool = True,
                       min_count: int = 2, min_share: float = 0.7, pair_min_count: int = 1) -> MultiwordExpander:
-        """`fit` on every token of the sentences (sequences of (surface form, words or None)),
+        """`fit` on every token of the sentences (sequences of (surface form, words or None[,
+        UPOS])),
         then, with `context`, `fit_context`: how `train_tokenizer` and the tokenizer component
         learn their expansions."""
         sentences = [list(s) for s in sentences]
@@ -247,7 +409,7 @@ class MultiwordExpander:
         if low in self.lexicon:
             words = self.lexicon[low]
         else:
-            r = self._rule_for(low)
+            r = self._decide(low)
             if r is None:
                 words = None
             else:
@@ -274,7 +436,17 @@ class MultiwordExpander:
             "precision": self.precision,
             "vocab": sorted(self.vocab),
             "context": {key: (list(words) if words is not None else None) for key, words in self.context.items()},
+            "classifier": self._classifier_json(),
         }
+
+    def _classifier_json(self) -> dict | None:
+        if not self.classifier:
+            return None
+        nonzero = np.flatnonzero(self.weights) if self.weights is not None else np.zeros(0, dtype=np.int64)
+        return {"epochs": self.classifier_epochs, "runs": self.classifier_runs, "seed": self.seed,
+                "hash_bits": CLASSIFIER_BITS,
+                "word_upos": self.word_upos, "rule_types": self.rule_types,
+                "slots": nonzero.tolist(), "weights": self.weights[nonzero].tolist() if len(nonzero) else []}
 
     @classmethod
     def from_json(cls, data: dict) -> MultiwordExpander:
@@ -286,5 +458,19 @@ class MultiwordExpander:
         out.context = {key: (tuple(words) if words is not None else None)
                        for key, words in data.get("context", {}).items()}
         out.ambiguous = {key.split("\t", 1)[0] for key in out.context}
+        found = data.get("classifier")
+        if found is not None:
+            if int(found["hash_bits"]) != CLASSIFIER_BITS or len(found["rule_types"]) != len(out.rules):
+                raise ValueError("the multiword classifier's table does not match this version or its rules")
+            out.classifier = True
+            out.classifier_epochs, out.classifier_runs = int(found["epochs"]), int(found["runs"])
+            out.seed = int(found["seed"])
+            out.word_upos = {str(k): str(v) for k, v in found["word_upos"].items()}
+            out.rule_types = [int(n) for n in found["rule_types"]]
+            slots = np.asarray(found["slots"], dtype=np.int64)
+            if len(slots) != len(found["weights"]) or (len(slots) and (slots.min() < 0 or slots.max() >> CLASSIFIER_BITS)):
+                raise ValueError("the multiword classifier's weights are malformed")
+            out.weights = np.zeros(1 << CLASSIFIER_BITS)
+            out.weights[slots] = np.asarray(found["weights"], dtype=np.float64)
         out._index()
         return out
