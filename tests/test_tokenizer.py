@@ -292,6 +292,18 @@ def test_mwt_classifier_reads_the_stems_upos():
     assert (blind.expand("nesti") is None) == (blind.expand("pasti") is None)
 
 
+def test_unseen_words_keep_the_surfaces_characters():
+    # An unseen token whose words are its pieces keeps its own case in each ("McFarlo" is
+    # not "Mcfar" + "lo"); a rewrite that changes letters puts the case pattern back.
+    verbs = ["far", "dir", "por", "trar", "dar", "aver"]
+    tokens = [(v + "lo", (v, "lo")) for v in verbs] + [("della", ("di", "la"))] * 3
+    for classifier in (False, True):
+        exp = MultiwordExpander(min_types=3, min_share=0.6, classifier=classifier).fit(tokens)
+        assert exp.expand("McPrenderlo") == ("McPrender", "lo")
+        assert exp.expand("PRENDERLO") == ("PRENDER", "LO")
+        assert exp.expand("Della") == ("Di", "la")
+
+
 def test_mwt_classifier_leaves_each_training_type_out():
     exp = MultiwordExpander(classifier=True).fit([("xyzlo", ("xyz", "lo")), ("abc", None, "NOUN")])
     r = exp.rules.index(("lo", ("", "lo")))
@@ -321,6 +333,11 @@ def test_mwt_classifier_is_deterministic_and_round_trips():
     bad["classifier"]["weights"] = [1.0]
     with pytest.raises(ValueError, match="malformed"):
         MultiwordExpander.from_json(bad)
+    for key, value in (("word_upos", ["x"]), ("slots", 3), ("weights", None)):
+        broken = json.loads(json.dumps(data))
+        broken["classifier"][key] = value
+        with pytest.raises(ValueError, match="malformed"):
+            MultiwordExpander.from_json(broken)
     with pytest.raises(ValueError, match="at least 1"):
         MultiwordExpander(classifier=True, classifier_runs=0)
 

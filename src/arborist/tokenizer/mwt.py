@@ -406,7 +406,8 @@ class MultiwordExpander:
         if cached is not False:
             return cached
         low = form.lower()
-        if low in self.lexicon:
+        seen = low in self.lexicon
+        if seen:
             words = self.lexicon[low]
         else:
             r = self._decide(low)
@@ -417,7 +418,12 @@ class MultiwordExpander:
                 stem = low[:len(low) - len(cut)]
                 words = (stem + repl[0],) + repl[1:]
         if words is not None:
-            words = apply_case(form, words)
+            if not seen and "".join(words) == low and len(form) == len(low):
+                # the words are pieces of the surface: keep its characters ("McX" + "'s")
+                cuts = np.cumsum([0] + [len(w) for w in words])
+                words = tuple(form[a:b] for a, b in zip(cuts[:-1], cuts[1:]))
+            else:
+                words = apply_case(form, words)
             if any(not w or w.isspace() for w in words):
                 words = None  # a rule that would leave an empty word: not a multiword token
         if len(self._cache) > 200_000:
@@ -460,6 +466,9 @@ class MultiwordExpander:
         out.ambiguous = {key.split("\t", 1)[0] for key in out.context}
         found = data.get("classifier")
         if found is not None:
+            if not isinstance(found, dict) or not isinstance(found.get("word_upos"), dict) \
+                    or not all(isinstance(found.get(k), list) for k in ("rule_types", "slots", "weights")):
+                raise ValueError("the multiword classifier's entry is malformed")
             if int(found["hash_bits"]) != CLASSIFIER_BITS or len(found["rule_types"]) != len(out.rules):
                 raise ValueError("the multiword classifier's table does not match this version or its rules")
             out.classifier = True
