@@ -255,12 +255,12 @@ def test_context_features_see_the_words_two_either_side():
     # lower+-1, suffix3+-1, the word bigram, the word with the neighbour's suffix and the shape
     # trigram; position 4 through everything about itself (its values, and the five conjunctions
     # that contain them) and the bigram+word feature; 0 and 1 are too far.
-    # "cat" and "birds" differ in form, lower, 4 prefixes, 5 suffixes and shape, not in the 4 flags.
+    # "cat" and "birds" differ in form, lower, 6 prefixes, 8 suffixes and shape, not in the 4 flags.
     own = [name for name in EMISSION_TEMPLATES if name != "bias" and "|" not in name
            and name[-2:] not in ("-2", "-1", "+1", "+2")]
-    assert len(own) == 16
+    assert len(own) == 21
     assert len(CONJUNCTIONS) == 5
-    assert changed == [0, 0, 2, 5, 12 + 5 + 1, 5, 2]
+    assert changed == [0, 0, 2, 5, 17 + 5 + 1, 5, 2]
 
 
 def test_weights_follow_tag_names_not_tag_order():

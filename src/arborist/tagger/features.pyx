@@ -56,8 +56,8 @@ from ..sentence import FORM
 from ..strings import hash_string, hash_strings
 from .viterbi cimport _forward1, _backtrack1, _forward2, _backtrack2
 
-PREFIX_LENGTHS = (1, 2, 3, 4)
-SUFFIX_LENGTHS = (1, 2, 3, 4, 5)
+PREFIX_LENGTHS = (1, 2, 3, 4, 5, 6)
+SUFFIX_LENGTHS = (1, 2, 3, 4, 5, 6, 7, 8)
 SHAPE_RUN = 4  # a word shape keeps at most 4 repeats of a character class
 CONTEXT_OFFSETS = (-2, -1, 1, 2)
 
