@@ -100,3 +100,14 @@ def check_protocol(structure, x, scores, labels, gold, hamming, rng, hash_bits):
     check_part_cost(structure, x, labels, gold, hamming)
     other = labels[int(rng.integers(len(labels)))]
     check_features(structure, x, structure.indicator(x, gold) - structure.indicator(x, other) + 0.5 * structure.indicator(x, other), hash_bits, rng)
+
+
+def check_trainer_fits(trainer, structure, train, hash_bits, epochs=30):
+    """After `epochs` epochs, the trainer's prediction weights get every training example right
+    (for data a linear model separates)."""
+    trainer.begin(structure, train, hash_bits)
+    for _ in range(epochs):
+        trainer.epoch(structure, train)
+    w = trainer.prediction_weights()
+    correct = sum(structure.hits(x, structure.gold(x), structure.argmax(x, structure.scores(x, w)))[0] for x in train)
+    assert correct == len(train)

@@ -12,7 +12,7 @@ from arborist.multiclass import Multiclass, MulticlassExample
 from arborist.structure import differing_positions
 from arborist.registry import make_structure
 
-from protocol import check_gradient, check_protocol
+from protocol import check_gradient, check_protocol, check_trainer_fits
 
 BITS = 12
 CLASSES = ["nsubj", "obj", "nmod:poss", "acl:relcl"]
@@ -85,15 +85,7 @@ def separable_data(rng, n=60):
 @pytest.mark.parametrize("trainer", [Perceptron(seed=0), SWVP(seed=0), EG("crf", C=1.0, seed=0),
                                      EG("m3n", C=1.0, seed=0)], ids=["csp", "swvp", "eg-crf", "eg-m3n"])
 def test_every_trainer_learns_separable_classes(trainer):
-    rng = np.random.default_rng(2)
-    structure = Multiclass(CLASSES, hash_bits=BITS)
-    train = separable_data(rng)
-    trainer.begin(structure, train, BITS)
-    for _ in range(30):
-        trainer.epoch(structure, train)
-    w = trainer.prediction_weights()
-    correct = sum(structure.hits(x, structure.gold(x), structure.argmax(x, structure.scores(x, w)))[0] for x in train)
-    assert correct == len(train)
+    check_trainer_fits(trainer, Multiclass(CLASSES, hash_bits=BITS), separable_data(np.random.default_rng(2)), BITS)
 
 
 def test_eg_crf_reaches_the_brute_force_primal_optimum():

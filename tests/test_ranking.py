@@ -12,7 +12,7 @@ from arborist.ranking import Ranking, RankingExample
 from arborist.registry import make_structure
 from arborist.weights import Weights
 
-from protocol import check_gradient, check_protocol
+from protocol import check_gradient, check_protocol, check_trainer_fits
 
 BITS = 10
 
@@ -88,14 +88,7 @@ def separable(rng):
 @pytest.mark.parametrize("trainer", [Perceptron(seed=0), SWVP(seed=0), EG("crf", C=1.0, seed=0),
                                      EG("m3n", C=1.0, seed=0)], ids=["csp", "swvp", "eg-crf", "eg-m3n"])
 def test_every_trainer_learns_a_separable_ranking(trainer):
-    structure = Ranking(BITS)
-    train = separable(np.random.default_rng(2))
-    trainer.begin(structure, train, BITS)
-    for _ in range(30):
-        trainer.epoch(structure, train)
-    w = trainer.prediction_weights()
-    correct = sum(structure.hits(x, structure.gold(x), structure.argmax(x, structure.scores(x, w)))[0] for x in train)
-    assert correct == len(train)
+    check_trainer_fits(trainer, Ranking(BITS), separable(np.random.default_rng(2)), BITS)
 
 
 def test_perceptron_update_by_hand():
