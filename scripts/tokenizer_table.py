@@ -16,9 +16,9 @@ def main() -> None:
     print("| treebank | Tokens F1 | Sentences F1 (target) | Words F1 (target) | round trip Tok / Sent / Words / MWT "
           "| train s | words/s wall (median) | words/CPU-s |")
     print("|---|---|---|---|---|---|---|---|")
+    args = sys.argv[1:]
+    suffix = "_fast" if "--fast" in args else args[args.index("--suffix") + 1] if "--suffix" in args else ""
     for tb in TREEBANKS:
-        args = sys.argv[1:]
-        suffix = "_fast" if "--fast" in args else args[args.index("--suffix") + 1] if "--suffix" in args else ""
         path = os.path.join(RESULTS, f"tokenizer_{tb}{suffix}.json")
         if not os.path.exists(path):
             continue

@@ -22,6 +22,7 @@ candidate indices, one per item, counted within the item (0 is its first candida
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Sequence
 
 import numpy as np
@@ -47,16 +48,15 @@ class RankingExample:
            where: str = "<memory>") -> "RankingExample":
         """From nested lists: items[i][c] is the feature id list of candidate c of item i."""
         sizes = [len(cands) for cands in items]
-        if any(s == 0 for s in sizes):
+        if sizes and min(sizes) == 0:
             raise ValueError(f"{where}: every item needs at least one candidate")
         parts = [feats for cands in items for feats in cands]
-        if any(len(f) == 0 for f in parts):
+        lengths = [len(f) for f in parts]
+        if lengths and min(lengths) == 0:
             raise ValueError(f"{where}: every candidate needs at least one feature")
-        cand_start = np.zeros(len(items) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=cand_start[1:])
-        feat_start = np.zeros(len(parts) + 1, dtype=np.int64)
-        np.cumsum([len(f) for f in parts], out=feat_start[1:])
-        features = np.fromiter((int(v) for f in parts for v in f), dtype=np.uint64, count=int(feat_start[-1]))
+        cand_start = np.array([0, *accumulate(sizes)], dtype=np.int64)
+        feat_start = np.array([0, *accumulate(lengths)], dtype=np.int64)
+        features = np.concatenate([np.asarray(f, dtype=np.uint64) for f in parts]) if parts else np.zeros(0, np.uint64)
         gold_array = None if gold is None else np.asarray(gold, dtype=np.int32)
         return cls(cand_start, feat_start, features, gold_array, where)
 

@@ -108,7 +108,6 @@ class MultiwordExpander:
         self.context: dict[str, tuple[str, ...] | None] = {}
         self.ambiguous: set[str] = set()     # lowercased surfaces with context entries
         self._ambiguous_forms: set[str] = set()  # exact forms expanded so far that are ambiguous
-        self._own_rule = -1   # while training the classifier: the rule of the type left out
         self._ranking = None  # (structure, weights) of the classifier at prediction
 
     def cache_lookup(self):
@@ -125,17 +124,26 @@ class MultiwordExpander:
         self._ranking = None
         self._ambiguous_forms = set()
 
-    def _candidates(self, low: str):
-        """(rule id, contexts) of every rule whose cut ends `low` and leaves a non-empty stem;
-        contexts are the statistics keys to try, most specific first: the rule with the
-        CONTEXT_CHARS, then fewer, characters before its cut, and whether its first word
-        (stem + replacement) is a known standalone word."""
+    def _applicable(self, low: str):
+        """(rule id, cut length) of every rule whose cut ends `low` and leaves a non-empty stem."""
         for k in range(min(MAX_CUT, len(low) - 1) + 1):
-            cut = low[len(low) - k:]
-            for r in self._by_cut.get(cut, ()):
-                known = (low[:len(low) - k] + self.rules[r][1][0]) in self.vocab
-                yield r, [f"{r}|{int(known)}|{low[max(0, len(low) - k - extra):len(low) - k]}"
-                          for extra in range(min(CONTEXT_CHARS, len(low) - k - 1), -1, -1)]
+            for r in self._by_cut.get(low[len(low) - k:], ()):
+                yield r, k
+
+    def _rewrite(self, low: str, r: int) -> tuple[str, ...]:
+        """The lowercased words rule `r` makes of surface `low`."""
+        cut, repl = self.rules[r]
+        return (low[:len(low) - len(cut)] + repl[0],) + repl[1:]
+
+    def _candidates(self, low: str):
+        """(rule id, contexts) of every rule that applies to `low` (`_applicable`); contexts are
+        the statistics keys to try, most specific first: the rule with the CONTEXT_CHARS, then
+        fewer, characters before its cut, and whether its first word (stem + replacement) is a
+        known standalone word."""
+        for r, k in self._applicable(low):
+            known = self._rewrite(low, r)[0] in self.vocab
+            yield r, [f"{r}|{int(known)}|{low[max(0, len(low) - k - extra):len(low) - k]}"
+                      for extra in range(min(CONTEXT_CHARS, len(low) - k - 1), -1, -1)]
 
     def fit(self, tokens: Iterable[tuple]) -> MultiwordExpander:
         """tokens: (surface form, its words when a multiword token else None[, the UPOS of a
@@ -203,31 +211,28 @@ class MultiwordExpander:
             self._prefix_counts = dict(table)
         return self._prefix_counts
 
-    def _classifier_candidates(self, low: str, leave_out: int = -1) -> list[int]:
-        """-1 (one word), then the rules whose cut ends `low` leaving a non-empty stem and that
-        were seen on a training type (other than the one whose rule is `leave_out`, once)."""
-        out = [-1]
-        for k in range(min(MAX_CUT, len(low) - 1) + 1):
-            for r in self._by_cut.get(low[len(low) - k:], ()):
-                if self.rule_types[r] - (r == leave_out) >= 1:
-                    out.append(r)
-        return out
+    def _classifier_candidates(self, low: str, leave_out: int | None = None) -> list[int]:
+        """-1 (one word), then the rules that apply to `low` and were seen on a training type.
+        `leave_out`: `low` is a training type left out, whose outcome was that rule (or -1 / -2),
+        so a rule seen on that type alone is no candidate."""
+        return [-1] + [r for r, _ in self._applicable(low) if self.rule_types[r] - (r == leave_out) >= 1]
 
-    def _candidate_features(self, low: str, r: int, leave_out: bool = False) -> list[str]:
-        """The feature strings of candidate `r` (-1: one word) of surface `low`. With
-        `leave_out`, `low` is a training type seen as if unseen: its own rule, UPOS and
-        prefix counts are left out."""
+    def _candidate_features(self, low: str, r: int, leave_out: int | None = None) -> list[str]:
+        """The feature strings of candidate `r` (-1: one word) of surface `low`. With `leave_out`
+        (the type's own outcome, as in `_classifier_candidates`), `low` is a training type seen
+        as if unseen: its own rule count, UPOS and prefix counts are left out."""
         if r < 0:
             return ["none"] + [f"none|s{k}|{low[-k:]}" for k in (1, 2, 3)]
+        left_out = leave_out is not None
         cut, repl = self.rules[r]
         name = f"{cut}>{'+'.join(repl)}"
         stem = low[:len(low) - len(cut)]
         first = stem + repl[0]
-        n = self.rule_types[r] - (leave_out and self._own_rule == r)
-        upos = self.word_upos.get(first) if not (leave_out and first == low) else None
+        n = self.rule_types[r] - (leave_out == r)
+        upos = self.word_upos.get(first) if not (left_out and first == low) else None
         su = upos or "?"
         verbs, nominals = self._prefixes().get(first, (0, 0))
-        if leave_out and len(low) > len(first) and low.startswith(first):
+        if left_out and len(low) > len(first) and low.startswith(first):
             own = self.word_upos.get(low)
             verbs -= own == "VERB"
             nominals -= own in NOMINAL
@@ -240,7 +245,7 @@ class MultiwordExpander:
                 f"cut|{cut}|s5|{low[-5:]}", f"r|{name}|known|{upos is not None}",
                 f"apos|{chr(39) in low}|{cut[:1]}", f"digit|{any(ch.isdigit() for ch in stem)}|{cut}"]
 
-    def _ranking_item(self, low: str, candidates: list[int], leave_out: bool = False) -> list[np.ndarray]:
+    def _ranking_item(self, low: str, candidates: list[int], leave_out: int | None = None) -> list[np.ndarray]:
         from ..strings import hash_strings
 
         return [hash_strings(self._candidate_features(low, r, leave_out)) for r in candidates]
@@ -255,12 +260,10 @@ class MultiwordExpander:
         examples = []
         for low in sorted(outcome):
             right = outcome[low]
-            self._own_rule = right
             candidates = self._classifier_candidates(low, right)
             if len(candidates) < 2 or right not in candidates:  # (right = -2 never is)
                 continue
-            examples.append(RankingExample.of([self._ranking_item(low, candidates, True)], [candidates.index(right)]))
-        self._own_rule = -1
+            examples.append(RankingExample.of([self._ranking_item(low, candidates, right)], [candidates.index(right)]))
         if not examples:
             self.weights = None
             return
@@ -287,11 +290,8 @@ class MultiwordExpander:
         if self._ranking is None:
             self._ranking = (Ranking(CLASSIFIER_BITS), Weights(CLASSIFIER_BITS, False, self.weights))
         structure, w = self._ranking
-        item = self._ranking_item(low, candidates)
-        feat_start = np.zeros(len(item) + 1, dtype=np.int64)
-        np.cumsum([len(f) for f in item], out=feat_start[1:])
-        x = RankingExample(np.array([0, len(item)], dtype=np.int64), feat_start, np.concatenate(item))
-        r = candidates[int(np.argmax(structure.scores(x, w)))]  # one item: its first best candidate
+        x = RankingExample.of([self._ranking_item(low, candidates)])
+        r = candidates[int(np.argmax(structure.scores(x, w)))]  # one item: argmax is its first best candidate
         return r if r >= 0 else None
 
     def _decide(self, low: str) -> int | None:
@@ -411,12 +411,7 @@ class MultiwordExpander:
             words = self.lexicon[low]
         else:
             r = self._decide(low)
-            if r is None:
-                words = None
-            else:
-                cut, repl = self.rules[r]
-                stem = low[:len(low) - len(cut)]
-                words = (stem + repl[0],) + repl[1:]
+            words = None if r is None else self._rewrite(low, r)
         if words is not None:
             if not seen and "".join(words) == low and len(form) == len(low):
                 # the words are pieces of the surface: keep its characters ("McX" + "'s")
