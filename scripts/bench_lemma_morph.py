@@ -12,6 +12,10 @@ batch's FEATS and LEMMA rows as string ids (as a pipeline would), after one warm
 
     python scripts/bench_lemma_morph.py [--treebanks en_ewt el_gdt ...]
 
+With --stacked, a draft morphologizer trained first gives the morphologizer its bundles
+(5-fold jackknifed on the training set, `--folds`), which its DRAFT_TEMPLATES read, as a
+`morphologizer_draft` component does in a pipeline; the speed then counts both morphologizers.
+
 Writes scripts/results/lemma_morph_<treebank>.json. Jackknifed tags are cached in
 --cache (reused only with the same tagger settings).
 """
@@ -35,7 +39,7 @@ from arborist.corpus import read_corpus
 from arborist.learn.perceptron import Perceptron
 from arborist.lemma.lemmatizer import Lemmatizer
 from arborist.morph.choice import conll_column, format_columns
-from arborist.morph.morphologizer import Morphologizer
+from arborist.morph.morphologizer import DRAFT_TEMPLATES, FEATURE_TEMPLATES, Morphologizer
 from arborist.sentence import FEATS, FORM, LEMMA, ROOT, UPOS, SentenceBatch
 from arborist.strings import hash_strings
 from arborist.tagger.chain import LinearChain
@@ -66,16 +70,74 @@ def with_upos(sentence, tags, blank=False):
     return replace(sentence, attrs=attrs, upos=[ROOT] + list(tags))
 
 
-def tag_sentences(chain, w, sentences):
+def with_feats(sentence, bundles):
+    """The sentence with these bundles in its FEATS row (a draft morphologizer's, for stacking)."""
+    attrs = sentence.attrs.copy()
+    attrs[FEATS, 1:] = hash_strings(list(bundles))
+    return replace(sentence, attrs=attrs)
+
+
+def by_sentence(predict_batch, strings, sentences):
+    """The strings of each sentence's predicted ids, predicted in batches of 256 sentences."""
     out = []
     for k in range(0, len(sentences), 256):
         part = sentences[k:k + 256]
-        ids = chain.predict_batch(SentenceBatch.from_sentences(part), w)
+        ids = predict_batch(SentenceBatch.from_sentences(part))
         pos = 0
         for s in part:
-            out.append([chain.tags[i] for i in ids[pos:pos + s.n]])
+            out.append(strings(ids[pos:pos + s.n]))
             pos += s.n
     return out
+
+
+def predict_bundles(model, w, sentences):
+    return by_sentence(lambda b: model.predict_batch(b, w), model.feats_strings, sentences)
+
+
+def jackknife(sentences, folds, fit_predict):
+    """Each sentence's values from a model that did not train on it: `fit_predict(rest, held)`
+    trains on the other folds and returns one value per sentence of the held-out fold."""
+    out: list = [None] * len(sentences)
+    for fold in range(folds):
+        rest = [x for i, x in enumerate(sentences) if i % folds != fold]
+        held = [x for i, x in enumerate(sentences) if i % folds == fold]
+        for i, values in zip(range(fold, len(sentences), folds), fit_predict(rest, held)):
+            out[i] = values
+    return out
+
+
+def draft_bundles(args, train_p, dev_p, score):
+    """Stacking (`--stacked`): a first morphologizer trained as the default one (best epoch on
+    dev), its bundles on dev, and its `--folds`-fold jackknifed bundles on the training set
+    (each fold trained for the best epoch count), as `arborist train` gives them to a
+    morphologizer with reads_draft = true. Returns (model, weights, train drafts, dev drafts,
+    report)."""
+    make = lambda: Morphologizer(hash_bits=args.bits, known_min_count=args.known_min_count,
+                                 suffix_length=args.suffix_length, suffix_min_count=args.suffix_min_count)
+    draft = make()
+    draft.initialize(train_p)
+    w, epoch, history, seconds = train_component(draft, train_p, dev_p, None, args.epochs,
+                                                 lambda ids: score(draft.feats_strings(ids)))
+
+    def fit_predict(rest, held):
+        model = make()
+        model.initialize(rest)
+        examples = model.examples(rest, training=True)
+        trainer = Perceptron(averaged=True, shuffle=True, seed=0)
+        trainer.begin(model, examples, model.hash_bits)
+        for _ in range(epoch):
+            trainer.epoch(model, examples)
+        return predict_bundles(model, trainer.prediction_weights(), held)
+
+    start = time.perf_counter()
+    jack = jackknife(train_p, args.folds, fit_predict)
+    report = {"best_epoch": epoch, "history": history, "train_seconds": seconds,
+              "jackknife_seconds": time.perf_counter() - start}
+    return draft, w, jack, predict_bundles(draft, w, dev_p), report
+
+
+def tag_sentences(chain, w, sentences):
+    return by_sentence(lambda b: chain.predict_batch(b, w), lambda ids: [chain.tags[i] for i in ids], sentences)
 
 
 def upos_accuracy(tags, sentences):
@@ -110,14 +172,13 @@ def upos_tags(name, train, dev, args):
     chain, w, best_epoch, dev_acc = train_tagger(train, dev, args.tagger_epochs)
     tagger_seconds = time.perf_counter() - start
     dev_tags = tag_sentences(chain, w, dev)
-    jack: list = [None] * len(train)
     start = time.perf_counter()
-    for fold in range(args.folds):
-        rest = [x for i, x in enumerate(train) if i % args.folds != fold]
-        held = [x for i, x in enumerate(train) if i % args.folds == fold]
+
+    def fit_predict(rest, held):
         c, wf, _, _ = train_tagger(rest, [], best_epoch, fixed=True)
-        for i, tags in zip(range(fold, len(train), args.folds), tag_sentences(c, wf, held)):
-            jack[i] = tags
+        return tag_sentences(c, wf, held)
+
+    jack = jackknife(train, args.folds, fit_predict)
     out = {"dev": dev_tags, "train": jack, "tagger_best_epoch": best_epoch, "tagger_dev_upos": dev_acc,
            "tagger_train_seconds": tagger_seconds, "jackknife_seconds": time.perf_counter() - start,
            "jackknife_train_upos": upos_accuracy(jack, train)}
@@ -155,6 +216,8 @@ def run(name, args):
     dev = read_corpus(UD / name / f"{name}-ud-dev.conllu")
     if args.max_train:
         train = train[:args.max_train]
+    if args.stacked and args.joint:
+        raise SystemExit("--stacked and --joint: a draft of joint classes is not measured here")
     tags = upos_tags(name, train, dev, args)
     train_p = [with_upos(s, t) for s, t in zip(train, tags["train"])]
     dev_p = [with_upos(s, t, blank=True) for s, t in zip(dev, tags["dev"])]
@@ -165,12 +228,21 @@ def run(name, args):
     seen = {f for s in train for f in s.forms[1:]}
     unseen = np.array([f not in seen for f in forms])
 
+    bundles_score = lambda bundles: float(np.mean([universal(b) == g for b, g in zip(bundles, gold_ufeats)]))
+    draft = w_draft = draft_report = None
+    morph_train, morph_dev = train_p, dev_p
+    if args.stacked:
+        draft, w_draft, train_drafts, dev_drafts, draft_report = draft_bundles(args, train_p, dev_p, bundles_score)
+        draft_report["dev_ufeats"] = 100 * bundles_score([b for d in dev_drafts for b in d])
+        morph_train = [with_feats(s, d) for s, d in zip(train_p, train_drafts)]
+        morph_dev = [with_feats(s, d) for s, d in zip(dev_p, dev_drafts)]
     morph = Morphologizer(hash_bits=args.bits, known_min_count=args.known_min_count, joint=args.joint,
-                          suffix_length=args.suffix_length, suffix_min_count=args.suffix_min_count)
+                          suffix_length=args.suffix_length, suffix_min_count=args.suffix_min_count,
+                          feature_templates=FEATURE_TEMPLATES + DRAFT_TEMPLATES if args.stacked else None)
     start = time.perf_counter()
-    morph.initialize(train_p)
-    feats_score = lambda ids: float(np.mean([universal(b) == g for b, g in zip(morph.feats_strings(ids), gold_ufeats)]))
-    w_morph, morph_epoch, morph_history, morph_seconds = train_component(morph, train_p, dev_p, gold_feats,
+    morph.initialize(morph_train)
+    feats_score = lambda ids: bundles_score(morph.feats_strings(ids))
+    w_morph, morph_epoch, morph_history, morph_seconds = train_component(morph, morph_train, morph_dev, gold_feats,
                                                                          args.epochs, feats_score)
     morph_seconds += 0.0
     if args.joint:
@@ -193,7 +265,7 @@ def run(name, args):
                                                                  lemma_score)
 
     # Predictions on dev, the official scorer.
-    batch = SentenceBatch.from_sentences(dev_p)
+    batch = SentenceBatch.from_sentences(morph_dev)
     feats_ids = morph.predict_batch(batch, w_morph)
     dev_upos = [s.upos[1:] for s in dev_p]
     lemma_ids = lem.predict_batch(batch, w_lem)
@@ -213,10 +285,13 @@ def run(name, args):
     feats_right = np.array([universal(b) == g for b, g in zip(pred_feats, gold_ufeats)])
 
     # Diagnostic: the same models on dev with gold UPOS rows (how much the tagger's errors cost).
-    gold_batch = SentenceBatch.from_sentences([with_upos(s, s.upos[1:], blank=True) for s in dev])
+    gold_upos = [with_upos(s, s.upos[1:], blank=True) for s in dev]
+    if args.stacked:
+        gold_upos = [with_feats(s, d) for s, d in zip(gold_upos, predict_bundles(draft, w_draft, gold_upos))]
+    gold_batch = SentenceBatch.from_sentences(gold_upos)
     oracle = {"ufeats_all": 100 * feats_score(morph.predict_batch(gold_batch, w_morph)),
               "lemmas_all": 100 * lemma_score(lem.predict_batch(gold_batch, w_lem))}
-    speed = measure_speed(dev_p, morph, w_morph, lem, w_lem)
+    speed = measure_speed(dev_p, morph, w_morph, lem, w_lem, draft=draft, w_draft=w_draft)
     result = {
         "treebank": name,
         "train_words": sum(s.n for s in train), "dev_words": len(forms), "dev_unseen_words": int(unseen.sum()),
@@ -229,7 +304,7 @@ def run(name, args):
                                              "jackknife_seconds", "jackknife_train_upos")},
         "morphologizer": {"config": {k: v for k, v in morph.config().items() if k != "classes"},
                           "bundles": len(morph.bundles), "pairs": len(morph.pairs), "best_epoch": morph_epoch,
-                          "train_seconds": morph_seconds, "history": morph_history},
+                          "train_seconds": morph_seconds, "history": morph_history, "draft": draft_report},
         "lemmatizer": {"config": {k: v for k, v in lem.config().items() if k != "scripts"},
                        "scripts": len(lem.scripts), "lexicon": int(len(lem.arrays()["lexicon_keys"])),
                        "best_epoch": lem_epoch, "train_seconds": lem_seconds, "history": lem_history},
@@ -240,9 +315,10 @@ def run(name, args):
     return result
 
 
-def measure_speed(sentences, morph, w_morph, lem, w_lem, passes=3):
+def measure_speed(sentences, morph, w_morph, lem, w_lem, passes=3, draft=None, w_draft=None):
     """Words/s of morphologizer + lemmatizer on batches of BATCH sentences (UPOS already in the
-    rows), ids written back as string ids; the first pass warms the form caches and is reported apart."""
+    rows), ids written back as string ids; the first pass warms the form caches and is reported
+    apart. With a `draft` morphologizer (stacking), it runs first and writes the FEATS row."""
     batches = [SentenceBatch.from_sentences(sentences[k:k + BATCH]) for k in range(0, len(sentences), BATCH)]
     words = sum(s.n for s in sentences)
 
@@ -250,6 +326,8 @@ def measure_speed(sentences, morph, w_morph, lem, w_lem, passes=3):
         start = clock()
         for b in batches:
             mask = b.words
+            if draft is not None:
+                b.attrs[FEATS, mask] = draft.feats_hashes(draft.predict_batch(b, w_draft))
             ids = morph.predict_batch(b, w_morph)
             if not kernel_only:
                 b.attrs[FEATS, mask] = morph.feats_hashes(ids)
@@ -304,6 +382,8 @@ def main():
     parser.add_argument("--known-min-count", type=int, default=10)
     parser.add_argument("--suffix-length", type=int, default=5)
     parser.add_argument("--suffix-min-count", type=int, default=3)
+    parser.add_argument("--stacked", action="store_true",
+                        help="a draft morphologizer first; the morphologizer reads its jackknifed bundles (DRAFT_TEMPLATES)")
     parser.add_argument("--joint", action="store_true", help="joint UPOS+FEATS classes; the lemmatizer reads their UPOS")
     parser.add_argument("--upos-candidates", action="store_true",
                         help="lemma candidates: only the scripts seen with the word's UPOS")

@@ -123,22 +123,25 @@ def test_spacy_to_bytes_keeps_the_learned_state_directories(run):
         assert a.columns == b.columns
 
 
-def test_a_morphologizer_reading_xpos_trains_on_jackknifed_xpos(tmp_path, monkeypatch):
-    """Templates that read "xpos" make the component read the XPOS column: training gives it
-    the XPOS tagger's jackknifed tags (one fold's tagger never saw the sentence), and its
-    feature values carry the sentence's XPOS row."""
+def train_small(tmp_path, sections: str):
+    """The finished `Training` of configs/quickstart.cfg with `sections` before its parser, on 60
+    sample sentences (2 epochs, 2 jackknife folds)."""
     import arborist.train as train_module
-    from arborist.components.morphologizer import Morphologizer as MorphologizerKind
-    from arborist.morph.morphologizer import FEATURE_TEMPLATES, Morphologizer
-    from arborist.morph.values import SHARED, VALUES
-    from arborist.sentence import XPOS
     from trackers import Quiet
 
-    assert MorphologizerKind(Morphologizer()).reads == ("form", "upos")
-    reading = Morphologizer(feature_templates=FEATURE_TEMPLATES + ("xpos", "xpos|suffix2"))
-    assert MorphologizerKind(reading).reads == ("form", "upos", "xpos")
-    x = read_corpus(SAMPLE / "sample-dev.conllu", require_heads=True)[0]
-    np.testing.assert_array_equal(SHARED.sentence_values(x)[:, VALUES.index("xpos")], x.attrs[XPOS, 1:])
+    text = (REPO / "configs" / "quickstart.cfg").read_text().replace("\n[components.parser]\n",
+                                                                     sections + "\n[components.parser]\n", 1)
+    (tmp_path / "x.cfg").write_text(text)
+    overrides = {"paths.train": str(SAMPLE / "sample-train.conllu"), "paths.dev": str(SAMPLE / "sample-dev.conllu"),
+                 "training.max_epochs": 2, "training.jackknife_folds": 2, "training.max_train_sentences": 60}
+    run_ = train_module.Training(load_config(tmp_path / "x.cfg", overrides), tmp_path / "run", Quiet(), None, None)
+    run_.run()
+    return run_
+
+
+def captured_components(monkeypatch) -> dict:
+    """{name: component} of every component `arborist train` trains from now on."""
+    import arborist.train as train_module
 
     captured = {}
     original = train_module._train_component
@@ -148,15 +151,27 @@ def test_a_morphologizer_reading_xpos_trains_on_jackknifed_xpos(tmp_path, monkey
         return original(name, component, trainer, train_x, dev_x, *args, **kwargs)
 
     monkeypatch.setattr(train_module, "_train_component", wrapper)
+    return captured
+
+
+def test_a_morphologizer_reading_xpos_trains_on_jackknifed_xpos(tmp_path, monkeypatch):
+    """Templates that read "xpos" make the component read the XPOS column: training gives it
+    the XPOS tagger's jackknifed tags (one fold's tagger never saw the sentence), and its
+    feature values carry the sentence's XPOS row."""
+    from arborist.components.morphologizer import Morphologizer as MorphologizerKind
+    from arborist.morph.morphologizer import FEATURE_TEMPLATES, Morphologizer
+    from arborist.morph.values import SHARED, VALUES
+    from arborist.sentence import XPOS
+
+    assert MorphologizerKind(Morphologizer()).reads == ("form", "upos")
+    reading = Morphologizer(feature_templates=FEATURE_TEMPLATES + ("xpos", "xpos|suffix2"))
+    assert MorphologizerKind(reading).reads == ("form", "upos", "xpos")
+    x = read_corpus(SAMPLE / "sample-dev.conllu", require_heads=True)[0]
+    np.testing.assert_array_equal(SHARED.sentence_values(x)[:, VALUES.index("xpos")], x.attrs[XPOS, 1:])
+
+    captured = captured_components(monkeypatch)
     templates = json.dumps(list(FEATURE_TEMPLATES) + ["xpos", "xpos|suffix2"])
-    extra = EXTRA.split("[components.lemma]")[0].replace("hash_bits = 16", f"hash_bits = 16\nfeature_templates = {templates}")
-    text = (REPO / "configs" / "quickstart.cfg").read_text().replace("\n[components.parser]\n",
-                                                                     extra + "\n[components.parser]\n", 1)
-    (tmp_path / "x.cfg").write_text(text)
-    overrides = {"paths.train": str(SAMPLE / "sample-train.conllu"), "paths.dev": str(SAMPLE / "sample-dev.conllu"),
-                 "training.max_epochs": 2, "training.jackknife_folds": 2, "training.max_train_sentences": 60}
-    run_ = train_module.Training(load_config(tmp_path / "x.cfg", overrides), tmp_path / "run", Quiet(), None, None)
-    run_.run()
+    run_ = train_small(tmp_path, FEATS_SECTION.replace("hash_bits = 16", f"hash_bits = 16\nfeature_templates = {templates}"))
     feats_inputs = run_.train_inputs("feats", captured["feats"])
     gold = run_.train_set
     jackknifed = run_.jackknifed["xpos"]
@@ -164,3 +179,59 @@ def test_a_morphologizer_reading_xpos_trains_on_jackknifed_xpos(tmp_path, monkey
     from arborist.strings import hash_strings
     for x, tags in zip(feats_inputs, jackknifed):
         np.testing.assert_array_equal(x.attrs[XPOS, 1:], hash_strings(tags))
+
+
+# EXTRA's morphologizer reading the bundles of a draft (config order: the draft after it)
+FEATS_SECTION = EXTRA.split("[components.lemma]")[0]
+STACKED = (FEATS_SECTION.replace("hash_bits = 16", "hash_bits = 16\nreads_draft = true")
+           + FEATS_SECTION.replace("components.feats", "components.feats_draft").replace(
+               "[components.feats_draft]\n", '[components.feats_draft]\nkind = "morphologizer_draft"\n', 1))
+
+
+def test_a_stacked_morphologizer_reads_the_drafts_bundles(tmp_path, monkeypatch):
+    """Stacking: a morphologizer with reads_draft = true trains on the jackknifed bundles of
+    the morphologizer_draft before it (one fold's draft never saw the sentence), reads the
+    draft's FEATS row at prediction and overwrites it; the drafts are no output column."""
+    from arborist.batch import spacy_pipeline
+    from arborist.morph.morphologizer import DRAFT_TEMPLATES
+    from arborist.sentence import FEATS
+    from arborist.strings import hash_strings
+
+    captured = captured_components(monkeypatch)
+    run_ = train_small(tmp_path, STACKED)
+    pipeline = run_.pipeline
+    names = list(pipeline.components)
+    assert names.index("feats_draft") < names.index("feats")
+    draft, feats = pipeline.components["feats_draft"], pipeline.components["feats"]
+    assert draft.kind == "morphologizer_draft" and feats.reads == ("form", "upos", "feats_draft")
+    assert set(DRAFT_TEMPLATES) <= set(feats.structure.kinds["feature"])
+
+    # Training: the FEATS rows are the draft's jackknifed bundles, not the gold ones.
+    inputs = run_.train_inputs("feats", captured["feats"])
+    jackknifed = run_.jackknifed["feats_draft"]
+    assert [list(x.attrs[FEATS, 1:]) for x in inputs] != [list(x.attrs[FEATS, 1:]) for x in run_.train_set]
+    for x, bundles in zip(inputs, jackknifed):
+        np.testing.assert_array_equal(x.attrs[FEATS, 1:], hash_strings(bundles))
+
+    # Prediction: the output FEATS are the second morphologizer's on the draft's row.
+    dev = read_corpus(SAMPLE / "sample-dev.conllu", require_heads=True)
+    upstream = [pipeline.components[n] for n in names[:names.index("feats_draft")]]
+    from arborist.confidence import upstream_inputs
+    drafted = [draft.apply(x, draft.structure.feats_strings(draft.predict(x))) for x in upstream_inputs(upstream, dev)]
+    parsed = pipeline.annotate_many(dev)
+    for p, x in zip(parsed, drafted):
+        assert "feats_draft" not in p.columns
+        assert p.columns["feats"] == feats.structure.feats_strings(feats.predict(x))
+    assert any(p.values["feats"] != p.values["feats_draft"] for p in parsed)  # the second pass changes some
+    # ... and reads the row: on the input's own FEATS row it predicts otherwise
+    assert any(feats.predict(x).tolist() != feats.predict(d).tolist() for x, d in zip(upstream_inputs(upstream, dev), drafted))
+
+    # Saved and loaded, in CoNLL-U and in spaCy: the same FEATS.
+    again = load(tmp_path / "run")
+    assert [p.columns for p in again.annotate_many(dev)] == [p.columns for p in parsed]
+    nlp = spacy_pipeline(again)
+    from spacy.tokens import Doc
+    doc = Doc(nlp.vocab, words=dev[0].forms[1:])
+    for _, proc in nlp.pipeline:
+        doc = proc(doc)
+    assert [str(t.morph) or "_" for t in doc] == parsed[0].columns["feats"]

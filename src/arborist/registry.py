@@ -200,11 +200,16 @@ def ranking(hash_bits: int = 18):
 def morphologizer(hash_bits: int = 22, feature_templates: list[str] | None = None,
                   bundle_templates: list[str] | None = None, known_min_count: int = 10, joint: bool = False,
                   upos_templates: list[str] | None = None, joint_min_count: int = 3, suffix_length: int = 5,
-                  suffix_min_count: int = 3):
+                  suffix_min_count: int = 3, reads_draft: bool = False):
     """FEATS, one bundle per word (`arborist.morph.Morphologizer`); the bundles, candidate sets
-    and lexicons are learned from the training data and saved beside the weights."""
-    from .morph.morphologizer import Morphologizer
+    and lexicons are learned from the training data and saved beside the weights.
+    `reads_draft`: the feature templates (the default ones unless given) also read the FEATS
+    that a `morphologizer_draft` component before it predicted (`DRAFT_TEMPLATES`: stacking)."""
+    from .morph.morphologizer import DRAFT_TEMPLATES, FEATURE_TEMPLATES, Morphologizer
 
+    if reads_draft:
+        base = tuple(FEATURE_TEMPLATES if feature_templates is None else feature_templates)
+        feature_templates = list(base) + [t for t in DRAFT_TEMPLATES if t not in base]
     return Morphologizer(hash_bits, feature_templates, bundle_templates, known_min_count, joint, upos_templates,
                          joint_min_count, suffix_length, suffix_min_count)
 
@@ -246,11 +251,11 @@ def tokenizer(hash_bits: int = 20, templates: list[str] | None = None, design: s
 # The component kinds of this package.
 from .components.labeler import Labeler  # noqa: E402
 from .components.lemmatizer import Lemmatizer  # noqa: E402
-from .components.morphologizer import Morphologizer  # noqa: E402
+from .components.morphologizer import Morphologizer, MorphologizerDraft  # noqa: E402
 from .components.parser import Parser  # noqa: E402
 from .components.pruner import Pruner  # noqa: E402
 from .components.tagger import Tagger  # noqa: E402
 from .components.tokenizer import Tokenizer  # noqa: E402
 
-for _kind in (Tokenizer, Tagger, Morphologizer, Lemmatizer, Pruner, Parser, Labeler):
+for _kind in (Tokenizer, Tagger, Morphologizer, Lemmatizer, Pruner, Parser, Labeler, MorphologizerDraft):
     registry.components(_kind.kind, func=_kind)

@@ -21,3 +21,21 @@ class Morphologizer(WordChoice):
     @property
     def classes(self) -> tuple[str, ...]:
         return tuple(self.structure.classes)
+
+
+class MorphologizerDraft(Morphologizer):
+    """A first morphologizer whose bundles a second one reads (stacking): it writes the FEATS
+    row of the batch as the morphologizer does, under the column name "feats_draft", so that
+    a morphologizer with `reads_draft = true` after it reads them, trains on its jackknifed
+    drafts, and overwrites the row with the pipeline's FEATS. Its drafts are no output
+    column: CoNLL-U and spaCy get the second morphologizer's FEATS."""
+
+    kind = "morphologizer_draft"
+    column = "feats_draft"
+
+    @property
+    def tagging(self) -> bool:
+        return True  # a token column: it runs in the tagging stage (and not with --gold-tags)
+
+    def column_values(self, value: list[str]) -> dict[str, list[str]]:
+        return {}

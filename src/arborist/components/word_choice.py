@@ -30,9 +30,14 @@ class WordChoice(Component):
     @property
     def reads(self) -> tuple[str, ...]:
         """The form and UPOS (its candidates), and XPOS when a template reads it, so that
-        training jackknifes the XPOS tagger for it (FEATS, which the morphologizer writes,
-        stays out: a template reading it reads the input's column)."""
-        return ("form", "upos") + (("xpos",) if "xpos" in self.structure.reads else ())
+        training jackknifes the XPOS tagger for it; FEATS likewise when a template reads it.
+        The FEATS row a morphologizer's templates read is the one a `morphologizer_draft`
+        before it leaves (stacking), so it reads "feats_draft" and trains on the draft's
+        jackknifed bundles; a lemmatizer's read the morphologizer's "feats". Without a
+        component writing the column, the templates read the input's row."""
+        reads = self.structure.reads
+        feats = {"feats": ("feats_draft",), "feats_draft": ()}.get(self.column, ("feats",))
+        return ("form", "upos") + (("xpos",) if "xpos" in reads else ()) + (feats if "feats" in reads else ())
 
     @property
     def score_key(self) -> str:
