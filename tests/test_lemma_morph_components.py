@@ -235,3 +235,10 @@ def test_a_stacked_morphologizer_reads_the_drafts_bundles(tmp_path, monkeypatch)
     for _, proc in nlp.pipeline:
         doc = proc(doc)
     assert [str(t.morph) or "_" for t in doc] == parsed[0].columns["feats"]
+
+
+def test_reading_drafts_without_a_draft_is_a_clear_error(tmp_path):
+    """reads_draft = true with no morphologizer_draft before it would train on the training
+    set's gold FEATS: `arborist train` refuses, naming the component."""
+    with pytest.raises(ValueError, match=r"\[components.feats\].*morphologizer_draft"):
+        train_small(tmp_path, FEATS_SECTION.replace("hash_bits = 16", "hash_bits = 16\nreads_draft = true"))

@@ -206,6 +206,7 @@ class ComponentSpec:
                              f"{', '.join(registry.components.get_all())})") from None
         self.kind = kind
         self.probe = self.cls(self.structure())  # its columns, before anything is trained
+        self.probe.name = name
 
     def structure(self):
         return registry.resolve(Config({"s": self.section["structure"]}), validate=True)["s"]
@@ -274,6 +275,8 @@ def component_specs(config: Config) -> dict[str, ComponentSpec]:
                                                 for c in s.probe.reads if c in writers)), pending[0])
         ordered.append(ready)
         pending.remove(ready)
+    for i, spec in enumerate(ordered):  # what a kind checks of the components before it, before any training
+        spec.probe.link([s.probe for s in ordered[:i]])
     return {spec.name: spec for spec in ordered}
 
 
