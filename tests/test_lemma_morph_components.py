@@ -237,8 +237,31 @@ def test_a_stacked_morphologizer_reads_the_drafts_bundles(tmp_path, monkeypatch)
     assert [str(t.morph) or "_" for t in doc] == parsed[0].columns["feats"]
 
 
-def test_reading_drafts_without_a_draft_is_a_clear_error(tmp_path):
-    """reads_draft = true with no morphologizer_draft before it would train on the training
-    set's gold FEATS: `arborist train` refuses, naming the component."""
-    with pytest.raises(ValueError, match=r"\[components.feats\].*morphologizer_draft"):
-        train_small(tmp_path, FEATS_SECTION.replace("hash_bits = 16", "hash_bits = 16\nreads_draft = true"))
+def test_stacking_mistakes_are_clear_errors_before_any_training(tmp_path):
+    """A config that would train a model on gold values where prediction has none is refused
+    when it is read (`component_specs`, `Training`), naming the component: a morphologizer
+    reading drafts without a draft before it; a draft whose own templates read FEATS; a draft
+    that nothing reads; a draft without jackknifing."""
+    import arborist.train as train_module
+    from trackers import Quiet
+
+    def config(sections, **overrides):
+        text = (REPO / "configs" / "quickstart.cfg").read_text().replace("\n[components.parser]\n",
+                                                                         sections + "\n[components.parser]\n", 1)
+        (tmp_path / "x.cfg").write_text(text)
+        return load_config(tmp_path / "x.cfg", {"paths.train": str(SAMPLE / "sample-train.conllu"), **overrides})
+
+    draft_section = STACKED[STACKED.index("[components.feats_draft]"):]
+    reading = FEATS_SECTION.replace("hash_bits = 16", "hash_bits = 16\nreads_draft = true")
+    with pytest.raises(ValueError, match=r"\[components.feats\] reads feats_draft.*morphologizer_draft"):
+        train_module.component_specs(config(reading))
+    with pytest.raises(ValueError, match=r"\[components.feats_draft\] \(morphologizer_draft\) reads feats_draft, which it predicts"):
+        train_module.component_specs(config(draft_section.replace("hash_bits = 16", "hash_bits = 16\nreads_draft = true")
+                                            + FEATS_SECTION))
+    with pytest.raises(ValueError, match=r"\[components.feats_draft\] \(morphologizer_draft\).*none does"):
+        train_module.component_specs(config(FEATS_SECTION + draft_section))
+    with pytest.raises(ValueError, match=r"jackknife_folds = 0 with feats_draft"):
+        train_module.Training(config(STACKED, **{"training.jackknife_folds": 0}), tmp_path / "run", Quiet(), None, None)
+    assert list(train_module.component_specs(config(STACKED)))[2:4] == ["feats_draft", "feats"]
+    from arborist.registry import kind_for_structure
+    assert kind_for_structure("arborist.Morphologizer.v1") == "morphologizer"  # never the draft by default

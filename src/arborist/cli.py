@@ -101,7 +101,8 @@ def evaluate(
 # How `arborist evaluate` names the scores (keyed by score, whichever component gives it).
 METRIC_LABELS = {"uas": "UAS ({tagged} tags)", "uas_nopunct": "UAS (no punct)", "las": "LAS (universal labels)",
                  "las_nopunct": "LAS (no punct)", "las_full": "LAS (full labels)", "exact_match": "exact match",
-                 "prune_recall": "pruner oracle recall", "heads_per_word": "pruner heads per word"}
+                 "prune_recall": "pruner oracle recall", "heads_per_word": "pruner heads per word",
+                 "feats_draft": "FEATS accuracy (draft)", "feats_draft_unseen": "FEATS unseen words (draft)"}
 UNSHOWN = {"words", "sentences", "unseen_words"}
 
 

@@ -95,6 +95,10 @@ class Component:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} ({self.kind})>"
 
+    # An intermediate kind's column is no output: it exists for a later component to read
+    # (a morphologizer_draft's bundles). A config without `kind` never names one.
+    intermediate = False
+
     @property
     def tagging(self) -> bool:
         """Whether it writes only token columns (the spaCy tagging stage; skipped with gold tags)."""

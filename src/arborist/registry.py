@@ -53,7 +53,7 @@ def component_kind(name: str) -> type:
 def kind_for_structure(structure_name: str) -> str | None:
     """The kind registered for a structure's registry name (a config without `kind`)."""
     for name, cls in registry.components.get_all().items():
-        if structure_name in getattr(cls, "structures", ()):
+        if structure_name in getattr(cls, "structures", ()) and not getattr(cls, "intermediate", False):
             return name
     return None
 

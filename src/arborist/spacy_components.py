@@ -326,7 +326,7 @@ class ArboristTagger(ArboristComponent):
             if unknown:
                 raise ModelError(f"[{self.name}] UPOS tags spaCy does not know: {', '.join(unknown)}")
         for component in pipeline.components.values():
-            for column in component.writes:
+            for column in () if component.intermediate else component.writes:
                 if column not in DOC_ATTRS and not Token.has_extension(column):
                     Token.set_extension(column, default=None)
 

@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 from confection import Config
 
-from .component import Component
+from .component import TOKEN_COLUMNS, Component
 from .confidence import describe_fit, upstream_inputs
 from .learn.mixing import ENGINES, ParameterMixing, connect_ray, parallel_trainer
 from .learn.perceptron import SWVP
@@ -80,6 +80,9 @@ from .tracking import trackers_for, tracking_settings
 
 CHECKPOINT = "checkpoint"
 JACKKNIFE = "jackknife.npz"
+# The columns a component may read with no component before it writing them: the input's (a
+# CoNLL-U file's, the raw text), and a pruner's arcs (without one a parser allows every arc).
+INPUT_COLUMNS = ("text", "form", "head", "deprel", "arcs") + TOKEN_COLUMNS
 TRAINING_DEFAULTS = {
     "train_path": None,
     "dev_path": None,
@@ -275,8 +278,22 @@ def component_specs(config: Config) -> dict[str, ComponentSpec]:
                                                 for c in s.probe.reads if c in writers)), pending[0])
         ordered.append(ready)
         pending.remove(ready)
-    for i, spec in enumerate(ordered):  # what a kind checks of the components before it, before any training
-        spec.probe.link([s.probe for s in ordered[:i]])
+    for i, spec in enumerate(ordered):
+        # A column that no component before it writes is read from the input; an intermediate
+        # column (a draft's bundles) is in no input: reading it without its writer would train
+        # on the training set's gold values (FEATS) and predict from an empty row.
+        missing = [c for c in spec.probe.reads if c not in INPUT_COLUMNS
+                   and not any(c in s.probe.writes for s in ordered[:i])]
+        if set(missing) & set(spec.probe.writes):
+            raise ValueError(f"[components.{spec.name}] ({spec.kind}) reads {', '.join(missing)}, which it predicts: "
+                             "its templates must not read it (a morphologizer_draft's must not read feats)")
+        if missing:
+            raise ValueError(f"[components.{spec.name}] reads {', '.join(missing)}, which no component before it "
+                             "writes: add the component that predicts it (for feats_draft, a [components.NAME] "
+                             'with kind = "morphologizer_draft"), or leave out what reads it (reads_draft)')
+        if spec.probe.intermediate and not any(set(spec.probe.writes) & set(s.probe.reads) for s in ordered[i + 1:]):
+            raise ValueError(f"[components.{spec.name}] ({spec.kind}) predicts {', '.join(spec.probe.writes)} for a "
+                             "later component to read, and none does (a morphologizer with reads_draft = true)")
     return {spec.name: spec for spec in ordered}
 
 
@@ -287,6 +304,11 @@ class Training:
     def __init__(self, config: Config, output: Path | None, tracker, state: dict | None, arrays: dict | None):
         self.settings = _settings(config)
         self.specs = component_specs(config)
+        drafts = [s.name for s in self.specs.values() if s.probe.intermediate]
+        if drafts and not self.settings["jackknife_folds"]:
+            raise ValueError(f"training.jackknife_folds = 0 with {', '.join(drafts)}: the component reading its "
+                             "predictions would train on the training set's gold values (a copy of its input); "
+                             "set jackknife_folds to 2 or more, or leave the draft out")
         self.output, self.tracker = output, tracker
         self.state, self.arrays = state, arrays
         self.config_text = config.to_str()

@@ -32,6 +32,7 @@ class MorphologizerDraft(Morphologizer):
 
     kind = "morphologizer_draft"
     column = "feats_draft"
+    intermediate = True
 
     @property
     def tagging(self) -> bool:

@@ -36,16 +36,10 @@ class WordChoice(Component):
         jackknifed bundles; a lemmatizer's read the morphologizer's "feats". Without a
         component writing the column, the templates read the input's row."""
         reads = self.structure.reads
-        feats = {"feats": ("feats_draft",), "feats_draft": ()}.get(self.column, ("feats",))
+        # a draft's templates reading FEATS would read the input's gold row in training: its
+        # own column, which train.py refuses
+        feats = {"feats": ("feats_draft",), "feats_draft": ("feats_draft",)}.get(self.column, ("feats",))
         return ("form", "upos") + (("xpos",) if "xpos" in reads else ()) + (feats if "feats" in reads else ())
-
-    def link(self, upstream) -> None:
-        if "feats_draft" in self.reads and not any("feats_draft" in c.writes for c in upstream):
-            # it would train on the training set's gold FEATS and predict from an empty row
-            raise ValueError(f"[components.{self.name}]: its templates read the bundles of a morphologizer_draft "
-                             "(reads_draft = true, or a template reading feats), and no component before it is one: "
-                             'add a [components.NAME] section with kind = "morphologizer_draft" '
-                             '(arborist.Morphologizer.v1) or leave reads_draft out')
 
     @property
     def score_key(self) -> str:
