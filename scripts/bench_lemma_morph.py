@@ -41,7 +41,7 @@ from arborist.corpus import read_corpus
 from arborist.learn.perceptron import Perceptron
 from arborist.lemma.lemmatizer import Lemmatizer
 from arborist.morph.choice import conll_column, format_columns
-from arborist.morph.morphologizer import DRAFT_TEMPLATES, FEATURE_TEMPLATES, Morphologizer
+from arborist.morph.morphologizer import Morphologizer, reading_drafts
 from arborist.sentence import FEATS, FORM, LEMMA, ROOT, UPOS, SentenceBatch
 from arborist.strings import hash_strings
 from arborist.tagger.chain import LinearChain
@@ -240,7 +240,7 @@ def run(name, args):
         morph_dev = [with_feats(s, d) for s, d in zip(dev_p, dev_drafts)]
     morph = Morphologizer(hash_bits=args.bits, known_min_count=args.known_min_count, joint=args.joint,
                           suffix_length=args.suffix_length, suffix_min_count=args.suffix_min_count,
-                          feature_templates=FEATURE_TEMPLATES + DRAFT_TEMPLATES if args.stacked else None)
+                          feature_templates=reading_drafts() if args.stacked else None)
     start = time.perf_counter()
     morph.initialize(morph_train)
     feats_score = lambda ids: bundles_score(morph.feats_strings(ids))

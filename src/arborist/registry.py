@@ -205,11 +205,10 @@ def morphologizer(hash_bits: int = 22, feature_templates: list[str] | None = Non
     and lexicons are learned from the training data and saved beside the weights.
     `reads_draft`: the feature templates (the default ones unless given) also read the FEATS
     that a `morphologizer_draft` component before it predicted (`DRAFT_TEMPLATES`: stacking)."""
-    from .morph.morphologizer import DRAFT_TEMPLATES, FEATURE_TEMPLATES, Morphologizer
+    from .morph.morphologizer import Morphologizer, reading_drafts
 
     if reads_draft:
-        base = tuple(FEATURE_TEMPLATES if feature_templates is None else feature_templates)
-        feature_templates = list(base) + [t for t in DRAFT_TEMPLATES if t not in base]
+        feature_templates = reading_drafts(feature_templates)
     return Morphologizer(hash_bits, feature_templates, bundle_templates, known_min_count, joint, upos_templates,
                          joint_min_count, suffix_length, suffix_min_count)
 

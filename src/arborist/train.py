@@ -209,7 +209,6 @@ class ComponentSpec:
                              f"{', '.join(registry.components.get_all())})") from None
         self.kind = kind
         self.probe = self.cls(self.structure())  # its columns, before anything is trained
-        self.probe.name = name
 
     def structure(self):
         return registry.resolve(Config({"s": self.section["structure"]}), validate=True)["s"]

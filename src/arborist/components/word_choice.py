@@ -36,10 +36,10 @@ class WordChoice(Component):
         jackknifed bundles; a lemmatizer's read the morphologizer's "feats". Without a
         component writing the column, the templates read the input's row."""
         reads = self.structure.reads
-        # a draft's templates reading FEATS would read the input's gold row in training: its
-        # own column, which train.py refuses
-        feats = {"feats": ("feats_draft",), "feats_draft": ("feats_draft",)}.get(self.column, ("feats",))
-        return ("form", "upos") + (("xpos",) if "xpos" in reads else ()) + (feats if "feats" in reads else ())
+        # (a draft's templates reading FEATS then read its own column, which train.py refuses:
+        # in training they would read the input's gold row)
+        feats = "feats_draft" if self.column in ("feats", "feats_draft") else "feats"
+        return ("form", "upos") + (("xpos",) if "xpos" in reads else ()) + ((feats,) if "feats" in reads else ())
 
     @property
     def score_key(self) -> str:

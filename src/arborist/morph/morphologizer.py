@@ -49,6 +49,13 @@ FEATURE_TEMPLATES = (
 # el_gdt 89.47 -> 90.44, tr_imst 86.86 -> 86.98, hu_szeged 90.33 -> 90.39, it_partut
 # 95.87 -> 95.91 (notes/lemma_morph.md, "Stacking").
 DRAFT_TEMPLATES = ("feats", "feats-1", "feats+1", "upos|feats-1", "upos|feats+1", "feats-1|feats+1")
+
+
+def reading_drafts(feature_templates: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The feature templates (the default ones unless given) and the DRAFT_TEMPLATES they lack."""
+    base = tuple(FEATURE_TEMPLATES if feature_templates is None else feature_templates)
+    return base + tuple(t for t in DRAFT_TEMPLATES if t not in base)
+
 BUNDLE_TEMPLATES = ("bias", "upos", "lower", "upos|suffix2", "upos|suffix3", "upos-1|upos", "upos|upos+1")
 # The UPOS atoms of joint classes: the tagger's own evidence, and its tag.
 UPOS_TEMPLATES = ("bias", "upos", "lower", "form", "suffix1", "suffix2", "suffix3", "suffix4", "prefix1", "prefix2",
