@@ -6,6 +6,8 @@ operation against enumeration.
 """
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 
 from arborist.weights import Weights
@@ -93,7 +95,18 @@ def check_features(structure, x, coef, hash_bits, rng):
     np.testing.assert_allclose(delta2.array, -2.5 * delta.array)
 
 
+def check_pickle(structure, x, hash_bits, rng):
+    """A pickled copy (what Ray's tasks and actors receive: jackknife folds, parameter-mixing
+    shards) scores and decodes x as the structure does."""
+    copy = pickle.loads(pickle.dumps(structure))
+    w = Weights(hash_bits, False, rng.normal(size=1 << hash_bits))
+    scores = structure.scores(x, w)
+    np.testing.assert_array_equal(_flat(copy.scores(x, w)), _flat(scores))
+    np.testing.assert_array_equal(np.asarray(copy.argmax(x, scores)), np.asarray(structure.argmax(x, scores)))
+
+
 def check_protocol(structure, x, scores, labels, gold, hamming, rng, hash_bits):
+    check_pickle(structure, x, hash_bits, rng)
     check_argmax(structure, x, scores, labels)
     check_marginals(structure, x, scores, labels)
     check_cost_augmented(structure, x, scores, labels, gold)

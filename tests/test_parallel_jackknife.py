@@ -48,6 +48,32 @@ def test_workers_must_be_positive(tmp_path):
         train(load_config(REPO / "configs" / "quickstart.cfg", {"training.workers": 0}), tmp_path / "x", Quiet())
 
 
+@pytest.mark.parametrize("mixing", [False, True])
+def test_ray_engine_trains_every_component_kind_as_locally(tmp_path, mixing):
+    # Ray tasks (jackknife folds) receive the component's spec pickled, and Ray actors
+    # (parameter-mixing shards) its structure: the morphologizer's and lemmatizer's (form
+    # caches with locks) and the taggers' once could not be pickled. Without mixing the
+    # model is the one worker's; with it, the local engine's mixed model.
+    pytest.importorskip("ray", reason="Ray is an optional extra: pip install \"arborist[ray]\"")
+    from test_lemma_morph_components import EXTRA, STACKED
+
+    text = (REPO / "configs" / "quickstart.cfg").read_text().replace(
+        "\n[components.parser]\n", STACKED + EXTRA[EXTRA.index("[components.lemma]"):] + "\n[components.parser]\n", 1)
+    (tmp_path / "x.cfg").write_text(text)
+    overrides = sample_overrides(**{"training.max_train_sentences": 60})
+    if mixing:
+        overrides |= {"training.workers": 2, "training.parameter_mixing": True}
+    local, _ = train(load_config(tmp_path / "x.cfg", overrides), tmp_path / "local", Quiet())
+    tracker = Events()
+    on_ray, _ = train(load_config(tmp_path / "x.cfg", overrides | {"training.workers": 2, "training.engine": "ray"}),
+                      tmp_path / "ray", tracker)
+    for name in ("feats_draft", "feats", "lemma"):
+        assert any(e.startswith(f"jackknifing {name}: 2 folds as Ray tasks") for e in tracker.events), tracker.events
+    assert list(local.components) == ["upos", "xpos", "feats_draft", "feats", "lemma", "parser", "labeler"]
+    for name, component in local.components.items():
+        np.testing.assert_array_equal(component.weights.array, on_ray.components[name].weights.array, err_msg=name)
+
+
 class Events(Quiet):
     """Quiet, recording component starts and messages in one sequence."""
 

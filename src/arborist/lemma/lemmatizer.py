@@ -84,6 +84,19 @@ class Lemmatizer(CandidateModel):
         self._arrays: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
 
+    def __getstate__(self):
+        # Pickled (Ray tasks and actors) without its lock and with empty prediction caches
+        # (candidate sets and lemmas per form, rebuilt on use).
+        state = dict(self.__dict__)
+        del state["_lock"]
+        if "_pool" in state:
+            state.update(_pool=self._new_pool(), _lemma_ids=U64Map(), _lemma_texts={})
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     # -- learning the classes -----------------------------------------------
     def initialize(self, sentences: Iterable[Sentence], lemmas: Sequence[Sequence[str]] | None = None) -> None:
         """Learn the scripts and the lexicon from the training sentences (UPOS rows as they are)

@@ -309,6 +309,13 @@ def pair_keys(const uint64_t[::1] a, const uint64_t[::1] b):
     return out_arr
 
 
+def _u64map_of(keys, values):
+    """A U64Map holding these entries (keys as the map stores them, never 0)."""
+    out = U64Map(max(len(keys), 16))
+    out.put_many(keys, values)
+    return out
+
+
 cdef class U64Map:
     """A growing open-addressing hash map from uint64 keys to uint64 values, looked up for a
     whole array at once without the GIL: the per-word caches of the prediction path (form ->
@@ -330,6 +337,12 @@ cdef class U64Map:
         self.values_arr = numpy.zeros(cap, dtype=numpy.uint64)
         self.size = 0
         self.lock = threading.Lock()
+
+    def __reduce__(self):
+        # Pickled (Ray tasks and actors) as its entries, which a map's content can be (a
+        # KeyIndex is model state); the copy has its own lock.
+        used = self.keys_arr != 0
+        return _u64map_of, (self.keys_arr[used], self.values_arr[used])
 
     def __len__(self):
         return self.size

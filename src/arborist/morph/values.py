@@ -100,6 +100,11 @@ class FormValues:
         self.lock = threading.Lock()
         self._state = (U64Map(), np.zeros((64, N_FORM_VALUES), dtype=np.uint64), 0)  # map, table, rows used
 
+    def __reduce__(self):
+        # A copy (Ray tasks and actors) is a cache of the receiving process, whose values follow
+        # from the forms: the shared one there when this is the shared one here.
+        return (_shared, ()) if self is SHARED else (FormValues, ())
+
     def rows(self, form_ids, text_of) -> np.ndarray:
         ids = np.ascontiguousarray(form_ids, dtype=np.uint64)
         index, table, used = self._state  # one snapshot: a table always holds the rows its map names
@@ -148,3 +153,7 @@ class FormValues:
 
 
 SHARED = FormValues()
+
+
+def _shared() -> FormValues:
+    return SHARED

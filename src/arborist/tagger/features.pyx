@@ -402,6 +402,11 @@ cdef class ChainFeatures:
         self.table = numpy.zeros((64, N_VALUES), dtype=numpy.uint64)
         self.lock = threading.Lock()
 
+    def __reduce__(self):
+        # Pickled (Ray tasks and actors) as its arguments: everything else follows from them,
+        # and the copy starts with its own lock and an empty form cache.
+        return ChainFeatures, (self.tags, self.order, self.bits, self.templates)
+
     @property
     def features_per_part(self) -> int:
         """Features of one part: the emission templates, bigram, bigram+word (and trigram)."""
