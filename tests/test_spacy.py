@@ -3,6 +3,8 @@ through the entry point, annotations as spaCy's own components set them, seriali
 displaCy, multiprocessing, nlp.evaluate, and `arborist package`."""
 from __future__ import annotations
 
+import multiprocessing
+import pickle
 import shutil
 import subprocess
 import sys
@@ -161,6 +163,37 @@ def test_pipe_with_two_processes_equals_one(nlp):
     texts = TEXTS * 6
     one = [annotations(d) for d in nlp.pipe(texts, n_process=1)]
     two = [annotations(d) for d in nlp.pipe(texts, n_process=2, batch_size=4)]
+    assert two == one
+
+
+def test_a_pickled_pipeline_annotates_as_the_original(nlp):
+    # What spaCy sends to the processes nlp.pipe(n_process=N) spawns: each component with its
+    # model, as the directory it was loaded from or, for a model read from bytes, as its files.
+    expected = [annotations(d) for d in nlp.pipe(TEXTS)]  # the models are loaded now
+    copy = pickle.loads(pickle.dumps(nlp))
+    assert copy.get_pipe("arborist_tagger")._model is not None  # loaded when unpickled, not from the config
+    assert [annotations(d) for d in copy.pipe(TEXTS)] == expected
+    fresh = spacy.blank("en")
+    fresh.add_pipe("sentencizer")
+    fresh.add_pipe("arborist_tagger")
+    fresh.add_pipe("arborist_parser")
+    fresh.from_bytes(nlp.to_bytes())  # a temporary directory, gone: the files travel
+    assert [annotations(d) for d in pickle.loads(pickle.dumps(fresh)).pipe(TEXTS)] == expected
+    cold = make_nlp(nlp.get_pipe("arborist_tagger").model_path)
+    assert [annotations(d) for d in pickle.loads(pickle.dumps(cold)).pipe(TEXTS)] == expected
+
+
+def test_pipe_in_spawned_processes_equals_one(nlp):
+    # The spawn start method (macOS's default; Linux's forkserver from Python 3.14 pickles too)
+    # pickles the pipeline for each process.
+    texts = TEXTS * 4
+    one = [annotations(d) for d in nlp.pipe(texts, n_process=1)]
+    before = multiprocessing.get_start_method(allow_none=True)
+    multiprocessing.set_start_method("spawn", force=True)
+    try:
+        two = [annotations(d) for d in nlp.pipe(texts, n_process=2, batch_size=4)]
+    finally:
+        multiprocessing.set_start_method(before, force=True)
     assert two == one
 
 

@@ -57,6 +57,22 @@ def test_trained_first_and_kept_out_of_the_sentence_stages(run):
     assert sum(x.n for x in sentences) == sum(len(s.words) for s in doc.sentences)
 
 
+def test_the_spacy_pipeline_pickles_with_its_tokenizer(run):
+    # spaCy's nlp.pipe(n_process=N) pickles the pipeline for spawned processes: the arborist
+    # tokenizer, given a Pipeline object (no directory), travels with its model's files.
+    import pickle
+
+    from arborist.batch import spacy_pipeline
+
+    nlp = spacy_pipeline(load(run / "run"))
+    text = "The baker ate a pie. It was good. The quiet neighbor could not eat the apples."
+    view = lambda doc: [(t.text, t.is_sent_start, t.pos_, t.dep_, t.head.i, t._.arborist_mwt) for t in doc]
+    expected = view(nlp(text))
+    copy = pickle.loads(pickle.dumps(nlp))
+    assert type(copy.tokenizer) is type(nlp.tokenizer) and copy.tokenizer._model is not None
+    assert view(copy(text)) == expected
+
+
 @pytest.mark.skipif(not (TOOLS / "conll18_ud_eval.py").exists(), reason="needs ../shared/tools")
 def test_parse_on_text_passes_the_official_scorer(run, tmp_path):
     gold = SAMPLE / "sample-dev.conllu"

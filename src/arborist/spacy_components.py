@@ -28,6 +28,7 @@ reading the original path, which need not exist any more.
 """
 from __future__ import annotations
 
+import copyreg
 import tempfile
 import threading
 from pathlib import Path
@@ -174,7 +175,41 @@ def model_from_bytes(bytes_data: bytes, owner, who: str):
         return owner.from_disk(tmp)
 
 
-class ArboristComponent(Pipe):
+class PicklesItsModel:
+    """Pickling, for spaCy's `nlp.pipe(n_process=N)`, which pickles the pipeline for the
+    processes it starts when they are spawned (the start method of macOS, and of Linux from
+    Python 3.14). A loaded model travels as the directory it was loaded from, or as its files
+    (`model_to_bytes`) when it came from bytes or a Pipeline object; the copy has its own
+    lock. The subclass sets `_source` where it loads from a directory."""
+
+    _source: str | None = None
+
+    def __reduce__(self):
+        # spaCy's Pipe is a Cython class whose own __reduce__ would pickle the instance dict
+        # as it is (the model and the lock included), not __getstate__'s.
+        return copyreg.__newobj__, (type(self),), self.__getstate__()
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        if "_lock" in state:
+            state["_lock"] = None
+        model = state.pop("_model", None)
+        if model is not None:
+            state["_model_files"] = self._source if self._source else model_to_bytes(model)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        files = state.pop("_model_files", None)
+        self.__dict__.update(state, _model=None)
+        if "_lock" in state:
+            self._lock = threading.Lock()
+        if isinstance(files, str):
+            self.from_disk(files)
+        elif files is not None:
+            self.from_bytes(files)
+
+
+class ArboristComponent(PicklesItsModel, Pipe):
     """What the tagger and parser share: the model (loaded on first use) and its serialization.
     Each runs one stage of the arborist pipeline: the tagger the components that write
     token columns only (tags, lemmas, features...), the parser the others (the tree)."""
@@ -205,6 +240,7 @@ class ArboristComponent(Pipe):
                         raise ValueError(f"[{self.name}] no model: give the component a model path "
                                          f"(config={{'model': PATH}}) or load a pipeline saved with it")
                     self.set_model(load(self.model_path, self.tagging))
+                    self._source = str(self.model_path)
         return self._model
 
     def set_model(self, pipeline: Pipeline) -> None:
@@ -215,6 +251,7 @@ class ArboristComponent(Pipe):
             confidence_extensions(tuple(c.confidence_column for c in subset.components.values()
                                         if c.confidence_column))
         self._model = subset
+        self._source = None
 
     def set_confidences(self, docs: list[Doc], batch: "DocBatch", found: dict) -> None:
         """With `probabilities`: each word's `token._.<column>_prob` and, with k_best,
@@ -303,13 +340,16 @@ class ArboristComponent(Pipe):
 
     def from_disk(self, path, *, exclude=tuple()) -> "ArboristComponent":
         self.set_model(load(path, self.tagging))
+        self._source = str(path)
         return self
 
     def to_bytes(self, *, exclude=tuple()) -> bytes:
         return model_to_bytes(self.arborist)
 
     def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "ArboristComponent":
-        return model_from_bytes(bytes_data, self, f"[{self.name}]")
+        model_from_bytes(bytes_data, self, f"[{self.name}]")
+        self._source = None  # the files were in a temporary directory
+        return self
 
 
 class ArboristTagger(ArboristComponent):
@@ -467,7 +507,7 @@ class ArboristParser(ArboristComponent):
 MWT_EXTENSION = "arborist_mwt"  # on a multiword token's first word: (surface form, number of words)
 
 
-class ArboristTokenizer:
+class ArboristTokenizer(PicklesItsModel):
     """spaCy's tokenizer from the model's text stage (the component that writes FORM): its
     sentences set the Doc's sentence starts, and the words of a multiword token ("don't":
     "do", "n't") are the Doc's tokens, the first of them carrying the surface token in
@@ -486,6 +526,7 @@ class ArboristTokenizer:
             if not self.model_path:
                 raise ValueError("[tokenizer] no model: give it a model path or load a pipeline saved with it")
             self.set_model(load(self.model_path))
+            self._source = str(self.model_path)
         return self._model
 
     def set_model(self, pipeline: Pipeline) -> None:
@@ -493,6 +534,7 @@ class ArboristTokenizer:
         if subset.writer("form") is None:
             raise ModelError("[tokenizer] the model has no tokenizer component")
         self._model = subset
+        self._source = None
 
     def __call__(self, text: str) -> Doc:
         return self.pipe_docs([text])[0]
@@ -525,13 +567,16 @@ class ArboristTokenizer:
 
     def from_disk(self, path, *, exclude=tuple()) -> "ArboristTokenizer":
         self.set_model(load(path))
+        self._source = str(path)
         return self
 
     def to_bytes(self, *, exclude=tuple()) -> bytes:
         return model_to_bytes(self.arborist)
 
     def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "ArboristTokenizer":
-        return model_from_bytes(bytes_data, self, "[tokenizer]")
+        model_from_bytes(bytes_data, self, "[tokenizer]")
+        self._source = None  # the files were in a temporary directory
+        return self
 
 
 @spacy_registry.tokenizers("arborist.Tokenizer.v1")
