@@ -108,6 +108,27 @@ def test_save_load_and_spacy_keep_their_learned_state(run, tmp_path):
     assert [str(t.morph) or "_" for t in doc] == [f if f != "_" else "_" for f in expected.columns["feats"]]
 
 
+def test_pickled_structures_predict_as_the_originals(run):
+    """What Ray's tasks and actors receive: every component's structure pickled and unpickled
+    (the lexicons' and candidate indexes' hash maps with their entries, the caches left out)
+    predicts on dev, new words and all, as the trained pipeline does. As Ray does, the arrays
+    travel out of band and come back read-only: the caches a copy fills must be its own."""
+    import pickle
+
+    def ray_like_copy(obj):
+        buffers = []
+        data = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
+        return pickle.loads(data, buffers=[b.raw().toreadonly() for b in buffers])
+
+    root, pipeline, _ = run
+    copy = load(root / "run")
+    for component in copy.components.values():
+        component.structure = ray_like_copy(component.structure)
+    dev = read_corpus(SAMPLE / "sample-dev.conllu")
+    for a, b in zip(pipeline.annotate_many(dev), copy.annotate_many(dev)):
+        assert a.columns == b.columns and np.array_equal(a.heads, b.heads)
+
+
 def test_spacy_to_bytes_keeps_the_learned_state_directories(run):
     """A model whose components keep a state directory (NAME.state/) survives spaCy's
     to_bytes/from_bytes, which serializes the model's files by their relative paths."""

@@ -49,12 +49,11 @@ def test_workers_must_be_positive(tmp_path):
 
 
 @pytest.mark.parametrize("mixing", [False, True])
-def test_ray_engine_trains_every_component_kind_as_locally(tmp_path, mixing):
+def test_ray_engine_trains_every_component_kind_as_locally(tmp_path, mixing, ray_engine):
     # Ray tasks (jackknife folds) receive the component's spec pickled, and Ray actors
     # (parameter-mixing shards) its structure: the morphologizer's and lemmatizer's (form
     # caches with locks) and the taggers' once could not be pickled. Without mixing the
     # model is the one worker's; with it, the local engine's mixed model.
-    pytest.importorskip("ray", reason="Ray is an optional extra: pip install \"arborist[ray]\"")
     from test_lemma_morph_components import EXTRA, STACKED
 
     text = (REPO / "configs" / "quickstart.cfg").read_text().replace(
@@ -227,10 +226,20 @@ def test_folds_that_follow_a_training_equal_folds_told_the_epochs(best, epochs):
         Jackknife(SPEC, sentences, 3, None, Quiet(), name="upos", workers=1)
 
 
-def test_ray_engine_trains_the_same_model(tmp_path):
+@pytest.fixture
+def ray_engine():
+    """Ray for a test whose training starts it (`training.engine = "ray"`), shut down after
+    it, so that a later test (tests/test_distributed.py) can start its own."""
+    ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install \"arborist[ray]\"")
+    started = not ray.is_initialized()
+    yield
+    if started and ray.is_initialized():
+        ray.shutdown()
+
+
+def test_ray_engine_trains_the_same_model(tmp_path, ray_engine):
     # With Ray the folds start as Ray tasks once a tagger's best epoch is known, and are
     # collected when the parser needs them: the model is the one worker's.
-    pytest.importorskip("ray", reason="Ray is an optional extra: pip install \"arborist[ray]\"")
     config = REPO / "configs" / "quickstart.cfg"
     one, _ = train(load_config(config, sample_overrides()), tmp_path / "one", Quiet())
     tracker = Events()

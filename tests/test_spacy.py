@@ -166,12 +166,16 @@ def test_pipe_with_two_processes_equals_one(nlp):
     assert two == one
 
 
-def test_a_pickled_pipeline_annotates_as_the_original(nlp):
+def test_a_pickled_pipeline_annotates_as_the_original(nlp, tiny_model, tmp_path):
     # What spaCy sends to the processes nlp.pipe(n_process=N) spawns: each component with its
-    # model, as the directory it was loaded from or, for a model read from bytes, as its files.
-    expected = [annotations(d) for d in nlp.pipe(TEXTS)]  # the models are loaded now
-    copy = pickle.loads(pickle.dumps(nlp))
-    assert copy.get_pipe("arborist_tagger")._model is not None  # loaded when unpickled, not from the config
+    # model's files, not the directory it was read from, which may be gone (or changed) by then.
+    expected = [annotations(d) for d in nlp.pipe(TEXTS)]
+    shutil.copytree(tiny_model, tmp_path / "model")
+    original = make_nlp(tmp_path / "model")
+    assert [annotations(d) for d in original.pipe(TEXTS)] == expected  # the models are loaded now
+    shutil.rmtree(tmp_path / "model")
+    copy = pickle.loads(pickle.dumps(original))
+    assert copy.get_pipe("arborist_tagger")._model is not None  # loaded when unpickled
     assert [annotations(d) for d in copy.pipe(TEXTS)] == expected
     fresh = spacy.blank("en")
     fresh.add_pipe("sentencizer")

@@ -178,11 +178,9 @@ def model_from_bytes(bytes_data: bytes, owner, who: str):
 class PicklesItsModel:
     """Pickling, for spaCy's `nlp.pipe(n_process=N)`, which pickles the pipeline for the
     processes it starts when they are spawned (the start method of macOS, and of Linux from
-    Python 3.14). A loaded model travels as the directory it was loaded from, or as its files
-    (`model_to_bytes`) when it came from bytes or a Pipeline object; the copy has its own
-    lock. The subclass sets `_source` where it loads from a directory."""
-
-    _source: str | None = None
+    Python 3.14). A loaded model travels as its files (`model_to_bytes`), as spaCy's own
+    components carry their weights: not as the directory it was read from, which may have
+    changed or gone since. The copy has its own lock and empty caches."""
 
     def __reduce__(self):
         # spaCy's Pipe is a Cython class whose own __reduce__ would pickle the instance dict
@@ -193,9 +191,11 @@ class PicklesItsModel:
         state = dict(self.__dict__)
         if "_lock" in state:
             state["_lock"] = None
+        if "_prefixes" in state:
+            state["_prefixes"] = {}
         model = state.pop("_model", None)
         if model is not None:
-            state["_model_files"] = self._source if self._source else model_to_bytes(model)
+            state["_model_files"] = model_to_bytes(model)
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -203,9 +203,7 @@ class PicklesItsModel:
         self.__dict__.update(state, _model=None)
         if "_lock" in state:
             self._lock = threading.Lock()
-        if isinstance(files, str):
-            self.from_disk(files)
-        elif files is not None:
+        if files is not None:
             self.from_bytes(files)
 
 
@@ -240,7 +238,6 @@ class ArboristComponent(PicklesItsModel, Pipe):
                         raise ValueError(f"[{self.name}] no model: give the component a model path "
                                          f"(config={{'model': PATH}}) or load a pipeline saved with it")
                     self.set_model(load(self.model_path, self.tagging))
-                    self._source = str(self.model_path)
         return self._model
 
     def set_model(self, pipeline: Pipeline) -> None:
@@ -251,7 +248,6 @@ class ArboristComponent(PicklesItsModel, Pipe):
             confidence_extensions(tuple(c.confidence_column for c in subset.components.values()
                                         if c.confidence_column))
         self._model = subset
-        self._source = None
 
     def set_confidences(self, docs: list[Doc], batch: "DocBatch", found: dict) -> None:
         """With `probabilities`: each word's `token._.<column>_prob` and, with k_best,
@@ -340,16 +336,13 @@ class ArboristComponent(PicklesItsModel, Pipe):
 
     def from_disk(self, path, *, exclude=tuple()) -> "ArboristComponent":
         self.set_model(load(path, self.tagging))
-        self._source = str(path)
         return self
 
     def to_bytes(self, *, exclude=tuple()) -> bytes:
         return model_to_bytes(self.arborist)
 
     def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "ArboristComponent":
-        model_from_bytes(bytes_data, self, f"[{self.name}]")
-        self._source = None  # the files were in a temporary directory
-        return self
+        return model_from_bytes(bytes_data, self, f"[{self.name}]")
 
 
 class ArboristTagger(ArboristComponent):
@@ -507,6 +500,11 @@ class ArboristParser(ArboristComponent):
 MWT_EXTENSION = "arborist_mwt"  # on a multiword token's first word: (surface form, number of words)
 
 
+def register_mwt_extension() -> None:
+    if not Token.has_extension(MWT_EXTENSION):
+        Token.set_extension(MWT_EXTENSION, default=None)
+
+
 class ArboristTokenizer(PicklesItsModel):
     """spaCy's tokenizer from the model's text stage (the component that writes FORM): its
     sentences set the Doc's sentence starts, and the words of a multiword token ("don't":
@@ -517,8 +515,7 @@ class ArboristTokenizer(PicklesItsModel):
         self.vocab = vocab
         self.model_path = model
         self._model: Pipeline | None = None
-        if not Token.has_extension(MWT_EXTENSION):
-            Token.set_extension(MWT_EXTENSION, default=None)
+        register_mwt_extension()
 
     @property
     def arborist(self) -> Pipeline:
@@ -526,15 +523,14 @@ class ArboristTokenizer(PicklesItsModel):
             if not self.model_path:
                 raise ValueError("[tokenizer] no model: give it a model path or load a pipeline saved with it")
             self.set_model(load(self.model_path))
-            self._source = str(self.model_path)
         return self._model
 
     def set_model(self, pipeline: Pipeline) -> None:
         subset = pipeline.subset(lambda c: "text" in c.reads)
         if subset.writer("form") is None:
             raise ModelError("[tokenizer] the model has no tokenizer component")
+        register_mwt_extension()  # again: a tokenizer unpickled in a new process skipped __init__
         self._model = subset
-        self._source = None
 
     def __call__(self, text: str) -> Doc:
         return self.pipe_docs([text])[0]
@@ -567,16 +563,13 @@ class ArboristTokenizer(PicklesItsModel):
 
     def from_disk(self, path, *, exclude=tuple()) -> "ArboristTokenizer":
         self.set_model(load(path))
-        self._source = str(path)
         return self
 
     def to_bytes(self, *, exclude=tuple()) -> bytes:
         return model_to_bytes(self.arborist)
 
     def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "ArboristTokenizer":
-        model_from_bytes(bytes_data, self, "[tokenizer]")
-        self._source = None  # the files were in a temporary directory
-        return self
+        return model_from_bytes(bytes_data, self, "[tokenizer]")
 
 
 @spacy_registry.tokenizers("arborist.Tokenizer.v1")

@@ -85,17 +85,20 @@ class Lemmatizer(CandidateModel):
         self._lock = threading.Lock()
 
     def __getstate__(self):
-        # Pickled (Ray tasks and actors) without its lock and with empty prediction caches
-        # (candidate sets and lemmas per form, rebuilt on use).
+        # Pickled (Ray tasks and actors) without its lock and its prediction caches (candidate
+        # sets and lemmas per form), which the copy starts afresh: built there, so that they
+        # are writable (Ray hands numpy arrays over read-only).
         state = dict(self.__dict__)
         del state["_lock"]
-        if "_pool" in state:
-            state.update(_pool=self._new_pool(), _lemma_ids=U64Map(), _lemma_texts={})
+        for cache in ("_pool", "_lemma_ids", "_lemma_texts"):
+            state.pop(cache, None)
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._lock = threading.Lock()
+        if "_lexicon" in state:  # initialized: the caches _set_arrays makes
+            self._pool, self._lemma_ids, self._lemma_texts = self._new_pool(), U64Map(), {}
 
     # -- learning the classes -----------------------------------------------
     def initialize(self, sentences: Iterable[Sentence], lemmas: Sequence[Sequence[str]] | None = None) -> None:

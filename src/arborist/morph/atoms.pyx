@@ -341,8 +341,9 @@ cdef class U64Map:
     def __reduce__(self):
         # Pickled (Ray tasks and actors) as its entries, which a map's content can be (a
         # KeyIndex is model state); the copy has its own lock.
-        used = self.keys_arr != 0
-        return _u64map_of, (self.keys_arr[used], self.values_arr[used])
+        keys, values = self.keys_arr, self.values_arr  # one snapshot, as get_many takes
+        used = keys != 0
+        return _u64map_of, (keys[used], values[used])
 
     def __len__(self):
         return self.size
