@@ -85,9 +85,9 @@ class Lemmatizer(CandidateModel):
         self._lock = threading.Lock()
 
     def __getstate__(self):
-        # Pickled (Ray tasks and actors) without its lock and its prediction caches (candidate
-        # sets and lemmas per form), which the copy starts afresh: built there, so that they
-        # are writable (Ray hands numpy arrays over read-only).
+        # Pickled (Ray tasks and actors) without its lock and its prediction caches, which the
+        # copy makes afresh (`_new_caches`): there, so that they are writable (Ray hands numpy
+        # arrays over read-only).
         state = dict(self.__dict__)
         del state["_lock"]
         for cache in ("_pool", "_lemma_ids", "_lemma_texts"):
@@ -97,8 +97,8 @@ class Lemmatizer(CandidateModel):
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._lock = threading.Lock()
-        if "_lexicon" in state:  # initialized: the caches _set_arrays makes
-            self._pool, self._lemma_ids, self._lemma_texts = self._new_pool(), U64Map(), {}
+        if "_lexicon" in state:  # initialized
+            self._new_caches()
 
     # -- learning the classes -----------------------------------------------
     def initialize(self, sentences: Iterable[Sentence], lemmas: Sequence[Sequence[str]] | None = None) -> None:
@@ -206,11 +206,16 @@ class Lemmatizer(CandidateModel):
         self._known = dict(zip(a["lemma_keys"].tolist(), a["lemma_forms"].tolist()))
         self._ambiguous = {int(k): a["ambiguous_scripts"][a["ambiguous_start"][i]:a["ambiguous_start"][i + 1]].tolist()
                            for i, k in enumerate(a["ambiguous_keys"].tolist())}
-        self._pool = self._new_pool()
         self._lexicon = KeyIndex(a["lexicon_keys"], a["lexicon_scripts"])
         self._form_lexicon = KeyIndex(a["form_keys"], a["form_scripts"])
+        self._new_caches()
+
+    def _new_caches(self) -> None:
+        """Empty prediction caches: the candidate sets per (form, UPOS), the lemma ids per
+        (form, script), and lemma_strings' texts."""
+        self._pool = self._new_pool()
         self._lemma_ids = U64Map()
-        self._lemma_texts: dict[tuple[str, int], str] = {}  # lemma_strings' cache
+        self._lemma_texts: dict[tuple[str, int], str] = {}
 
     @property
     def n_classes(self) -> int:
