@@ -9,6 +9,17 @@ os.environ.setdefault("WANDB_SILENT", "true")
 import pytest  # noqa: E402
 
 
+@pytest.fixture
+def ray_engine():
+    """Ray for a test whose training starts it (`training.engine = "ray"`), shut down after
+    it, so that a later test (tests/test_distributed.py) can start its own."""
+    ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install \"arborist[ray]\"")
+    started = not ray.is_initialized()
+    yield
+    if started and ray.is_initialized():
+        ray.shutdown()
+
+
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
     """A small model trained on the sample treebank: UPOS and XPOS taggers, a parser and a

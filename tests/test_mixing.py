@@ -4,7 +4,6 @@ explicit mean of the running weights over every visit; the local and Ray engines
 a resumed mixed run ends at the uninterrupted run's model; EG trains serially."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +20,6 @@ from arborist.weights import Weights
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "corpora" / "sample"
 BITS = 12
-HAS_RAY = importlib.util.find_spec("ray") is not None
 
 
 @pytest.fixture(scope="module")
@@ -152,29 +150,21 @@ def test_forked_shards_equal_shards_in_one_process(sentences):
     np.testing.assert_array_equal(local.trainer.weights.accumulator, serial.trainer.weights.accumulator)
 
 
-@pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed (pip install 'arborist[ray]')")
-def test_ray_engine_gives_the_local_engine_weights(sentences, tmp_path):
+def test_ray_engine_gives_the_local_engine_weights(sentences, tmp_path, ray_engine):
     """engine = "ray" (shards as Ray actors, jackknife folds as Ray tasks) trains what the
     local engine trains: the same mixed and averaged weights, bit for bit."""
-    import ray
-
-    started = not ray.is_initialized()
-    try:
-        local, _ = train(parser_config(tmp_path, max_epochs=2, workers=2, parameter_mixing=True), tmp_path / "local", Quiet(), use_wandb=False)
-        on_ray, _ = train(parser_config(tmp_path, max_epochs=2, workers=2, engine="ray", parameter_mixing=True), tmp_path / "ray", Quiet(),
-                          use_wandb=False)
-        np.testing.assert_array_equal(local.components["parser"].weights.array,
-                                      on_ray.components["parser"].weights.array)
-        (_, a), (_, b) = load_checkpoint(tmp_path / "local" / "checkpoint"), load_checkpoint(tmp_path / "ray" / "checkpoint")
-        for key in ("weights", "accumulator"):
-            np.testing.assert_array_equal(a[key], b[key])
-        spec = {"structure": {"@structures": "arborist.LinearChain.v1", "attribute": "upos", "hash_bits": BITS},
-                "trainer": {"@trainers": "arborist.Perceptron.v1", "seed": 0}}
-        assert (jackknife(spec, sentences, 3, 1, Quiet(), name="upos", workers=2, engine="ray")
-                == jackknife(spec, sentences, 3, 1, Quiet(), name="upos"))
-    finally:
-        if started:
-            ray.shutdown()
+    local, _ = train(parser_config(tmp_path, max_epochs=2, workers=2, parameter_mixing=True), tmp_path / "local", Quiet(), use_wandb=False)
+    on_ray, _ = train(parser_config(tmp_path, max_epochs=2, workers=2, engine="ray", parameter_mixing=True), tmp_path / "ray", Quiet(),
+                      use_wandb=False)
+    np.testing.assert_array_equal(local.components["parser"].weights.array,
+                                  on_ray.components["parser"].weights.array)
+    (_, a), (_, b) = load_checkpoint(tmp_path / "local" / "checkpoint"), load_checkpoint(tmp_path / "ray" / "checkpoint")
+    for key in ("weights", "accumulator"):
+        np.testing.assert_array_equal(a[key], b[key])
+    spec = {"structure": {"@structures": "arborist.LinearChain.v1", "attribute": "upos", "hash_bits": BITS},
+            "trainer": {"@trainers": "arborist.Perceptron.v1", "seed": 0}}
+    assert (jackknife(spec, sentences, 3, 1, Quiet(), name="upos", workers=2, engine="ray")
+            == jackknife(spec, sentences, 3, 1, Quiet(), name="upos"))
 
 
 def test_nothing_imports_ray_without_the_ray_engine(sentences):

@@ -226,17 +226,6 @@ def test_folds_that_follow_a_training_equal_folds_told_the_epochs(best, epochs):
         Jackknife(SPEC, sentences, 3, None, Quiet(), name="upos", workers=1)
 
 
-@pytest.fixture
-def ray_engine():
-    """Ray for a test whose training starts it (`training.engine = "ray"`), shut down after
-    it, so that a later test (tests/test_distributed.py) can start its own."""
-    ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install \"arborist[ray]\"")
-    started = not ray.is_initialized()
-    yield
-    if started and ray.is_initialized():
-        ray.shutdown()
-
-
 def test_ray_engine_trains_the_same_model(tmp_path, ray_engine):
     # With Ray the folds start as Ray tasks once a tagger's best epoch is known, and are
     # collected when the parser needs them: the model is the one worker's.
