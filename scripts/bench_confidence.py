@@ -3,7 +3,9 @@
 For each model given (NAME=MODEL_DIR), on a gold dev file:
 - calibration of the head (and, with a labeler, label and labeled-arc) probabilities (a
   label's is given its arc, so it is measured on the words whose head is right; the
-  labeled arc's, P(head) * P(label), on every word):
+  labeled arc's, P(head) * P(label), on every word), and of the taggers', the
+  morphologizer's and the lemmatizer's (FEATS and LEMMA: on every word, against the gold
+  string):
   expected calibration error over equal-width bins, and the reliability diagram's bins;
   "in_sample" uses the model's own temperature (fitted on this dev set by `arborist train`
   or `arborist calibrate`); "held_out" fits the temperature on one half of the dev
@@ -38,6 +40,7 @@ from arborist.confidence import (
 )
 from arborist.corpus import read_corpus
 from arborist.model import load
+from arborist.morph.choice import conll_column
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -63,6 +66,12 @@ def gather(pipeline, gold, gold_tags):
             ok = np.concatenate([np.array([a == b for a, b in zip(p.sentence.upos[1:] if column == "upos"
                                                                   else p.sentence.xpos[1:],
                                                                   g.upos[1:] if column == "upos" else g.xpos[1:])])
+                                 for p, g in zip(parsed, gold)])
+            out[column] = (np.concatenate([p.confidences[column].prob for p in parsed]), ok)
+    for column, index in (("feats", 5), ("lemma", 2)):
+        # a bundle's probability is given the word's predicted UPOS; measured on every word
+        if column in parsed[0].confidences:
+            ok = np.concatenate([np.array([a == b for a, b in zip(p.columns[column], conll_column(g, index))])
                                  for p, g in zip(parsed, gold)])
             out[column] = (np.concatenate([p.confidences[column].prob for p in parsed]), ok)
     return out

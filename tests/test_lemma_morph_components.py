@@ -108,6 +108,107 @@ def test_save_load_and_spacy_keep_their_learned_state(run, tmp_path):
     assert [str(t.morph) or "_" for t in doc] == [f if f != "_" else "_" for f in expected.columns["feats"]]
 
 
+def softmax(v):
+    e = np.exp(v - v.max())
+    return e / e.sum()
+
+
+def test_lemma_and_feats_probabilities(run):
+    """FEATS and LEMMA probabilities (issue 27's confidences for the new kinds): fitted at
+    training, the same predictions as without them, and each the softmax of the structure's
+    scores over the word's candidates at the fitted temperature, computed here from the raw
+    scores: a bundle's directly, a lemma's summed over the scripts that make it, 1 where the
+    lexicon decides."""
+    from arborist.confidence import upstream_inputs
+    from arborist.sentence import SentenceBatch
+
+    root, pipeline, report = run
+    loaded = load(root / "run")
+    dev = read_corpus(SAMPLE / "sample-dev.conllu")
+    components = list(loaded.components.values())
+    checked = {"forced": 0, "scored": 0, "merged": 0}
+    for name in ("feats", "lemma"):
+        fit = report["components"][name]["calibration"]
+        component = loaded.components[name]
+        assert component.confidence_column == name
+        assert component.temperature == pytest.approx(fit["temperature"]) and fit["temperature"] != 1.0
+        assert fit["nll_after"] <= fit["nll_before"] and fit["words"] > 200
+        # the lexicon's probability: the share of its dev words whose value is right
+        assert 0.5 < fit["lexicon_prob"] <= 1 and component.lexicon_prob == fit["lexicon_prob"]
+        assert fit["lexicon_words"] > 50
+        i = components.index(component)
+        inputs = upstream_inputs(components[:i], dev)
+        batch = SentenceBatch.from_sentences(inputs)
+        plain = component.predict_batch(SentenceBatch.from_sentences(inputs))
+        predicted, found = component.annotate_confident(batch, 50)
+        c = found[name]
+        words = batch.word_starts
+        structure, t = component.structure, component.temperature
+        for s, x in enumerate(component.examples(inputs)):
+            values = component.value(batch, predicted, s)
+            assert values == component.value(batch, plain, s)  # the same lemmas / bundles
+            scores = structure.scores(x, component.weights) / t
+            a = int(batch.starts[s]) + 1
+            for m in range(x.n):
+                cands = x.cand[x.cand_start[m]:x.cand_start[m + 1]]
+                p = softmax(scores[x.cand_start[m]:x.cand_start[m + 1]])
+                listed = [(c.value(v), q) for v, q in zip(c.top[a + m], c.top_prob[a + m]) if v >= 0]
+                assert listed[0][0] == values[m] or listed[0][1] == pytest.approx(c.prob[a + m])
+                if x.forced[m] >= 0:  # the lexicon's share of right words on dev, all on its value
+                    expected = fit["lexicon_prob"]
+                    assert len(listed) == 1
+                    checked["forced"] += 1
+                else:
+                    assert sum(q for _, q in listed) == pytest.approx(1.0)
+                if x.forced[m] >= 0:
+                    pass
+                elif name == "feats":
+                    expected = p[list(cands).index(predicted[words[s] + m])]
+                    checked["scored"] += 1
+                else:
+                    form = x.where and inputs[s].forms[m + 1]
+                    lemmas = structure.lemma_strings([form] * len(cands), cands)
+                    expected = sum(q for q, lemma in zip(p, lemmas) if lemma == values[m])
+                    checked["scored"] += 1
+                    checked["merged"] += int(lemmas.count(values[m]) > 1)
+                assert c.prob[a + m] == pytest.approx(expected, abs=1e-9)
+                assert dict(listed)[values[m]] == pytest.approx(expected, abs=1e-9)
+    assert checked["forced"] and checked["scored"] and checked["merged"]  # every case was seen
+    assert report["components"]["feats"]["calibration"]["lexicon_prob"] < 1  # (so a forced word's is not 1)
+
+
+def test_parse_writes_feats_and_lemma_probabilities(run, tmp_path):
+    """`arborist parse --probs`: FeatsProb and LemmaProb in MISC (their k best values, which
+    MISC cannot hold, are left out), the columns as without --probs; in JSON from text, their
+    k best values as spaCy extensions."""
+    root, _, _ = run
+    dev = SAMPLE / "sample-dev.conllu"
+    for flags, out in (([], "plain"), (["--probs", "--k-best", "2"], "probs")):
+        result = CliRunner().invoke(app, ["parse", str(root / "run"), str(dev), "-d", str(tmp_path / out),
+                                          "--no-progress"] + flags)
+        assert result.exit_code == 0, result.output
+    plain, probs = (read_corpus(tmp_path / d / "sample-dev.conllu") for d in ("plain", "probs"))
+    for a, b in zip(plain, probs):
+        for column in (2, 3, 5, 6, 7):
+            assert conll_column(a, column) == conll_column(b, column)
+        for misc in conll_column(b, 9):
+            keys = [item.split("=", 1)[0] for item in misc.split("|")]
+            assert {"FeatsProb", "LemmaProb", "UposCands", "HeadCands"} <= set(keys)
+            assert "FeatsCands" not in keys and "LemmaCands" not in keys
+    text = tmp_path / "in.txt"
+    text.write_text("The girls were walking home.\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["parse", str(root / "run"), str(text), "-d", str(tmp_path / "json"), "-f",
+                                      "json", "--probs", "--k-best", "2", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    (doc,) = [json.loads(line) for line in next((tmp_path / "json").iterdir()).read_text().splitlines()]
+    tokens = doc["underscore_token"]
+    assert len(tokens["feats_prob"]) == len(tokens["lemma_candidates"]) == len(doc["tokens"])
+    for token, p, cands in zip(doc["tokens"], tokens["lemma_prob"], tokens["lemma_candidates"]):
+        p, cands = p["value"], cands["value"]  # spaCy's entries: {"start": character, "value": ...}
+        assert 0 < p <= 1 and cands[0][0] == token["lemma"] and cands[0][1] == pytest.approx(p)
+    assert any(len(c["value"]) == 2 for c in tokens["lemma_candidates"] + tokens["feats_candidates"])
+
+
 def test_pickled_structures_predict_as_the_originals(run):
     """What Ray's tasks and actors receive: every component's structure pickled and unpickled
     (the lexicons' and candidate indexes' hash maps with their entries, the caches left out)

@@ -40,7 +40,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .confidence import ARC, LOW, format_prob, misc_items, misc_key
+from .confidence import ARC, LOW, NO_MISC_CANDIDATES, format_prob, misc_items, misc_key
 from .corpus import CorpusError, format_sentence, merge_misc, read_conllu
 from .model import Pipeline
 
@@ -384,6 +384,8 @@ def token_confidence_items(token, columns: tuple[str, ...], options: ConfidenceO
         items.append(f"{misc_key(ARC)}={format_prob(values['head'] * values['deprel'])}")
     if options.probs and options.k_best:
         for column in columns:
+            if column in NO_MISC_CANDIDATES:
+                continue
             cands = token._.get(f"{column}_candidates") if token.has_extension(f"{column}_candidates") else None
             if not cands:
                 continue

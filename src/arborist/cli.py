@@ -216,10 +216,11 @@ def parse(
                                      "many MB are parsed in shards of about this size (NAME.shards/ and "
                                      "NAME.manifest.json); 0: never"),
     probs: bool = typer.Option(False, "--probs", help="write each word's probabilities: CoNLL-U MISC "
-                               "HeadProb, DeprelProb, ArcProb (their product), UposProb...; JSON token._ "
-                               "attributes head_prob, deprel_prob, head_candidates..."),
+                               "HeadProb, DeprelProb, ArcProb (their product), UposProb, FeatsProb, LemmaProb...; "
+                               "JSON token._ attributes head_prob, deprel_prob, head_candidates..."),
     k_best: int = typer.Option(0, "--k-best", min=0, help="with --probs, also each word's K most probable "
-                               "heads (labels, tags) with their probabilities (MISC HeadCands=3:0.9,5:0.08)"),
+                               "heads (labels, tags) with their probabilities (MISC HeadCands=3:0.9,5:0.08; "
+                               "FEATS and lemmas in JSON only)"),
     min_prob: Optional[float] = typer.Option(None, "--min-prob", min=0.0, max=1.0, help="mark the arcs whose "
                                              "head probability is below this (MISC LowProb=Yes)"),
     drop_low: bool = typer.Option(False, "--drop-low", help="with --min-prob: drop those arcs instead (HEAD and "

@@ -9,7 +9,8 @@ structure's own marginals divided by the component's temperature) and fits its t
 - `calibrate_pipeline`: fit every component's temperature on dev sentences, in pipeline
   order, each on what the components before it predict (as training does);
 - `misc_items`: the CoNLL-U MISC items of a word (`HeadProb=0.97|DeprelProb=0.93`,
-  `ArcProb`, the product of the two, and `HeadCands=3:0.9,5:0.08` with k best values);
+  `ArcProb`, the product of the two, `UposProb`, `FeatsProb`, `LemmaProb`, and
+  `HeadCands=3:0.9,5:0.08` with k best values);
 - `expected_calibration_error`, `reliability`, `coverage_curve`: the measurements of
   `scripts/bench_confidence.py`.
 """
@@ -25,6 +26,10 @@ from .sentence import Sentence
 
 ARC = "arc"  # the labeled arc: the product of the head's and the label's probabilities
 LOW = "LowProb"  # the MISC key of an arc under `--min-prob`
+# The columns whose k best values MISC cannot hold: a FEATS bundle holds MISC's "|" and "=",
+# and a lemma may be "," or ":", the separators of a Cands item. Their probability is in MISC
+# (FeatsProb, LemmaProb), their k best values in the JSON output and spaCy's extensions.
+NO_MISC_CANDIDATES = ("feats", "lemma")
 
 
 def misc_key(column: str, suffix: str = "Prob") -> str:
@@ -58,6 +63,8 @@ def misc_items(confidences: dict[str, Confidence], word: int, k: int = 0) -> lis
         items.append(f"{misc_key(ARC)}={format_prob(confidences['head'].prob[word] * confidences['deprel'].prob[word])}")
     if k:
         for column, c in confidences.items():
+            if column in NO_MISC_CANDIDATES:
+                continue
             best = [(c.value(v), p) for v, p in zip(c.top[word, :k].tolist(), c.top_prob[word, :k].tolist()) if v >= 0]
             shown = [f"{v}:{format_prob(p)}" for i, (v, p) in enumerate(best) if i == 0 or format_prob(p) != "0"]
             items.append(f"{misc_key(column, 'Cands')}={','.join(shown)}")
@@ -107,8 +114,10 @@ def calibrate_pipeline(pipeline: Pipeline, gold: Sequence[Sentence], log: Callab
 def describe_fit(name: str, fit: dict) -> str:
     left_out = f", {fit['impossible']} left out whose gold value the structure cannot give" \
         if fit.get("impossible") else ""
+    lexicon = f"; {fit['lexicon_words']} words decided by its lexicon, {100 * fit['lexicon_prob']:.2f}% right" \
+        if fit.get("lexicon_words") else ""
     return (f"{name}: temperature {fit['temperature']:.4g} on {fit['words']} dev words{left_out} "
-            f"(negative log-likelihood per word {fit['nll_before']:.4f} -> {fit['nll_after']:.4f})")
+            f"(negative log-likelihood per word {fit['nll_before']:.4f} -> {fit['nll_after']:.4f}){lexicon}")
 
 
 # -- measurement ------------------------------------------------------------------------------

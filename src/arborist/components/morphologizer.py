@@ -22,6 +22,10 @@ class Morphologizer(WordChoice):
     def classes(self) -> tuple[str, ...]:
         return tuple(self.structure.classes)
 
+    @property
+    def candidate_names(self):
+        return self.structure.bundles  # a class's FEATS (a joint class's without its UPOS)
+
 
 class MorphologizerDraft(Morphologizer):
     """A first morphologizer whose bundles a second one reads (stacking): it writes the FEATS

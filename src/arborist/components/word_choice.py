@@ -51,6 +51,62 @@ class WordChoice(Component):
     def predict(self, x):
         return self.structure.predict_sentence(x, self.weights)
 
+    def decode(self, x, scores):
+        return self.structure.decode(x, scores)
+
+    # -- probabilities: each word's softmax over its candidates (a word the lexicon decides
+    # has probability 1), given the columns it reads (a bundle's given the word's UPOS) ----
+    @property
+    def confidence_column(self) -> str:
+        return "" if self.intermediate else self.column
+
+    def word_probabilities(self, x, scores) -> np.ndarray:
+        p = self.structure.word_distributions(x, scores)
+        if x.forced_class is not None and self.lexicon_prob != 1.0:
+            p[x.forced_class >= 0] *= self.lexicon_prob
+        return p
+
+    def _confidence(self, batch, predicted, distributions, k):
+        found = super()._confidence(batch, predicted, distributions, k)
+        for c in found.values():
+            c.top[c.top_prob <= 0] = -1  # the k best list a word's candidates only
+        return found
+
+    @property
+    def lexicon_prob(self) -> float:
+        """The probability of a word the lexicon decides: its share of right words on dev
+        (`calibrate`; 1 before). Its scores do not enter its prediction, so no temperature
+        can calibrate it; without this, those words (half of English text) would all say 1,
+        and be wrong about 1 time in 50."""
+        return float(self.info.get("lexicon_prob", 1.0))
+
+    def calibrate(self, inputs, gold, threads: int = 1) -> dict | None:
+        """The temperature of the scored words (`Component.calibrate`), and `lexicon_prob`: the
+        share of the dev words the lexicon decides whose value is right."""
+        self.info.pop("lexicon_prob", None)
+        fit = super().calibrate(inputs, gold, threads)
+        right = decided = 0
+        for x, g in zip(self.examples(list(inputs)), gold):
+            if x.n and x.forced_class is not None:
+                words = x.forced_class >= 0
+                right += int((x.forced_class[words] == self.gold_classes(x, g)[words]).sum())
+                decided += int(words.sum())
+        if decided:
+            self.info["lexicon_prob"] = right / decided
+        if fit is not None:
+            fit.update(lexicon_prob=self.lexicon_prob, lexicon_words=decided)
+        return fit
+
+    def predicted_classes(self, batch, predicted, i: int) -> np.ndarray:
+        words = batch.word_starts
+        return np.asarray(predicted[words[i]:words[i + 1]], dtype=np.intp)
+
+    def gold_classes(self, x, gold: Sentence) -> np.ndarray:
+        return np.asarray(self.structure.gold_classes(gold), dtype=np.intp)
+
+    def possible_classes(self, x) -> np.ndarray:
+        return self.structure.possible_classes(x)
+
     def apply(self, sentence: Sentence, value: list[str]) -> Sentence:
         if len(value) != sentence.n:
             raise ValueError(f"{len(value)} values for a sentence of {sentence.n} words")

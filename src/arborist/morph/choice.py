@@ -36,6 +36,13 @@ class ChoiceExample:
     cand: np.ndarray        # int32 (parts,)
     gold_classes: np.ndarray | None = None  # int32 (n,), -1 where the gold class is unknown
     where: str = "<memory>"  # provenance for errors
+    # int32 (n,): the class the lexicon gives a word whatever its scores, -1 where it gives
+    # none (prediction only: a training example's words are all scored), as `predict_batch`
+    # gives it; `forced_class` names it as the candidates and gold classes do (the
+    # lemmatizer's lexicon gives scripts, its candidates classes: K + k for script k whose
+    # lemma is attested)
+    forced: np.ndarray | None = None
+    forced_class: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -233,7 +240,7 @@ class CandidateModel(AtomChoice):
         attrs = sentence.attrs[:, 1:]
         values = self.form_values.values(attrs, text.__getitem__)
         keys = self.tables.keys(values)
-        cand_set, set_start, set_classes, _ = self._candidates(attrs, text.__getitem__, training)
+        cand_set, set_start, set_classes, forced = self._candidates(attrs, text.__getitem__, training)
         try:
             gold_classes = self._gold(sentence, gold)
         except ValueError:
@@ -247,7 +254,13 @@ class CandidateModel(AtomChoice):
                 cands.append(int(gold_classes[i]))
             lists.append(cands)
         cand_start, cand = csr(lists)
-        return ChoiceExample(keys, cand_start, cand, gold_classes, f"{sentence.source}:{sentence.first_line}")
+        forced = None if training else np.asarray(forced, dtype=np.int32)
+        return ChoiceExample(keys, cand_start, cand, gold_classes, f"{sentence.source}:{sentence.first_line}",
+                             forced, None if training else self._forced_classes(sentence.forms[1:], forced))
+
+    def _forced_classes(self, forms: Sequence[str], forced: np.ndarray) -> np.ndarray:
+        """The lexicon's classes of `_candidates` (-1: none) as the example's candidates name them."""
+        return forced
 
     def examples(self, sentences, training: bool = True) -> list[ChoiceExample]:
         return [self.example(s, training=training) for s in sentences]
@@ -255,10 +268,45 @@ class CandidateModel(AtomChoice):
     def predict_sentence(self, sentence, w) -> np.ndarray:
         """The one-sentence path: argmax over the example's candidates, then the lexicon."""
         x = self.example(sentence)
-        pred = self.argmax(x, self.scores(x, w))
-        text = dict(zip(sentence.attrs[FORM_ROW, 1:].tolist(), sentence.forms[1:]))
-        _, _, _, forced = self._candidates(sentence.attrs[:, 1:], text.__getitem__, False)
-        return np.where(forced >= 0, forced, pred).astype(np.int32)
+        return self.decode(x, self.scores(x, w))
+
+    # -- prediction from scores: the lexicon first, as predict_batch does ----------------
+    def decode(self, x: ChoiceExample, scores: np.ndarray) -> np.ndarray:
+        """The prediction for example x: the argmax over each word's candidates, except where
+        the lexicon gives the class (`x.forced`), as `predict_batch` predicts."""
+        pred = self.argmax(x, scores)
+        return pred if x.forced is None else np.where(x.forced >= 0, x.forced, pred).astype(np.int32)
+
+    def word_distributions(self, x: ChoiceExample, scores: np.ndarray) -> np.ndarray:
+        """(n, n_classes): each word's distribution over the classes under the structure's
+        marginals for `scores` (a softmax over its candidates, 0 elsewhere); a word the
+        lexicon decides has all its mass on that class (`x.forced_class`), which `decode`
+        gives it whatever the scores."""
+        out = np.zeros((x.n, self.n_classes))
+        if x.n:
+            mu, _ = self.marginals(x, scores)
+            out[self._segments(x), x.cand] = mu
+        if x.forced_class is not None and (x.forced_class >= 0).any():
+            words = np.flatnonzero(x.forced_class >= 0)
+            out[words] = 0.0
+            out[words, x.forced_class[words]] = 1.0
+        return out
+
+    def possible_classes(self, x: ChoiceExample) -> np.ndarray:
+        """(n, n_classes) bool: the classes `decode` can give each word (its candidates, or
+        the lexicon's class)."""
+        out = np.zeros((x.n, self.n_classes), dtype=bool)
+        out[self._segments(x), x.cand] = True
+        if x.forced_class is not None and (x.forced_class >= 0).any():
+            words = np.flatnonzero(x.forced_class >= 0)
+            out[words] = False
+            out[words, x.forced_class[words]] = True
+        return out
+
+    def gold_classes(self, sentence) -> np.ndarray:
+        """(n,) int32: the class of each word's gold value, read from the sentence's CoNLL-U
+        lines (-1 where no class gives it)."""
+        return self._gold(sentence, None)
 
     def predict_batch(self, batch, w) -> np.ndarray:
         """The class id of every word of the batch (sentences concatenated, no roots), computed
