@@ -194,12 +194,16 @@ def main():
         name, _, path = spec.partition("=")
         pipeline = load(path)
         temps = {n: c.temperature for n, c in pipeline.components.items() if c.confidence_column}
+        # FEATS and lemmas: the lexicons' probabilities (their dev share of right values) and words
+        lexicons = {n: {"probs": c.info["lexicon_probs"], "words": c.info.get("lexicon_words")}
+                    for n, c in pipeline.components.items() if "lexicon_probs" in c.info}
         result = {"model": path, "dev": str(args.dev), "sentences": len(gold), "bins": args.bins,
-                  "gold_tags": args.gold_tags, "temperatures": temps, "columns": {}}
+                  "gold_tags": args.gold_tags, "temperatures": temps, "lexicons": lexicons, "columns": {}}
         data = gather(pipeline, gold, args.gold_tags)
         saved = {n: dict(c.info) for n, c in pipeline.components.items()}
         for c in pipeline.components.values():
             c.info.pop("temperature", None)
+            c.info.pop("lexicon_probs", None)  # FEATS and lemmas: lexicon words at 1 too
         raw = gather(pipeline, gold, args.gold_tags)
         for n, c in pipeline.components.items():
             c.info = saved[n]

@@ -114,11 +114,12 @@ def softmax(v):
 
 
 def test_lemma_and_feats_probabilities(run):
-    """FEATS and LEMMA probabilities (issue 27's confidences for the new kinds): fitted at
-    training, the same predictions as without them, and each the softmax of the structure's
-    scores over the word's candidates at the fitted temperature, computed here from the raw
-    scores: a bundle's directly, a lemma's summed over the scripts that make it, 1 where the
-    lexicon decides."""
+    """FEATS and LEMMA probabilities (issue 27's confidences for the new kinds), computed
+    here from the structure's raw scores: a value's probability is the softmax of scores / T
+    over the word's candidates summed over the candidates that write it (two scripts, one
+    lemma); a word the lexicon decides has its lexicon's share of right dev values; T is the
+    maximum-likelihood temperature of the gold values; the predictions are those without
+    probabilities."""
     from arborist.confidence import upstream_inputs
     from arborist.sentence import SentenceBatch
 
@@ -132,49 +133,104 @@ def test_lemma_and_feats_probabilities(run):
         component = loaded.components[name]
         assert component.confidence_column == name
         assert component.temperature == pytest.approx(fit["temperature"]) and fit["temperature"] != 1.0
-        assert fit["nll_after"] <= fit["nll_before"] and fit["words"] > 200
-        # the lexicon's probability: the share of its dev words whose value is right
-        assert 0.5 < fit["lexicon_prob"] <= 1 and component.lexicon_prob == fit["lexicon_prob"]
-        assert fit["lexicon_words"] > 50
+        assert fit["nll_after"] <= fit["nll_before"] and fit["words"] > 20
         i = components.index(component)
         inputs = upstream_inputs(components[:i], dev)
         batch = SentenceBatch.from_sentences(inputs)
         plain = component.predict_batch(SentenceBatch.from_sentences(inputs))
         predicted, found = component.annotate_confident(batch, 50)
         c = found[name]
-        words = batch.word_starts
         structure, t = component.structure, component.temperature
-        for s, x in enumerate(component.examples(inputs)):
+        right, decided, fitted = [0, 0], [0, 0], []
+        for s, (x, g) in enumerate(zip(component.examples(inputs), dev)):
             values = component.value(batch, predicted, s)
             assert values == component.value(batch, plain, s)  # the same lemmas / bundles
-            scores = structure.scores(x, component.weights) / t
+            gold_values = conll_column(g, component.conll_index)
+            raw = structure.scores(x, component.weights)
             a = int(batch.starts[s]) + 1
             for m in range(x.n):
-                cands = x.cand[x.cand_start[m]:x.cand_start[m + 1]]
-                p = softmax(scores[x.cand_start[m]:x.cand_start[m + 1]])
+                lo, hi = x.cand_start[m], x.cand_start[m + 1]
+                form = inputs[s].forms[m + 1]
+                written = (structure.feats_strings(x.cand[lo:hi]) if name == "feats"
+                           else structure.lemma_strings([form] * (hi - lo), x.cand[lo:hi]))
                 listed = [(c.value(v), q) for v, q in zip(c.top[a + m], c.top_prob[a + m]) if v >= 0]
-                assert listed[0][0] == values[m] or listed[0][1] == pytest.approx(c.prob[a + m])
-                if x.forced[m] >= 0:  # the lexicon's share of right words on dev, all on its value
-                    expected = fit["lexicon_prob"]
-                    assert len(listed) == 1
+                assert len({v for v, _ in listed}) == len(listed)  # values, each once
+                assert listed[0][1] == pytest.approx(max(q for _, q in listed))
+                if x.forced[m] >= 0:
+                    source = int(x.forced_source[m]) - 1
+                    decided[source] += 1
+                    right[source] += int(values[m] == gold_values[m])
+                    expected = fit["lexicon_probs"][source]
+                    assert listed == [(values[m], pytest.approx(expected))]
                     checked["forced"] += 1
                 else:
+                    p = softmax(raw[lo:hi] / t)
+                    expected = sum(q for q, v in zip(p, written) if v == values[m])
                     assert sum(q for _, q in listed) == pytest.approx(1.0)
-                if x.forced[m] >= 0:
-                    pass
-                elif name == "feats":
-                    expected = p[list(cands).index(predicted[words[s] + m])]
                     checked["scored"] += 1
-                else:
-                    form = x.where and inputs[s].forms[m + 1]
-                    lemmas = structure.lemma_strings([form] * len(cands), cands)
-                    expected = sum(q for q, lemma in zip(p, lemmas) if lemma == values[m])
-                    checked["scored"] += 1
-                    checked["merged"] += int(lemmas.count(values[m]) > 1)
+                    checked["merged"] += int(written.count(values[m]) > 1)
+                    if gold_values[m] in written:
+                        fitted.append((raw[lo:hi], np.array([v == gold_values[m] for v in written])))
                 assert c.prob[a + m] == pytest.approx(expected, abs=1e-9)
                 assert dict(listed)[values[m]] == pytest.approx(expected, abs=1e-9)
+        # the lexicons' probabilities: each source's share of right values on dev
+        assert fit["lexicon_words"] == decided
+        assert fit["lexicon_probs"] == [r / d if d else 1.0 for r, d in zip(right, decided)]
+        # the temperature: the maximum of the gold values' likelihood over the scored words
+
+        def nll(temperature):
+            return np.mean([-np.log(softmax(v / temperature)[hit].sum()) for v, hit in fitted])
+
+        assert len(fitted) == fit["words"] and nll(t) == pytest.approx(fit["nll_after"], rel=1e-9)
+        assert nll(t) <= nll(t * 1.05) and nll(t) <= nll(t / 1.05)
     assert checked["forced"] and checked["scored"] and checked["merged"]  # every case was seen
-    assert report["components"]["feats"]["calibration"]["lexicon_prob"] < 1  # (so a forced word's is not 1)
+    assert min(report["components"]["feats"]["calibration"]["lexicon_probs"]) < 1  # (not all 1)
+
+
+def test_a_joint_morphologizers_feats_probabilities_sum_its_classes(run):
+    """A joint morphologizer's classes are (UPOS, FEATS) pairs: a bundle's probability is the
+    sum over the UPOS that carry it, and its k best list each bundle once."""
+    from arborist.components.morphologizer import Morphologizer as Kind
+    from arborist.morph.morphologizer import Morphologizer
+    from arborist.sentence import UPOS, SentenceBatch
+    from arborist.strings import hash_string
+
+    def tagged_part(sentences):
+        """Every second ADP's input UPOS made PART, as a tagger's errors would: the candidates
+        of an input PART are then PART's and ADP's classes, which share bundles ("_")."""
+        adp, part, k = hash_string("ADP"), hash_string("PART"), 0
+        for x in sentences:
+            for m in np.flatnonzero(x.attrs[UPOS] == adp):
+                k += 1
+                if k % 2:
+                    x.attrs[UPOS, m] = part
+        return sentences
+
+    train = tagged_part(read_corpus(SAMPLE / "sample-train.conllu"))
+    structure = Morphologizer(hash_bits=16, joint=True)
+    structure.initialize(train)
+    rng = np.random.default_rng(7)
+    component = Kind(structure, rng.normal(size=1 << 16))
+    dev = tagged_part(read_corpus(SAMPLE / "sample-dev.conllu"))
+    batch = SentenceBatch.from_sentences(dev)
+    predicted, found = component.annotate_confident(batch, 20)
+    c = found["feats"]
+    repeated = 0
+    for s, x in enumerate(component.examples(dev)):
+        raw = structure.scores(x, component.weights)
+        values = component.value(batch, predicted, s)
+        a = int(batch.starts[s]) + 1
+        for m in range(x.n):
+            if x.forced[m] >= 0:
+                continue
+            lo, hi = x.cand_start[m], x.cand_start[m + 1]
+            written = structure.feats_strings(x.cand[lo:hi])
+            repeated += int(len(set(written)) < len(written))
+            p = softmax(raw[lo:hi])
+            listed = [c.value(v) for v in c.top[a + m] if v >= 0]
+            assert sorted(listed) == sorted(set(written))
+            assert c.prob[a + m] == pytest.approx(sum(q for q, v in zip(p, written) if v == values[m]))
+    assert repeated  # some word has one bundle under two UPOS
 
 
 def test_parse_writes_feats_and_lemma_probabilities(run, tmp_path):
@@ -207,6 +263,9 @@ def test_parse_writes_feats_and_lemma_probabilities(run, tmp_path):
         p, cands = p["value"], cands["value"]  # spaCy's entries: {"start": character, "value": ...}
         assert 0 < p <= 1 and cands[0][0] == token["lemma"] and cands[0][1] == pytest.approx(p)
     assert any(len(c["value"]) == 2 for c in tokens["lemma_candidates"] + tokens["feats_candidates"])
+    # bundles as spaCy writes them: no features is "" (str(token.morph)), not CoNLL-U's "_"
+    assert [c["value"][0][0] for c in tokens["feats_candidates"]] == [t.get("morph", "") for t in doc["tokens"]]
+    assert "" in [c["value"][0][0] for c in tokens["feats_candidates"]]
 
 
 def test_pickled_structures_predict_as_the_originals(run):

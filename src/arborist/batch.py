@@ -407,7 +407,7 @@ def token_confidence_items(token, columns: tuple[str, ...], options: ConfidenceO
 def set_confidences(doc, confidences: dict, k_best: int) -> None:
     """Set the probability extension attributes of a Doc made from a CoNLL-U sentence (its
     tokens are the sentence's words)."""
-    from .spacy_components import confidence_extensions, to_spacy_label
+    from .spacy_components import confidence_extensions, to_spacy_value
 
     confidence_extensions(tuple(confidences))
     arc = confidences.get("head").prob * confidences["deprel"].prob if "head" in confidences and \
@@ -421,7 +421,7 @@ def set_confidences(doc, confidences: dict, k_best: int) -> None:
                     if v < 0:
                         continue
                     value = (m if v == 0 else v - 1) if column == "head" else c.value(v)
-                    cands.append((to_spacy_label(value) if column == "deprel" else value, float(p)))
+                    cands.append((value if column == "head" else to_spacy_value(column, value), float(p)))
                 token._.set(f"{column}_candidates", cands)
         if arc is not None:
             token._.set(f"{ARC}_prob", float(arc[m]))

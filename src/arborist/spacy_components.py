@@ -80,6 +80,14 @@ def to_spacy_label(deprel: str) -> str:
     return ROOT_LABEL if deprel == "root" else deprel
 
 
+def to_spacy_value(column: str, value: str) -> str:
+    """A value of a column as spaCy writes it: a DEPREL as its label, FEATS "_" as "" (what
+    `str(token.morph)` gives for no features)."""
+    if column == "deprel":
+        return to_spacy_label(value)
+    return "" if column == "feats" and value == "_" else value
+
+
 def to_ud_label(dep: str) -> str:
     return "root" if dep == ROOT_LABEL else dep
 
@@ -276,7 +284,7 @@ class ArboristComponent(PicklesItsModel, Pipe):
                         if column == "head":  # a local head -> its token; the root -> the token itself
                             v = t if v == 0 else int(batch.column_token[piece_root[j] + v])
                         else:
-                            v = to_spacy_label(c.value(v)) if column == "deprel" else c.value(v)
+                            v = to_spacy_value(column, c.value(v))
                         row.append((v, p))
                     cands[t] = row
                 values[f"{column}_candidates"] = cands

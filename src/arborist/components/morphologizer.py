@@ -22,9 +22,8 @@ class Morphologizer(WordChoice):
     def classes(self) -> tuple[str, ...]:
         return tuple(self.structure.classes)
 
-    @property
-    def candidate_names(self):
-        return self.structure.bundles  # a class's FEATS (a joint class's without its UPOS)
+    def candidate_values(self, forms, classes) -> list[str]:
+        return self.structure.feats_strings(classes)  # a joint class's FEATS, without its UPOS
 
 
 class MorphologizerDraft(Morphologizer):

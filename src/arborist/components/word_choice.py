@@ -4,12 +4,13 @@ state (classes, candidate sets, lexicons) is saved beside its weights, and whose
 is the accuracy of that column on all words and on words unseen in training."""
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from ..component import Component, ModelError
+from ..component import Component, Confidence, ModelError
 from ..morph.choice import conll_column
 from ..sentence import ROOT, Sentence
 from ..strings import hash_strings
@@ -54,58 +55,150 @@ class WordChoice(Component):
     def decode(self, x, scores):
         return self.structure.decode(x, scores)
 
-    # -- probabilities: each word's softmax over its candidates (a word the lexicon decides
-    # has probability 1), given the columns it reads (a bundle's given the word's UPOS) ----
+    # -- probabilities of values (bundles, lemmas), not of classes --------------------------
+    # Several classes can write one value (two edit scripts make one lemma of a form; a
+    # joint morphologizer's classes repeat a bundle under several UPOS), so a value's
+    # probability is the sum of its classes', and its k best values are strings (names made
+    # per batch). Only a word's candidates have probability, so it is kept per candidate, not
+    # as a dense (words, classes) array: these kinds override `confidences`,
+    # `annotate_confident` and `calibrate` instead of giving `word_probabilities`.
     @property
     def confidence_column(self) -> str:
         return "" if self.intermediate else self.column
 
-    def word_probabilities(self, x, scores) -> np.ndarray:
-        p = self.structure.word_distributions(x, scores)
-        if x.forced_class is not None and self.lexicon_prob != 1.0:
-            p[x.forced_class >= 0] *= self.lexicon_prob
-        return p
-
-    def _confidence(self, batch, predicted, distributions, k):
-        found = super()._confidence(batch, predicted, distributions, k)
-        for c in found.values():
-            c.top[c.top_prob <= 0] = -1  # the k best list a word's candidates only
-        return found
+    def candidate_values(self, forms: list[str], classes: np.ndarray) -> list[str]:
+        """The value class classes[j] writes for the word forms[j]."""
+        raise NotImplementedError
 
     @property
-    def lexicon_prob(self) -> float:
-        """The probability of a word the lexicon decides: its share of right words on dev
-        (`calibrate`; 1 before). Its scores do not enter its prediction, so no temperature
-        can calibrate it; without this, those words (half of English text) would all say 1,
-        and be wrong about 1 time in 50."""
-        return float(self.info.get("lexicon_prob", 1.0))
+    def lexicon_probs(self) -> tuple[float, float]:
+        """The probability of a value the lexicon decides, by source (`ChoiceExample.
+        forced_source` 1 and 2): that source's share of right values on dev (`calibrate`; 1
+        before). Their scores do not enter the prediction, so no temperature calibrates them."""
+        probs = self.info.get("lexicon_probs") or (1.0, 1.0)
+        return float(probs[0]), float(probs[1])
+
+    def value_distributions(self, x, forms: list[str], scores: np.ndarray, temperature: float
+                            ) -> list[dict[str, float]]:
+        """{value: probability} of each word of example x: the softmax of scores / temperature
+        over the word's candidates, summed per value; a word the lexicon decides has its
+        source's probability on its value."""
+        out: list[dict[str, float]] = [{} for _ in range(x.n)]
+        forced = x.forced if x.forced is not None else np.full(x.n, -1)
+        decided = np.flatnonzero(forced >= 0)
+        lexicon = self.lexicon_probs
+        for m, value in zip(decided.tolist(), self.candidate_values([forms[m] for m in decided], forced[decided])):
+            out[m][value] = lexicon[int(x.forced_source[m]) - 1]
+        rest = np.flatnonzero(forced < 0).tolist()
+        if rest:
+            mu, _ = self.structure.marginals(x, np.asarray(scores, dtype=np.float64) / temperature)
+            for m in rest:
+                a, b = int(x.cand_start[m]), int(x.cand_start[m + 1])
+                by_value = out[m]
+                for value, p in zip(self.candidate_values([forms[m]] * (b - a), x.cand[a:b]), mu[a:b].tolist()):
+                    by_value[value] = by_value.get(value, 0.0) + p
+        return out
+
+    def _scored(self, batch) -> list[tuple]:
+        """(example, forms, scores) of each sentence of the batch, from its rows as they are."""
+        sentences = [batch.sentence(i) for i in range(batch.n_sentences)]
+        return [(x, s.forms[1:], self.structure.scores(x, self.weights) if x.n else None)
+                for x, s in zip(self.examples(sentences), sentences)]
+
+    def confidences(self, batch, predicted, k: int = 0):
+        """The probabilities of `predicted` (its prediction for the batch, whose rows are still
+        its inputs: a stacked morphologizer reads the FEATS row it overwrites)."""
+        return self._confidence_of(batch, self._scored(batch), predicted, k) if self.confidence_column else {}
+
+    def annotate_confident(self, batch, k: int = 0):
+        if not self.confidence_column:
+            return self.annotate(batch), {}
+        scored = self._scored(batch)  # before the prediction overwrites its row
+        predicted = self.annotate(batch)  # the batch kernel's prediction, the lexicon first
+        return predicted, self._confidence_of(batch, scored, predicted, k)
+
+    def _confidence_of(self, batch, scored: list[tuple], predicted, k: int) -> dict:
+        n_columns = batch.attrs.shape[1]
+        prob = np.full(n_columns, np.nan)
+        top = np.full((n_columns, k), -1, dtype=np.int64)
+        top_prob = np.zeros((n_columns, k))
+        names: list[str] = []
+        index: dict[str, int] = {}
+        for i, (x, forms, scores) in enumerate(scored):
+            if not x.n:
+                continue
+            a = int(batch.starts[i]) + 1
+            dists = self.value_distributions(x, forms, scores, self.temperature)
+            for m, (value, dist) in enumerate(zip(self.value(batch, predicted, i), dists)):
+                prob[a + m] = dist.get(value, 0.0)
+                for r, (v, p) in enumerate(sorted(dist.items(), key=lambda item: -item[1])[:k]):
+                    if v not in index:
+                        index[v] = len(names)
+                        names.append(v)
+                    top[a + m, r], top_prob[a + m, r] = index[v], p
+        return {self.confidence_column: Confidence(prob, top, top_prob, names)}
 
     def calibrate(self, inputs, gold, threads: int = 1) -> dict | None:
-        """The temperature of the scored words (`Component.calibrate`), and `lexicon_prob`: the
-        share of the dev words the lexicon decides whose value is right."""
-        self.info.pop("lexicon_prob", None)
-        fit = super().calibrate(inputs, gold, threads)
-        right = decided = 0
-        for x, g in zip(self.examples(list(inputs)), gold):
-            if x.n and x.forced_class is not None:
-                words = x.forced_class >= 0
-                right += int((x.forced_class[words] == self.gold_classes(x, g)[words]).sum())
-                decided += int(words.sum())
-        if decided:
-            self.info["lexicon_prob"] = right / decided
-        if fit is not None:
-            fit.update(lexicon_prob=self.lexicon_prob, lexicon_words=decided)
-        return fit
+        """The temperature T that maximizes the sum, over the dev words the structure scores,
+        of log P_T(gold value) (Brent's method on log T, as `Component.calibrate`; the words
+        whose gold value is no candidate's are left out), and `lexicon_probs`: per lexicon
+        source, the share of the dev words it decides whose value is right. One thread (the
+        sums are vectorized; `threads` is accepted for the common signature)."""
+        if not self.confidence_column:
+            return None
+        from scipy.optimize import minimize_scalar
 
-    def predicted_classes(self, batch, predicted, i: int) -> np.ndarray:
-        words = batch.word_starts
-        return np.asarray(predicted[words[i]:words[i + 1]], dtype=np.intp)
+        parts, starts, hits = [], [0], []
+        right, decided = [0, 0], [0, 0]
+        impossible = 0
+        inputs = list(inputs)
+        for x, sentence, g in zip(self.examples(inputs), inputs, gold):
+            if not x.n:
+                continue
+            gold_values = conll_column(g, self.conll_index)
+            forms = sentence.forms[1:]
+            forced = x.forced if x.forced is not None else np.full(x.n, -1)
+            words = np.flatnonzero(forced >= 0)
+            for m, value in zip(words.tolist(), self.candidate_values([forms[m] for m in words], forced[words])):
+                source = int(x.forced_source[m]) - 1
+                decided[source] += 1
+                right[source] += int(value == gold_values[m])
+            scores = self.structure.scores(x, self.weights)
+            for m in np.flatnonzero(forced < 0).tolist():
+                a, b = int(x.cand_start[m]), int(x.cand_start[m + 1])
+                hit = [v == gold_values[m] for v in self.candidate_values([forms[m]] * (b - a), x.cand[a:b])]
+                if not any(hit):
+                    impossible += 1
+                    continue
+                parts.append(scores[a:b])
+                hits.extend(hit)
+                starts.append(starts[-1] + b - a)
+        self.info["lexicon_probs"] = [right[s] / decided[s] if decided[s] else 1.0 for s in (0, 1)]
+        self.info["lexicon_words"] = decided  # what they were measured on
+        if len(starts) == 1:
+            self.info.pop("temperature", None)
+            return None
+        s = np.concatenate(parts).astype(np.float64)
+        hit = np.asarray(hits, dtype=bool)
+        first = np.asarray(starts[:-1], dtype=np.int64)
+        segment = np.repeat(np.arange(len(first)), np.diff(starts))
 
-    def gold_classes(self, x, gold: Sentence) -> np.ndarray:
-        return np.asarray(self.structure.gold_classes(gold), dtype=np.intp)
+        def log_sum_exp(z: np.ndarray) -> np.ndarray:  # per word, -inf entries allowed (not all)
+            top = np.maximum.reduceat(z, first)
+            return top + np.log(np.add.reduceat(np.exp(z - top[segment]), first))
 
-    def possible_classes(self, x) -> np.ndarray:
-        return self.structure.possible_classes(x)
+        def nll(log_t: float) -> float:  # mean of log Z - log (the gold value's share of Z)
+            z = s / math.exp(log_t)
+            return float(np.mean(log_sum_exp(z) - log_sum_exp(np.where(hit, z, -np.inf))))
+
+        before = nll(0.0)
+        result = minimize_scalar(nll, bounds=(-6.0, 6.0), method="bounded", options={"xatol": 1e-3})
+        log_t, after = (float(result.x), float(result.fun)) if result.fun < before else (0.0, before)
+        self.info["temperature"] = math.exp(log_t)
+        return {"temperature": self.info["temperature"], "nll_before": before, "nll_after": after,
+                "words": len(first), "impossible": impossible, "lexicon_words": decided,
+                "lexicon_probs": self.info["lexicon_probs"]}
+
 
     def apply(self, sentence: Sentence, value: list[str]) -> Sentence:
         if len(value) != sentence.n:

@@ -338,13 +338,10 @@ class Lemmatizer(CandidateModel):
             cand_set[need] = found
         return cand_set, starts[:n + 1], classes, forced
 
-    def _forced_classes(self, forms, forced):
-        # the lexicon gives scripts; with known_lemmas a candidate or gold class is K + k when
-        # script k's lemma is attested, so the same lemma is the same class in an example
-        out = np.asarray(forced, dtype=np.int32).copy()
-        for i in np.flatnonzero(out >= 0).tolist():
-            out[i] = self._classes(forms[i], [self.script_of(int(out[i]))])[0]
-        return out
+    def _forced_sources(self, attrs, forced):
+        # 1: the (form, UPOS) lexicon; 2: the form lexicon, its fallback
+        pair = self._lexicon.find(pair_keys(np.ascontiguousarray(attrs[FORM]), np.ascontiguousarray(attrs[UPOS])))
+        return np.where(forced < 0, 0, np.where(pair >= 0, 1, 2)).astype(np.int8)
 
     def _gold(self, sentence, gold):
         column = list(gold) if gold is not None else conll_column(sentence, LEMMA_COLUMN)

@@ -38,11 +38,12 @@ class ChoiceExample:
     where: str = "<memory>"  # provenance for errors
     # int32 (n,): the class the lexicon gives a word whatever its scores, -1 where it gives
     # none (prediction only: a training example's words are all scored), as `predict_batch`
-    # gives it; `forced_class` names it as the candidates and gold classes do (the
-    # lemmatizer's lexicon gives scripts, its candidates classes: K + k for script k whose
-    # lemma is attested)
+    # gives it; `forced_source`: which of the structure's two lexicons gave it (1: its (form,
+    # UPOS) pairs; 2: its fallback, the morphologizer's one-bundle suffix guesses, the
+    # lemmatizer's form lexicon), 0 where none did. Their values are right at different
+    # rates (probabilities: `WordChoice.calibrate`).
     forced: np.ndarray | None = None
-    forced_class: np.ndarray | None = None
+    forced_source: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -256,11 +257,11 @@ class CandidateModel(AtomChoice):
         cand_start, cand = csr(lists)
         forced = None if training else np.asarray(forced, dtype=np.int32)
         return ChoiceExample(keys, cand_start, cand, gold_classes, f"{sentence.source}:{sentence.first_line}",
-                             forced, None if training else self._forced_classes(sentence.forms[1:], forced))
+                             forced, None if training else self._forced_sources(attrs, forced))
 
-    def _forced_classes(self, forms: Sequence[str], forced: np.ndarray) -> np.ndarray:
-        """The lexicon's classes of `_candidates` (-1: none) as the example's candidates name them."""
-        return forced
+    def _forced_sources(self, attrs: np.ndarray, forced: np.ndarray) -> np.ndarray:
+        """`ChoiceExample.forced_source` of words with attribute columns `attrs` (7, words)."""
+        return (forced >= 0).astype(np.int8)
 
     def examples(self, sentences, training: bool = True) -> list[ChoiceExample]:
         return [self.example(s, training=training) for s in sentences]
@@ -276,37 +277,6 @@ class CandidateModel(AtomChoice):
         the lexicon gives the class (`x.forced`), as `predict_batch` predicts."""
         pred = self.argmax(x, scores)
         return pred if x.forced is None else np.where(x.forced >= 0, x.forced, pred).astype(np.int32)
-
-    def word_distributions(self, x: ChoiceExample, scores: np.ndarray) -> np.ndarray:
-        """(n, n_classes): each word's distribution over the classes under the structure's
-        marginals for `scores` (a softmax over its candidates, 0 elsewhere); a word the
-        lexicon decides has all its mass on that class (`x.forced_class`), which `decode`
-        gives it whatever the scores."""
-        out = np.zeros((x.n, self.n_classes))
-        if x.n:
-            mu, _ = self.marginals(x, scores)
-            out[self._segments(x), x.cand] = mu
-        if x.forced_class is not None and (x.forced_class >= 0).any():
-            words = np.flatnonzero(x.forced_class >= 0)
-            out[words] = 0.0
-            out[words, x.forced_class[words]] = 1.0
-        return out
-
-    def possible_classes(self, x: ChoiceExample) -> np.ndarray:
-        """(n, n_classes) bool: the classes `decode` can give each word (its candidates, or
-        the lexicon's class)."""
-        out = np.zeros((x.n, self.n_classes), dtype=bool)
-        out[self._segments(x), x.cand] = True
-        if x.forced_class is not None and (x.forced_class >= 0).any():
-            words = np.flatnonzero(x.forced_class >= 0)
-            out[words] = False
-            out[words, x.forced_class[words]] = True
-        return out
-
-    def gold_classes(self, sentence) -> np.ndarray:
-        """(n,) int32: the class of each word's gold value, read from the sentence's CoNLL-U
-        lines (-1 where no class gives it)."""
-        return self._gold(sentence, None)
 
     def predict_batch(self, batch, w) -> np.ndarray:
         """The class id of every word of the batch (sentences concatenated, no roots), computed

@@ -251,6 +251,12 @@ class Morphologizer(CandidateModel):
             forced[hit & single] = a["set_classes"][a["set_start"][cand_set[hit & single]]]
         return cand_set, a["set_start"], a["set_classes"], forced
 
+    def _forced_sources(self, attrs, forced):
+        # 1: a (form, UPOS) pair seen known_min_count times with one bundle; 2: a one-bundle
+        # suffix guess (mostly words unseen in training)
+        known = self._known_index.find(pair_keys(np.ascontiguousarray(attrs[FORM]), np.ascontiguousarray(attrs[UPOS])))
+        return np.where(forced < 0, 0, np.where(known >= 0, 1, 2)).astype(np.int8)
+
     def _gold(self, sentence, gold):
         """Gold class ids; `gold`: the FEATS strings (joint: the class strings, UPOS + SEP + FEATS)."""
         labels = list(gold) if gold is not None else self._labels(sentence)
