@@ -195,7 +195,10 @@ def main():
         pipeline = load(path)
         temps = {n: c.temperature for n, c in pipeline.components.items() if c.confidence_column}
         # FEATS and lemmas: the lexicons' probabilities (their dev share of right values) and words
-        lexicons = {n: {"probs": c.info["lexicon_probs"], "words": c.info.get("lexicon_words")}
+        lexicons = {n: {"probs": c.info["lexicon_probs"], "words": c.info.get("lexicon_words"),
+                        "right": c.info.get("lexicon_right"),
+                        "shares": [r / w if w else None for r, w in zip(c.info.get("lexicon_right") or (),
+                                                                        c.info.get("lexicon_words") or ())]}
                     for n, c in pipeline.components.items() if "lexicon_probs" in c.info}
         result = {"model": path, "dev": str(args.dev), "sentences": len(gold), "bins": args.bins,
                   "gold_tags": args.gold_tags, "temperatures": temps, "lexicons": lexicons, "columns": {}}

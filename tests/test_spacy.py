@@ -284,3 +284,27 @@ def test_model_language_comes_from_the_config(pipeline):
     assert pipeline.lang == "en"  # the training config has no [nlp] section
     german = arborist.Pipeline(info={"config": pipeline.info["config"] + '\n[nlp]\nlang = "de"\n'})
     assert german.lang == "de"
+
+
+def test_feats_bundles_whose_feature_order_spacy_changes_keep_their_features():
+    """spaCy keys a morphological analysis by its own (case-sensitive) order of the features:
+    "NumType=Card|Number=Sing", where UD writes "Number=Sing|NumType=Card" (hu_szeged dev has
+    322 such words). The bridge gives `Doc.from_array` the analysis's key, not the bundle's
+    string id (with which the token got no features), and CoNLL-U from a Doc is in UD's order."""
+    from spacy.attrs import MORPH
+
+    from arborist.spacy_components import morph_keys, to_spacy_value, ud_feats
+    from arborist.strings import hash_strings
+
+    vocab = spacy.blank("en").vocab
+    names = ["Number=Sing|NumType=Card", "_", "Case=Nom", "Number=Sing|NumType=Card"]
+    ids = hash_strings(names)
+    for name in names:
+        vocab.strings.add(name)  # as the bridge does: the values are string ids
+    doc = Doc(vocab, words=["a", "b", "c", "d"])
+    doc.from_array([MORPH], ids.reshape(-1, 1).astype(np.uint64))
+    assert str(doc[0].morph) == ""  # what the string id gives: the features are lost
+    doc.from_array([MORPH], morph_keys(vocab, ids, sorted(set(names))).reshape(-1, 1))
+    assert [str(t.morph) for t in doc] == ["NumType=Card|Number=Sing", "", "Case=Nom", "NumType=Card|Number=Sing"]
+    assert [ud_feats(str(t.morph)) for t in doc] == names[:2] + ["Case=Nom", names[0]]
+    assert [to_spacy_value("feats", n, vocab) for n in names[:3]] == [str(t.morph) for t in doc][:3]

@@ -287,7 +287,7 @@ def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
     """CoNLL-U of an annotated Doc: one sentence per doc.sents, whitespace tokens left
     out (they only set SpaceAfter), ROOT written as UD's root; with `confidence`, the
     probabilities of `columns` from the token attributes (`token._.head_prob`...)."""
-    from .spacy_components import to_ud_label
+    from .spacy_components import to_ud_label, ud_feats
 
     out = []
     for k, sent in enumerate(doc.sents, start=1):
@@ -321,7 +321,7 @@ def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
                 items, dropped = token_confidence_items(t, columns, confidence, ids)
                 misc = merge_misc(misc, "|".join(items)) if items else misc
             out.append("\t".join((
-                str(j), t.text, t.lemma_ or "_", t.pos_ or "_", t.tag_ or "_", str(t.morph) or "_",
+                str(j), t.text, t.lemma_ or "_", t.pos_ or "_", t.tag_ or "_", ud_feats(str(t.morph)),
                 "_" if dropped else str(head_id), "_" if dropped or not t.dep_ else to_ud_label(t.dep_), "_", misc,
             )) + "\n")
         out.append("\n")
@@ -421,7 +421,7 @@ def set_confidences(doc, confidences: dict, k_best: int) -> None:
                     if v < 0:
                         continue
                     value = (m if v == 0 else v - 1) if column == "head" else c.value(v)
-                    cands.append((value if column == "head" else to_spacy_value(column, value), float(p)))
+                    cands.append((value if column == "head" else to_spacy_value(column, value, doc.vocab), float(p)))
                 token._.set(f"{column}_candidates", cands)
         if arc is not None:
             token._.set(f"{ARC}_prob", float(arc[m]))
@@ -454,11 +454,14 @@ def sentence_doc(vocab, sentence, heads, deprels, tags: dict):
     from spacy.parts_of_speech import IDS as UNIVERSAL_POS
     from spacy.tokens import Doc
 
+    from .morph.choice import conll_column
     from .spacy_components import DEFAULT_LABEL, ROOT_LABEL, to_spacy_label
 
     misc = [sentence.lines[i].rstrip("\r\n").split("\t")[9] for i in sentence.word_lines]
     upos = tags.get("upos", sentence.upos[1:])
     xpos = tags.get("xpos", sentence.xpos[1:])
+    lemmas = tags.get("lemma", conll_column(sentence, 2))
+    feats = tags.get("feats", conll_column(sentence, 5))
     doc_heads = deps = None
     if heads is not None:
         doc_heads = [int(h) - 1 if h > 0 else m for m, h in enumerate(heads[1:])]
@@ -469,6 +472,7 @@ def sentence_doc(vocab, sentence, heads, deprels, tags: dict):
         # spaCy accepts only universal POS tags; a treebank with others keeps them in CoNLL-U only
         pos=[t if t != "_" else None for t in upos] if all(t in UNIVERSAL_POS or t == "_" for t in upos) else None,
         tags=[t if t != "_" else "" for t in xpos], heads=doc_heads, deps=deps,
+        lemmas=[t if t != "_" else "" for t in lemmas], morphs=[t if t != "_" else "" for t in feats],
     )
 
 

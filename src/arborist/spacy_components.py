@@ -80,12 +80,29 @@ def to_spacy_label(deprel: str) -> str:
     return ROOT_LABEL if deprel == "root" else deprel
 
 
-def to_spacy_value(column: str, value: str) -> str:
-    """A value of a column as spaCy writes it: a DEPREL as its label, FEATS "_" as "" (what
-    `str(token.morph)` gives for no features)."""
+def to_spacy_value(column: str, value: str, vocab) -> str:
+    """A value of a column as spaCy writes it: a DEPREL as its label, a FEATS bundle as
+    `str(token.morph)` would give it (spaCy's order of the features; "" for none)."""
     if column == "deprel":
         return to_spacy_label(value)
-    return "" if column == "feats" and value == "_" else value
+    if column == "feats":
+        return "" if value == "_" else vocab.strings[vocab.morphology.add(value)]
+    return value
+
+
+def morph_keys(vocab, ids: np.ndarray, names) -> np.ndarray:
+    """The MORPH keys of FEATS bundles given as string ids of their CoNLL-U strings. spaCy
+    keys an analysis by its own order of the features (case-sensitive: "NumType" before
+    "Number", where UD sorts "Number" first), so a bundle's string id is not its key: given
+    it, `Doc.from_array` leaves the token without features."""
+    keys = {int(hash_string(name)): vocab.morphology.add("" if name == "_" else name) for name in names}
+    unique, inverse = np.unique(ids, return_inverse=True)
+    return np.array([keys[int(u)] for u in unique.tolist()], dtype=np.uint64)[inverse]
+
+
+def ud_feats(morph: str) -> str:
+    """spaCy's bundle string in UD's order (features sorted case-insensitively), "_" for none."""
+    return "|".join(sorted(morph.split("|"), key=lambda f: f.split("=", 1)[0].lower())) if morph else "_"
 
 
 def to_ud_label(dep: str) -> str:
@@ -284,7 +301,7 @@ class ArboristComponent(PicklesItsModel, Pipe):
                         if column == "head":  # a local head -> its token; the root -> the token itself
                             v = t if v == 0 else int(batch.column_token[piece_root[j] + v])
                         else:
-                            v = to_spacy_value(column, c.value(v))
+                            v = to_spacy_value(column, c.value(v), docs[0].vocab)
                         row.append((v, p))
                     cands[t] = row
                 values[f"{column}_candidates"] = cands
@@ -406,6 +423,8 @@ class ArboristTagger(ArboristComponent):
             for column, (ids, names) in component.column_ids(batch.batch, predicted[component.name]).items():
                 for name in names:  # the values are string ids: the strings must be known
                     strings.add(name)
+                if column == "feats":
+                    ids = morph_keys(docs[0].vocab, ids, names)
                 if column in DOC_ATTRS:
                     attrs.append((column, ids))
                 else:

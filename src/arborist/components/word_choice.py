@@ -73,8 +73,8 @@ class WordChoice(Component):
     @property
     def lexicon_probs(self) -> tuple[float, float]:
         """The probability of a value the lexicon decides, by source (`ChoiceExample.
-        forced_source` 1 and 2): that source's share of right values on dev (`calibrate`; 1
-        before). Their scores do not enter the prediction, so no temperature calibrates them."""
+        forced_source` 1 and 2): that source's share of right values on dev, smoothed
+        (`calibrate`; 1 before). Their scores do not enter the prediction, so no temperature calibrates them."""
         probs = self.info.get("lexicon_probs") or (1.0, 1.0)
         return float(probs[0]), float(probs[1])
 
@@ -142,7 +142,8 @@ class WordChoice(Component):
         """The temperature T that maximizes the sum, over the dev words the structure scores,
         of log P_T(gold value) (Brent's method on log T, as `Component.calibrate`; the words
         whose gold value is no candidate's are left out), and `lexicon_probs`: per lexicon
-        source, the share of the dev words it decides whose value is right. One thread (the
+        source, the share of the dev words it decides whose value is right, smoothed ((right
+        + 1) / (words + 2)). One thread (the
         sums are vectorized; `threads` is accepted for the common signature)."""
         if not self.confidence_column:
             return None
@@ -173,8 +174,9 @@ class WordChoice(Component):
                 parts.append(scores[a:b])
                 hits.extend(hit)
                 starts.append(starts[-1] + b - a)
-        self.info["lexicon_probs"] = [right[s] / decided[s] if decided[s] else 1.0 for s in (0, 1)]
-        self.info["lexicon_words"] = decided  # what they were measured on
+        # Laplace's rule of succession: a source with few dev words (or none) is not certain
+        self.info["lexicon_probs"] = [(right[s] + 1) / (decided[s] + 2) for s in (0, 1)]
+        self.info["lexicon_words"], self.info["lexicon_right"] = decided, right
         if len(starts) == 1:
             self.info.pop("temperature", None)
             return None
@@ -197,7 +199,7 @@ class WordChoice(Component):
         self.info["temperature"] = math.exp(log_t)
         return {"temperature": self.info["temperature"], "nll_before": before, "nll_after": after,
                 "words": len(first), "impossible": impossible, "lexicon_words": decided,
-                "lexicon_probs": self.info["lexicon_probs"]}
+                "lexicon_right": right, "lexicon_probs": self.info["lexicon_probs"]}
 
 
     def apply(self, sentence: Sentence, value: list[str]) -> Sentence:
