@@ -467,12 +467,14 @@ def test_spacy_keeps_bundles_whose_feature_order_it_changes(tmp_path):
     """A bundle whose features spaCy orders otherwise ("Number=Sing|NumType=Card", UD's order;
     spaCy's: "NumType=Card|Number=Sing") reaches `token.morph` and the CoNLL-U written from a
     Doc (`--probs` on text, `-f json`) in UD's order: before, those words lost their FEATS
-    (304 of hu_szeged's 11,421 dev words)."""
+    (304 of hu_szeged's 11,421 dev words), and the parser reads them as training did (with
+    spaCy's order in the FEATS row, 29 heads and 68 labels of hu_szeged's dev text changed)."""
     from spacy.tokens import Doc
 
     import arborist.train as train_module
     from arborist.batch import spacy_pipeline
-    from arborist.spacy_components import ud_feats
+    from arborist.sentence import Sentence
+    from arborist.spacy_components import to_ud_label, ud_feats
     from trackers import Quiet
 
     paths = {}
@@ -493,7 +495,11 @@ def test_spacy_keeps_bundles_whose_feature_order_it_changes(tmp_path):
         doc = Doc(nlp.vocab, words=x.forms[1:])
         for _, proc in nlp.pipeline:
             doc = proc(doc)
-        expected = pipeline.annotate(x).columns["feats"]
+        parsed = pipeline.annotate(Sentence.from_forms([x.forms[1:]])[0])  # the words only, as the Doc
+        expected = parsed.columns["feats"]
         assert [ud_feats(str(t.morph)) for t in doc] == expected
         seen += expected.count("Number=Sing|NumType=Card")
+        # ... and the parser after it reads them as training did (the FEATS row of UD's strings)
+        assert [0 if t.head.i == t.i else t.head.i + 1 for t in doc] == parsed.heads[1:].tolist()
+        assert [to_ud_label(t.dep_) for t in doc] == parsed.deprels[1:]
     assert seen > 5

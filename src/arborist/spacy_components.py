@@ -105,6 +105,15 @@ def ud_feats(morph: str) -> str:
     return "|".join(sorted(morph.split("|"), key=lambda f: f.split("=", 1)[0].lower())) if morph else "_"
 
 
+def ud_feats_ids(keys: np.ndarray, strings) -> np.ndarray:
+    """The FEATS row of Doc MORPH keys: the string id of each analysis in UD's order, as
+    training saw it (a key is the id of spaCy's order, "NumType=Card|Number=Sing")."""
+    unique, inverse = np.unique(keys, return_inverse=True)
+    ud = [key if key == MISSING_ID else hash_string(ud_feats(strings[key]) if strings[key] != "_" else "_")
+          for key in unique.tolist()]
+    return np.array(ud, dtype=np.uint64)[inverse]
+
+
 def to_ud_label(dep: str) -> str:
     return "root" if dep == ROOT_LABEL else dep
 
@@ -163,6 +172,8 @@ class DocBatch:
             column = values[:, k]
             if row not in (FORM, LOWER_ROW):
                 column = np.where(column == 0, MISSING_ID, column)
+            if row == FEATS and len(column):
+                column = ud_feats_ids(column, strings)
             attrs[row, words] = column
         lower = attrs[LOWER_ROW, words].tolist()
         for key in dict.fromkeys(lower):

@@ -353,8 +353,9 @@ class Lemmatizer(CandidateModel):
 
     # -- output -----------------------------------------------------------------
     def lemma(self, form: str, script_id: int) -> str:
-        """The lemma class `script_id` (its script) makes of `form`; the form itself when it does not apply."""
-        return edit.lemmas((self.scripts[self.script_of(script_id)],), form)[0]
+        """The lemma class `script_id` (its script) makes of `form`; the form itself when it does
+        not apply or leaves nothing (a CoNLL-U field is never empty: hu_szeged's "okra" got "")."""
+        return edit.lemmas((self.scripts[self.script_of(script_id)],), form)[0] or form
 
     def lemma_strings(self, forms: Sequence[str], ids) -> list[str]:
         """`lemma` of each (form, class), cached: applying a script in Python costs microseconds
