@@ -273,6 +273,16 @@ def test_parse_writes_feats_and_lemma_probabilities(run, tmp_path):
     # bundles as spaCy writes them: no features is "" (str(token.morph)), not CoNLL-U's "_"
     assert [c["value"][0][0] for c in tokens["feats_candidates"]] == [t.get("morph", "") for t in doc["tokens"]]
     assert "" in [c["value"][0][0] for c in tokens["feats_candidates"]]
+    # a FEATS value spaCy cannot read ("Typo", with --gold-tags: the input's) is no error in JSON
+    odd = tmp_path / "odd.conllu"
+    lines = dev.read_text(encoding="utf-8").split("\n")
+    first = next(i for i, line in enumerate(lines) if line[:2] == "2\t")
+    cols = lines[first].split("\t")
+    lines[first] = "\t".join(cols[:5] + ["Typo"] + cols[6:])
+    odd.write_text("\n".join(lines), encoding="utf-8")
+    result = CliRunner().invoke(app, ["parse", str(root / "run"), str(odd), "-d", str(tmp_path / "odd"), "-f", "json",
+                                      "--gold-tags", "--no-progress"])
+    assert result.exit_code == 0, result.output
     # JSON of CoNLL-U input has the predicted lemmas and FEATS too
     result = CliRunner().invoke(app, ["parse", str(root / "run"), str(dev), "-d", str(tmp_path / "json2"), "-f",
                                       "json", "--no-progress"])
@@ -503,3 +513,17 @@ def test_spacy_keeps_bundles_whose_feature_order_it_changes(tmp_path):
         assert [0 if t.head.i == t.i else t.head.i + 1 for t in doc] == parsed.heads[1:].tolist()
         assert [to_ud_label(t.dep_) for t in doc] == parsed.deprels[1:]
     assert seen > 5
+
+
+def test_spacy_with_probabilities_across_memory_zones(run):
+    """spaCy forgets the strings added inside a memory zone (`arborist parse` opens them on a
+    large vocabulary); FEATS set and listed as candidates there print and parse after it."""
+    from arborist.batch import ConfidenceOptions, spacy_pipeline
+
+    root, _, _ = run
+    nlp = spacy_pipeline(load(root / "run"), None, ConfidenceOptions(probs=True, k_best=3))
+    text = " ".join((SAMPLE / "sample-dev.conllu").read_text(encoding="utf-8").split("# text = ")[1].split("\n")[:1])
+    with nlp.memory_zone():
+        inside = [(str(t.morph), t._.feats_candidates) for t in nlp(text)]
+    outside = [(str(t.morph), t._.feats_candidates) for t in nlp(text)]
+    assert inside == outside and any(m for m, _ in outside)

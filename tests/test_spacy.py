@@ -307,4 +307,26 @@ def test_feats_bundles_whose_feature_order_spacy_changes_keep_their_features():
     doc.from_array([MORPH], morph_keys(vocab, ids, sorted(set(names))).reshape(-1, 1))
     assert [str(t.morph) for t in doc] == ["NumType=Card|Number=Sing", "", "Case=Nom", "NumType=Card|Number=Sing"]
     assert [ud_feats(str(t.morph)) for t in doc] == names[:2] + ["Case=Nom", names[0]]
-    assert [to_spacy_value("feats", n, vocab) for n in names[:3]] == [str(t.morph) for t in doc][:3]
+    assert [to_spacy_value("feats", n) for n in names[:3]] == [str(t.morph) for t in doc][:3]
+    # a bundle spaCy cannot read (a feature without a value) is no features there, not an error
+    assert to_spacy_value("feats", "Typo") == "" and str(Doc(vocab, words=["x"], morphs=[""])[0].morph) == ""
+    doc.from_array([MORPH], morph_keys(vocab, hash_strings(["Typo"] * 4), ["Typo"]).reshape(-1, 1))
+    assert [str(t.morph) for t in doc] == [""] * 4
+
+
+def test_bundles_set_inside_a_memory_zone_keep_their_strings():
+    """spaCy forgets the strings added inside a memory zone; the analyses the bridge registers
+    there keep theirs, so later Docs can still print them (and the parser read them)."""
+    from arborist.spacy_components import morph_keys
+    from arborist.strings import hash_strings
+
+    nlp = spacy.blank("en")
+    names = ["Case=Nom|Number=Sing", "Number=Sing|NumType=Card"]
+    with nlp.memory_zone():
+        doc = nlp("a b")
+        from spacy.attrs import MORPH
+        doc.from_array([MORPH], morph_keys(nlp.vocab, hash_strings(names), names).reshape(-1, 1))
+        inside = [str(t.morph) for t in doc]
+    later = Doc(nlp.vocab, words=["c", "d"])
+    later.from_array([MORPH], morph_keys(nlp.vocab, hash_strings(names), names).reshape(-1, 1))
+    assert [str(t.morph) for t in later] == inside == ["Case=Nom|Number=Sing", "NumType=Card|Number=Sing"]

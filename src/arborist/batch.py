@@ -421,7 +421,7 @@ def set_confidences(doc, confidences: dict, k_best: int) -> None:
                     if v < 0:
                         continue
                     value = (m if v == 0 else v - 1) if column == "head" else c.value(v)
-                    cands.append((value if column == "head" else to_spacy_value(column, value, doc.vocab), float(p)))
+                    cands.append((value if column == "head" else to_spacy_value(column, value), float(p)))
                 token._.set(f"{column}_candidates", cands)
         if arc is not None:
             token._.set(f"{ARC}_prob", float(arc[m]))
@@ -455,7 +455,7 @@ def sentence_doc(vocab, sentence, heads, deprels, tags: dict):
     from spacy.tokens import Doc
 
     from .morph.choice import conll_column
-    from .spacy_components import DEFAULT_LABEL, ROOT_LABEL, to_spacy_label
+    from .spacy_components import DEFAULT_LABEL, ROOT_LABEL, spacy_feats, to_spacy_label
 
     misc = [sentence.lines[i].rstrip("\r\n").split("\t")[9] for i in sentence.word_lines]
     upos = tags.get("upos", sentence.upos[1:])
@@ -472,7 +472,7 @@ def sentence_doc(vocab, sentence, heads, deprels, tags: dict):
         # spaCy accepts only universal POS tags; a treebank with others keeps them in CoNLL-U only
         pos=[t if t != "_" else None for t in upos] if all(t in UNIVERSAL_POS or t == "_" for t in upos) else None,
         tags=[t if t != "_" else "" for t in xpos], heads=doc_heads, deps=deps,
-        lemmas=[t if t != "_" else "" for t in lemmas], morphs=[t if t != "_" else "" for t in feats],
+        lemmas=[t if t != "_" else "" for t in lemmas], morphs=[spacy_feats(t) for t in feats],
     )
 
 

@@ -38,6 +38,7 @@ import numpy as np
 import srsly
 from spacy.attrs import DEP, HEAD, IS_SPACE, LEMMA, LOWER, MORPH, ORTH, POS, TAG
 from spacy.language import Language
+from spacy.morphology import Morphology
 from spacy.parts_of_speech import IDS as UNIVERSAL_POS
 from spacy.pipeline import Pipe
 from spacy.scorer import Scorer
@@ -80,22 +81,33 @@ def to_spacy_label(deprel: str) -> str:
     return ROOT_LABEL if deprel == "root" else deprel
 
 
-def to_spacy_value(column: str, value: str, vocab) -> str:
+def to_spacy_value(column: str, value: str) -> str:
     """A value of a column as spaCy writes it: a DEPREL as its label, a FEATS bundle as
-    `str(token.morph)` would give it (spaCy's order of the features; "" for none)."""
+    `str(token.morph)` gives it (`spacy_feats`)."""
     if column == "deprel":
         return to_spacy_label(value)
-    if column == "feats":
-        return "" if value == "_" else vocab.strings[vocab.morphology.add(value)]
-    return value
+    return spacy_feats(value) if column == "feats" else value
+
+
+def spacy_feats(bundle: str) -> str:
+    """A UD FEATS bundle in spaCy's order of the features ("Number=Sing|NumType=Card" ->
+    "NumType=Card|Number=Sing"; spaCy sorts them case-sensitively, UD does not), "" for none
+    and for a bundle spaCy cannot read (a feature without "=", as a treebank's "Typo"; the
+    CoNLL-U output keeps it), computed without the StringStore."""
+    if bundle in ("_", ""):
+        return ""
+    try:
+        return Morphology.dict_to_feats(Morphology.feats_to_dict(bundle))
+    except ValueError:
+        return ""
 
 
 def morph_keys(vocab, ids: np.ndarray, names) -> np.ndarray:
     """The MORPH keys of FEATS bundles given as string ids of their CoNLL-U strings. spaCy
-    keys an analysis by its own order of the features (case-sensitive: "NumType" before
-    "Number", where UD sorts "Number" first), so a bundle's string id is not its key: given
-    it, `Doc.from_array` leaves the token without features."""
-    keys = {int(hash_string(name)): vocab.morphology.add("" if name == "_" else name) for name in names}
+    keys an analysis by its own order of the features, so a bundle's string id is not its
+    key: given it, `Doc.from_array` leaves the token without features. `morphology.add`
+    keeps the analysis's string for good (not only for a memory zone)."""
+    keys = {int(hash_string(name)): vocab.morphology.add(spacy_feats(name)) for name in names}
     unique, inverse = np.unique(ids, return_inverse=True)
     return np.array([keys[int(u)] for u in unique.tolist()], dtype=np.uint64)[inverse]
 
@@ -312,7 +324,7 @@ class ArboristComponent(PicklesItsModel, Pipe):
                         if column == "head":  # a local head -> its token; the root -> the token itself
                             v = t if v == 0 else int(batch.column_token[piece_root[j] + v])
                         else:
-                            v = to_spacy_value(column, c.value(v), docs[0].vocab)
+                            v = to_spacy_value(column, c.value(v))
                         row.append((v, p))
                     cands[t] = row
                 values[f"{column}_candidates"] = cands
@@ -432,10 +444,11 @@ class ArboristTagger(ArboristComponent):
             if component.name not in predicted:
                 continue
             for column, (ids, names) in component.column_ids(batch.batch, predicted[component.name]).items():
-                for name in names:  # the values are string ids: the strings must be known
-                    strings.add(name)
                 if column == "feats":
-                    ids = morph_keys(docs[0].vocab, ids, names)
+                    ids = morph_keys(docs[0].vocab, ids, names)  # (the morphology keeps its strings)
+                else:
+                    for name in names:  # the values are string ids: the strings must be known
+                        strings.add(name)
                 if column in DOC_ATTRS:
                     attrs.append((column, ids))
                 else:
