@@ -114,8 +114,8 @@ def calibrate_pipeline(pipeline: Pipeline, gold: Sequence[Sentence], log: Callab
 def describe_fit(name: str, fit: dict) -> str:
     left_out = f", {fit['impossible']} left out whose gold value the structure cannot give" \
         if fit.get("impossible") else ""
-    lexicon = "".join(f"; {n} words decided by its {source}, {100 * p:.2f}% right" for source, n, p in zip(
-        ("lexicon", "fallback lexicon"), fit.get("lexicon_words", ()), fit.get("lexicon_probs", ())) if n)
+    lexicon = "".join(f"; {n} words decided by its {source}, {100 * r / n:.2f}% right" for source, n, r in zip(
+        ("lexicon", "fallback lexicon"), fit.get("lexicon_words", ()), fit.get("lexicon_right", ())) if n)
     return (f"{name}: temperature {fit['temperature']:.4g} on {fit['words']} dev words{left_out} "
             f"(negative log-likelihood per word {fit['nll_before']:.4f} -> {fit['nll_after']:.4f}){lexicon}")
 

@@ -103,7 +103,12 @@ class WordChoice(Component):
         """(example, forms, scores) of each sentence of the batch, from its rows as they are."""
         sentences = [batch.sentence(i) for i in range(batch.n_sentences)]
         return [(x, s.forms[1:], self.structure.scores(x, self.weights) if x.n else None)
-                for x, s in zip(self.examples(sentences), sentences)]
+                for x, s in zip(self._probability_examples(sentences), sentences)]
+
+    def _probability_examples(self, sentences) -> list:
+        """Prediction examples without the candidate sets of the words a lexicon decides, which
+        the probabilities do not score (most of a lemmatizer's words and candidates)."""
+        return [self.structure.example(s, forced_sets=False) for s in sentences]
 
     def confidences(self, batch, predicted, k: int = 0):
         """The probabilities of `predicted` (its prediction for the batch, whose rows are still
@@ -131,7 +136,10 @@ class WordChoice(Component):
             dists = self.value_distributions(x, forms, scores, self.temperature)
             for m, (value, dist) in enumerate(zip(self.value(batch, predicted, i), dists)):
                 prob[a + m] = dist.get(value, 0.0)
-                for r, (v, p) in enumerate(sorted(dist.items(), key=lambda item: -item[1])[:k]):
+                if not k:
+                    continue
+                best = dist.items() if len(dist) == 1 else sorted(dist.items(), key=lambda item: -item[1])[:k]
+                for r, (v, p) in enumerate(best):
                     if v not in index:
                         index[v] = len(names)
                         names.append(v)
@@ -153,7 +161,7 @@ class WordChoice(Component):
         right, decided = [0, 0], [0, 0]
         impossible = 0
         inputs = list(inputs)
-        for x, sentence, g in zip(self.examples(inputs), inputs, gold):
+        for x, sentence, g in zip(self._probability_examples(inputs), inputs, gold):
             if not x.n:
                 continue
             gold_values = conll_column(g, self.conll_index)

@@ -232,16 +232,19 @@ class CandidateModel(AtomChoice):
     def _gold(self, sentence, gold: list[str] | None) -> np.ndarray:
         raise NotImplementedError
 
-    def example(self, sentence, gold: list[str] | None = None, training: bool = False) -> ChoiceExample:
+    def example(self, sentence, gold: list[str] | None = None, training: bool = False,
+                forced_sets: bool = True) -> ChoiceExample:
         """The sentence as a per-sentence example. With `training`, each word's gold class is
         added to its candidates when missing (gold strings from the sentence's CoNLL-U lines
-        unless given). Without, gold classes are filled where known and -1 elsewhere."""
+        unless given). Without, gold classes are filled where known and -1 elsewhere.
+        Without `forced_sets`, a word the lexicon decides may get any candidate set (see
+        `_candidates`: the probabilities, which do not score those words, skip building them)."""
         self._ready()
         text = dict(zip(sentence.attrs[FORM_ROW, 1:].tolist(), sentence.forms[1:]))
         attrs = sentence.attrs[:, 1:]
         values = self.form_values.values(attrs, text.__getitem__)
         keys = self.tables.keys(values)
-        cand_set, set_start, set_classes, forced = self._candidates(attrs, text.__getitem__, training)
+        cand_set, set_start, set_classes, forced = self._candidates(attrs, text.__getitem__, training, forced_sets)
         try:
             gold_classes = self._gold(sentence, gold)
         except ValueError:
