@@ -515,15 +515,20 @@ def test_spacy_keeps_bundles_whose_feature_order_it_changes(tmp_path):
     assert seen > 5
 
 
-def test_spacy_with_probabilities_across_memory_zones(run):
-    """spaCy forgets the strings added inside a memory zone (`arborist parse` opens them on a
-    large vocabulary); FEATS set and listed as candidates there print and parse after it."""
-    from arborist.batch import ConfidenceOptions, spacy_pipeline
+
+@pytest.mark.parametrize("bad", [[0.9], "x", [0.5, 2.0], [True, 0.5]])
+def test_a_tampered_lexicon_probability_is_a_clear_error(run, tmp_path, bad):
+    import shutil
+
+    from arborist.component import ModelError
 
     root, _, _ = run
-    nlp = spacy_pipeline(load(root / "run"), None, ConfidenceOptions(probs=True, k_best=3))
-    text = " ".join((SAMPLE / "sample-dev.conllu").read_text(encoding="utf-8").split("# text = ")[1].split("\n")[:1])
-    with nlp.memory_zone():
-        inside = [(str(t.morph), t._.feats_candidates) for t in nlp(text)]
-    outside = [(str(t.morph), t._.feats_candidates) for t in nlp(text)]
-    assert inside == outside and any(m for m, _ in outside)
+    model = tmp_path / "model"
+    shutil.copytree(root / "run" / "model-best", model)
+    meta = json.loads((model / "meta.json").read_text())
+    entry = next(c for c in meta["components"] if c["name"] == "feats")
+    assert len(entry["info"]["lexicon_probs"]) == 2  # what training wrote
+    entry["info"]["lexicon_probs"] = bad
+    (model / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(ModelError, match="meta.json: lexicon_probs of feats must be two probabilities"):
+        load(model)

@@ -52,9 +52,6 @@ class WordChoice(Component):
     def predict(self, x):
         return self.structure.predict_sentence(x, self.weights)
 
-    def decode(self, x, scores):
-        return self.structure.decode(x, scores)
-
     # -- probabilities of values (bundles, lemmas), not of classes --------------------------
     # Several classes can write one value (two edit scripts make one lemma of a form; a
     # joint morphologizer's classes repeat a bundle under several UPOS), so a value's
@@ -257,4 +254,9 @@ class WordChoice(Component):
         got = {k: v for k, v in learned.config().items() if k not in cls.learned}
         if expected != got:
             raise ModelError(f"{state}: the learned state does not match meta.json's entry of {name}")
+        probs = (info or {}).get("lexicon_probs") if isinstance(info, dict) else None
+        if probs is not None and not (isinstance(probs, list) and len(probs) == 2 and all(
+                isinstance(p, (int, float)) and not isinstance(p, bool) and 0 <= p <= 1 for p in probs)):
+            raise ModelError(f"{directory / 'meta.json'}: lexicon_probs of {name} must be two probabilities, "
+                             f"got {probs!r}")
         return super().load(directory, name, learned, info, weights_file, mmap)

@@ -238,7 +238,7 @@ class Lemmatizer(CandidateModel):
         # `attested` of each candidate's lemma, with the form hashed once (a new form's
         # candidate sets are built in Python: this is most of the cost of an unseen word)
         K = len(self.scripts)
-        lemmas = hash_strings(edit.lemmas([self.scripts[k] for k in scripts], form)).tolist()
+        lemmas = hash_strings([text or form for text in edit.lemmas([self.scripts[k] for k in scripts], form)]).tolist()
         form_id, known = hash_string(form), self._known
         out = []
         for k, lemma_id in zip(scripts, lemmas):
