@@ -460,8 +460,8 @@ def sentence_doc(vocab, sentence, heads, deprels, tags: dict):
     misc = [sentence.lines[i].rstrip("\r\n").split("\t")[9] for i in sentence.word_lines]
     upos = tags.get("upos", sentence.upos[1:])
     xpos = tags.get("xpos", sentence.xpos[1:])
-    lemmas = tags.get("lemma", conll_column(sentence, 2))
-    feats = tags.get("feats", conll_column(sentence, 5))
+    lemmas = tags["lemma"] if "lemma" in tags else conll_column(sentence, 2)
+    feats = tags["feats"] if "feats" in tags else conll_column(sentence, 5)
     doc_heads = deps = None
     if heads is not None:
         doc_heads = [int(h) - 1 if h > 0 else m for m, h in enumerate(heads[1:])]

@@ -121,8 +121,7 @@ def ud_feats_ids(keys: np.ndarray, strings) -> np.ndarray:
     """The FEATS row of Doc MORPH keys: the string id of each analysis in UD's order, as
     training saw it (a key is the id of spaCy's order, "NumType=Card|Number=Sing")."""
     unique, inverse = np.unique(keys, return_inverse=True)
-    ud = [key if key == MISSING_ID else hash_string(ud_feats(strings[key]) if strings[key] != "_" else "_")
-          for key in unique.tolist()]
+    ud = [key if key == MISSING_ID else hash_string(ud_feats(strings[key])) for key in unique.tolist()]
     return np.array(ud, dtype=np.uint64)[inverse]
 
 

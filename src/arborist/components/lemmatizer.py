@@ -22,6 +22,4 @@ class Lemmatizer(WordChoice):
         return self.structure.lemma_strings(forms, predicted[words[i]:words[i + 1]])
 
     def candidate_values(self, forms, classes) -> list[str]:
-        if forms and all(f == forms[0] for f in forms):  # a word's candidates: one form
-            return self.structure.form_lemmas(forms[0], classes)
         return self.structure.lemma_strings(forms, classes)

@@ -71,9 +71,26 @@ class WordChoice(Component):
     def lexicon_probs(self) -> tuple[float, float]:
         """The probability of a value the lexicon decides, by source (`ChoiceExample.
         forced_source` 1 and 2): that source's share of right values on dev, smoothed
-        (`calibrate`; 1 before). Their scores do not enter the prediction, so no temperature calibrates them."""
+        (`calibrate`; 1 before). Those words' scores do not enter the prediction, so no
+        temperature calibrates them."""
         probs = self.info.get("lexicon_probs") or (1.0, 1.0)
         return float(probs[0]), float(probs[1])
+
+    def _lexicon_values(self, x, forms: list[str]) -> list[tuple[int, str, int]]:
+        """(word, its value, its lexicon's index 0 or 1) of each word of x a lexicon decides."""
+        if x.forced is None:
+            return []
+        words = np.flatnonzero(x.forced >= 0)
+        values = self.candidate_values([forms[m] for m in words], x.forced[words])
+        return [(m, v, int(x.forced_source[m]) - 1) for m, v in zip(words.tolist(), values)]
+
+    def _scored_words(self, x, forms: list[str]):
+        """(word, first part, end part, its candidates' values) of each word of x the
+        structure scores (none a lexicon decides)."""
+        words = range(x.n) if x.forced is None else np.flatnonzero(x.forced < 0).tolist()
+        for m in words:
+            a, b = int(x.cand_start[m]), int(x.cand_start[m + 1])
+            yield m, a, b, self.candidate_values([forms[m]] * (b - a), x.cand[a:b])
 
     def value_distributions(self, x, forms: list[str], scores: np.ndarray, temperature: float
                             ) -> list[dict[str, float]]:
@@ -81,19 +98,16 @@ class WordChoice(Component):
         over the word's candidates, summed per value; a word the lexicon decides has its
         source's probability on its value."""
         out: list[dict[str, float]] = [{} for _ in range(x.n)]
-        forced = x.forced if x.forced is not None else np.full(x.n, -1)
-        decided = np.flatnonzero(forced >= 0)
         lexicon = self.lexicon_probs
-        for m, value in zip(decided.tolist(), self.candidate_values([forms[m] for m in decided], forced[decided])):
-            out[m][value] = lexicon[int(x.forced_source[m]) - 1]
-        rest = np.flatnonzero(forced < 0).tolist()
-        if rest:
-            mu, _ = self.structure.marginals(x, np.asarray(scores, dtype=np.float64) / temperature)
-            for m in rest:
-                a, b = int(x.cand_start[m]), int(x.cand_start[m + 1])
-                by_value = out[m]
-                for value, p in zip(self.candidate_values([forms[m]] * (b - a), x.cand[a:b]), mu[a:b].tolist()):
-                    by_value[value] = by_value.get(value, 0.0) + p
+        for m, value, source in self._lexicon_values(x, forms):
+            out[m][value] = lexicon[source]
+        mu = None
+        for m, a, b, values in self._scored_words(x, forms):
+            if mu is None:
+                mu, _ = self.structure.marginals(x, np.asarray(scores, dtype=np.float64) / temperature)
+            by_value = out[m]
+            for value, p in zip(values, mu[a:b].tolist()):
+                by_value[value] = by_value.get(value, 0.0) + p
         return out
 
     def _scored(self, batch) -> list[tuple]:
@@ -147,9 +161,9 @@ class WordChoice(Component):
         """The temperature T that maximizes the sum, over the dev words the structure scores,
         of log P_T(gold value) (Brent's method on log T, as `Component.calibrate`; the words
         whose gold value is no candidate's are left out), and `lexicon_probs`: per lexicon
-        source, the share of the dev words it decides whose value is right, smoothed ((right
-        + 1) / (words + 2)). One thread (the
-        sums are vectorized; `threads` is accepted for the common signature)."""
+        source, the share of the dev words it decides whose value is right, smoothed
+        ((right + 1) / (words + 2)). One thread: the sums are vectorized (`threads` is
+        accepted for the common signature)."""
         if not self.confidence_column:
             return None
         from scipy.optimize import minimize_scalar
@@ -163,16 +177,12 @@ class WordChoice(Component):
                 continue
             gold_values = conll_column(g, self.conll_index)
             forms = sentence.forms[1:]
-            forced = x.forced if x.forced is not None else np.full(x.n, -1)
-            words = np.flatnonzero(forced >= 0)
-            for m, value in zip(words.tolist(), self.candidate_values([forms[m] for m in words], forced[words])):
-                source = int(x.forced_source[m]) - 1
+            for m, value, source in self._lexicon_values(x, forms):
                 decided[source] += 1
                 right[source] += int(value == gold_values[m])
             scores = self.structure.scores(x, self.weights)
-            for m in np.flatnonzero(forced < 0).tolist():
-                a, b = int(x.cand_start[m]), int(x.cand_start[m + 1])
-                hit = [v == gold_values[m] for v in self.candidate_values([forms[m]] * (b - a), x.cand[a:b])]
+            for m, a, b, values in self._scored_words(x, forms):
+                hit = [v == gold_values[m] for v in values]
                 if not any(hit):
                     impossible += 1
                     continue

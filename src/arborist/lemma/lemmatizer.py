@@ -372,21 +372,6 @@ class Lemmatizer(CandidateModel):
             out.append(text)
         return out
 
-    def form_lemmas(self, form: str, ids) -> list[str]:
-        """`lemma_strings` of one form and many classes (a word's candidates), the scripts not
-        cached applied in one `edit.lemmas` call."""
-        cache = self._lemma_texts
-        if len(cache) > (1 << 17):
-            cache.clear()
-        ids = np.asarray(ids).tolist()
-        out = [cache.get((form, k)) for k in ids]
-        missing = [j for j, text in enumerate(out) if text is None]
-        if missing:
-            made = edit.lemmas([self.scripts[self.script_of(ids[j])] for j in missing], form)
-            for j, text in zip(missing, made):
-                out[j] = cache[(form, ids[j])] = text or form
-        return out
-
     def lemma_hashes(self, form_ids, ids, text_of) -> np.ndarray:
         """uint64 string ids of the lemmas (as a LEMMA row holds them) of the words with FORM ids
         `form_ids` and scripts `ids`; cached per (form, script) in a nogil map."""

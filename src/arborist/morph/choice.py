@@ -272,14 +272,8 @@ class CandidateModel(AtomChoice):
     def predict_sentence(self, sentence, w) -> np.ndarray:
         """The one-sentence path: argmax over the example's candidates, then the lexicon."""
         x = self.example(sentence)
-        return self.decode(x, self.scores(x, w))
-
-    # -- prediction from scores: the lexicon first, as predict_batch does ----------------
-    def decode(self, x: ChoiceExample, scores: np.ndarray) -> np.ndarray:
-        """The prediction for example x: the argmax over each word's candidates, except where
-        the lexicon gives the class (`x.forced`), as `predict_batch` predicts."""
-        pred = self.argmax(x, scores)
-        return pred if x.forced is None else np.where(x.forced >= 0, x.forced, pred).astype(np.int32)
+        pred = self.argmax(x, self.scores(x, w))
+        return np.where(x.forced >= 0, x.forced, pred).astype(np.int32)
 
     def predict_batch(self, batch, w) -> np.ndarray:
         """The class id of every word of the batch (sentences concatenated, no roots), computed
