@@ -12,9 +12,9 @@ import pytest
 
 from arborist.corpus import read_corpus
 from arborist.registry import make_structure
-from arborist.sentence import UPOS, Sentence, SentenceBatch
+from arborist.sentence import FORM, UPOS, Sentence, SentenceBatch
 from arborist.tagger.chain import LinearChain
-from arborist.tagger.viterbi import chain_argmax, chain_marginals
+from arborist.tagger.viterbi import chain_argmax, chain_marginals, chain_tag_marginals
 from arborist.weights import Weights
 
 SAMPLE = Path(__file__).resolve().parent.parent / "corpora" / "sample"
@@ -86,6 +86,38 @@ def test_batch_kernel_equals_the_one_sentence_path():
     assert changed > 0
     allowed = tagger.allowed_tags(batch.attrs[UPOS][batch.words])
     assert allowed[np.arange(len(tags)), tags].all()
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.37, 6.5])
+def test_batch_marginals_are_the_one_sentence_marginals(temperature):
+    """`tag_marginals_many` (what the tagger's probabilities use) gives `tag_many`'s tags and,
+    per sentence, `chain_tag_marginals` of the pruned scores divided by the temperature: with
+    the XPOS candidates of each UPOS and without (every tag allowed)."""
+    train = list(read_corpus(SAMPLE / "sample-train.conllu"))
+    dev = list(read_corpus(SAMPLE / "sample-dev.conllu"))
+    tagger = LinearChain(None, attribute="xpos", hash_bits=HASH_BITS, candidates_from="upos")
+    tagger.initialize(train)
+    plain = LinearChain(tagger.tags, attribute="xpos", hash_bits=HASH_BITS)
+    w = Weights(HASH_BITS, False, np.random.default_rng(4).normal(size=1 << HASH_BITS))
+    sentences = dev + train[:40]
+    batch = SentenceBatch.from_sentences(sentences)
+    words, starts = batch.words, batch.word_starts
+    for chain in (tagger, plain):
+        values = chain.features.form_values(batch.attrs[FORM][words], batch.text_of)
+        allowed = chain.allowed_tags(batch.attrs[UPOS][words])
+        tags, probs = chain.features.tag_marginals_many(values, starts, w.array, allowed, temperature)
+        np.testing.assert_array_equal(tags, chain.features.tag_many(values, starts, w.array, allowed))
+        assert probs.shape == (len(tags), chain.n_tags)
+        for i, x in enumerate(sentences):
+            expected = chain_tag_marginals(chain.pruned(x, chain.scores(x, w)) / temperature)[0]
+            np.testing.assert_allclose(probs[starts[i]:starts[i + 1]], expected, rtol=1e-9, atol=1e-12)
+        if allowed is not None:
+            assert (probs[~allowed] == 0).all()
+        np.testing.assert_allclose(probs.sum(axis=1), 1.0)
+    with pytest.raises(ValueError, match="temperature"):
+        tagger.features.tag_marginals_many(values, starts, w.array, None, 0.0)
+    with pytest.raises(ValueError, match="no tag sequence"):
+        tagger.features.tag_marginals_many(values, starts, np.full(1 << HASH_BITS, np.nan), None, 1.0)
 
 
 def test_the_tagger_restricts_when_it_tags_and_not_when_it_trains():

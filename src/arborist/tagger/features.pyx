@@ -44,7 +44,7 @@ over (q, p), W over q, B over t, q, T over t) and adds each piece's features
 once with the summed coefficient.
 """
 from libc.stdint cimport uint64_t, int64_t
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, exp, log
 import re
 import threading
 
@@ -240,19 +240,13 @@ cdef void _score(int n, int K, int order, const uint64_t[:, ::1] keys, const uin
                         S[base] = piece + T[q, p, c]
 
 
-cdef double _viterbi1(int n, int K, const uint64_t[:, ::1] keys, const uint64_t[:, ::1] values, Py_ssize_t row0,
-                      const int* rank, const double[:, ::1] B, uint64_t word_bigram_seed, uint64_t mask,
-                      const double* w, const unsigned char* allowed, double[:, ::1] E, int[:, ::1] tag_list,
-                      int* n_tags, double[:, ::1] alpha, int[:, ::1] bp, int* last) noexcept nogil:
-    """`_score` then `_forward1` (max) of an order-1 chain in one pass, B the tag bigram
-    weights (`_bigrams`): each part's score is used where it is computed (the same sums in
-    the same order, and `acc_add`'s first-maximum tie-breaking, so the same tags). `allowed`
-    (NULL: all): row t of an (n, K) mask, the tags word t may take; the others are never
-    scored, as if their parts were -inf. Loops run over each word's list of allowed tags
-    (`tag_list`, ascending; `n_tags` of them), so a word with 2 of 50 XPOS tags costs 2."""
-    cdef int t, p, c, i, ip, j, m, arg
-    cdef double piece, term, best, previous
-    cdef uint64_t block, key
+cdef void _allowed_emissions(int n, int K, const uint64_t[:, ::1] keys, const int* rank, uint64_t mask,
+                             const double* w, const unsigned char* allowed, double[:, ::1] E,
+                             int[:, ::1] tag_list, int* n_tags) noexcept nogil:
+    """E[t, c] for the tags word t may take (`allowed`: row t of an (n, K) mask, NULL: all; the
+    others' E is 0 and never read), listed ascending in tag_list[t, :n_tags[t]]."""
+    cdef int t, c, i, j, m
+    cdef uint64_t key
     for t in range(n):
         m = 0
         for c in range(K):
@@ -270,6 +264,22 @@ cdef double _viterbi1(int n, int K, const uint64_t[:, ::1] keys, const uint64_t[
                 for i in range(m):
                     c = tag_list[t, i]
                     E[t, c] += w[_emission_index(key, c, rank) & mask]
+
+
+cdef double _viterbi1(int n, int K, const uint64_t[:, ::1] keys, const uint64_t[:, ::1] values, Py_ssize_t row0,
+                      const int* rank, const double[:, ::1] B, uint64_t word_bigram_seed, uint64_t mask,
+                      const double* w, const unsigned char* allowed, double[:, ::1] E, int[:, ::1] tag_list,
+                      int* n_tags, double[:, ::1] alpha, int[:, ::1] bp, int* last) noexcept nogil:
+    """`_score` then `_forward1` (max) of an order-1 chain in one pass, B the tag bigram
+    weights (`_bigrams`): each part's score is used where it is computed (the same sums in
+    the same order, and `acc_add`'s first-maximum tie-breaking, so the same tags). `allowed`
+    (NULL: all): row t of an (n, K) mask, the tags word t may take; the others are never
+    scored, as if their parts were -inf. Loops run over each word's list of allowed tags
+    (`tag_list`, ascending; `n_tags` of them), so a word with 2 of 50 XPOS tags costs 2."""
+    cdef int t, p, c, i, ip, m, arg
+    cdef double piece, term, best, previous
+    cdef uint64_t block
+    _allowed_emissions(n, K, keys, rank, mask, w, allowed, E, tag_list, n_tags)
     block = combine(word_bigram_seed, values[row0, LOWER_COLUMN])
     for c in range(K):
         alpha[0, c] = -INFINITY
@@ -308,6 +318,128 @@ cdef double _viterbi1(int n, int K, const uint64_t[:, ::1] keys, const uint64_t[
             best = term
             arg = c
     last[0] = arg if arg >= 0 else 0
+    return best
+
+
+cdef double _tag_marginals1(int n, int K, const uint64_t[:, ::1] values, Py_ssize_t row0, const int* rank,
+                            const double[:, ::1] B, uint64_t word_bigram_seed, uint64_t mask, const double* w,
+                            const double[:, ::1] E, const int[:, ::1] tag_list, const int* n_tags,
+                            double temperature, double* P, Py_ssize_t* offsets, double* tmp,
+                            double[:, ::1] alpha, int[:, ::1] bp, int* last,
+                            double[:, ::1] fa, double[:, ::1] fb, double* out, double* logz) noexcept nogil:
+    """After `_allowed_emissions`: Viterbi over the allowed tags (alpha, bp, last as `_viterbi1`
+    leaves them: the same sums in the same order, so the same tags; returns the best score,
+    -inf if none) and each word's tag marginals at `temperature`, out[t * K + c] (0 for the
+    tags it may not take), by forward-backward in log space over the same part scores divided
+    by the temperature; logz[0] is log Z of those scores. Each part's score is computed once
+    (P; offsets[t]: where position t's block of n_tags[t-1] x n_tags[t] parts starts), for
+    both passes."""
+    cdef int t, p, c, i, ip, m, mp, arg
+    cdef Py_ssize_t off
+    cdef double term, best, previous, mx, total
+    cdef uint64_t block
+    # The part scores: position 0's (START, c), then each position's (p, c) over the allowed lists.
+    block = combine(word_bigram_seed, values[row0, LOWER_COLUMN])
+    m = n_tags[0]
+    for i in range(m):
+        c = tag_list[0, i]
+        P[i] = E[0, c] + B[K, c] + touch(_word_bigram_index(block, K, c, K, rank), mask, w, None, 0.0)
+    offsets[0] = 0
+    off = m
+    for t in range(1, n):
+        block = combine(word_bigram_seed, values[row0 + t, LOWER_COLUMN])
+        mp, m = n_tags[t - 1], n_tags[t]
+        offsets[t] = off
+        for ip in range(mp):
+            p = tag_list[t - 1, ip]
+            for i in range(m):
+                c = tag_list[t, i]
+                P[off + ip * m + i] = E[t, c] + B[p, c] + touch(_word_bigram_index(block, p, c, K, rank), mask, w, None, 0.0)
+        off += mp * m
+    # Viterbi, as `_viterbi1`.
+    for c in range(K):
+        alpha[0, c] = -INFINITY
+        bp[0, c] = K
+    for i in range(n_tags[0]):
+        alpha[0, tag_list[0, i]] = P[i]
+    for t in range(1, n):
+        mp, m, off = n_tags[t - 1], n_tags[t], offsets[t]
+        for c in range(K):
+            alpha[t, c] = -INFINITY
+            bp[t, c] = -2
+        for ip in range(mp):
+            p = tag_list[t - 1, ip]
+            previous = alpha[t - 1, p]
+            if previous == -INFINITY:
+                continue
+            for i in range(m):
+                c = tag_list[t, i]
+                term = previous + P[off + ip * m + i]
+                if term != -INFINITY and term > alpha[t, c]:
+                    alpha[t, c] = term
+                    bp[t, c] = p
+        for c in range(K):
+            if bp[t, c] < 0:
+                bp[t, c] = 0
+    best = -INFINITY
+    arg = -2
+    for c in range(K):
+        term = alpha[n - 1, c]
+        if term != -INFINITY and term > best:
+            best = term
+            arg = c
+    last[0] = arg if arg >= 0 else 0
+    # Forward and backward (log-sum-exp) over positions in the allowed lists, on the part
+    # scores divided by the temperature (in place: Viterbi is done with them).
+    for off in range(offsets[n - 1] + n_tags[n - 1] * (n_tags[n - 2] if n > 1 else 1)):
+        P[off] = P[off] / temperature
+    for i in range(n_tags[0]):
+        fa[0, i] = P[i]
+    for t in range(1, n):
+        mp, m, off = n_tags[t - 1], n_tags[t], offsets[t]
+        for i in range(m):
+            mx = -INFINITY
+            for ip in range(mp):
+                tmp[ip] = fa[t - 1, ip] + P[off + ip * m + i]
+                if tmp[ip] > mx:
+                    mx = tmp[ip]
+            if mx == -INFINITY:
+                fa[t, i] = -INFINITY
+                continue
+            total = 0.0
+            for ip in range(mp):
+                total += exp(tmp[ip] - mx)
+            fa[t, i] = mx + log(total)
+    m = n_tags[n - 1]
+    mx = -INFINITY
+    for i in range(m):
+        fb[n - 1, i] = 0.0
+        if fa[n - 1, i] > mx:
+            mx = fa[n - 1, i]
+    total = 0.0
+    for i in range(m):
+        total += exp(fa[n - 1, i] - mx)
+    logz[0] = mx + log(total) if mx > -INFINITY else -INFINITY
+    for t in range(n - 1, 0, -1):
+        mp, m, off = n_tags[t - 1], n_tags[t], offsets[t]
+        for ip in range(mp):
+            mx = -INFINITY
+            for i in range(m):
+                tmp[i] = P[off + ip * m + i] + fb[t, i]
+                if tmp[i] > mx:
+                    mx = tmp[i]
+            if mx == -INFINITY:
+                fb[t - 1, ip] = -INFINITY
+                continue
+            total = 0.0
+            for i in range(m):
+                total += exp(tmp[i] - mx)
+            fb[t - 1, ip] = mx + log(total)
+    for t in range(n):
+        for c in range(K):
+            out[t * K + c] = 0.0
+        for i in range(n_tags[t]):
+            out[t * K + tag_list[t, i]] = exp(fa[t, i] + fb[t, i] - logz[0])
     return best
 
 
@@ -453,6 +585,94 @@ cdef class ChainFeatures:
                 return numpy.zeros((0, N_VALUES), dtype=numpy.uint64)
             return self.table[[vocab[f] for f in ids]]
 
+    def _batch_inputs(self, values, const int64_t[::1] starts, allowed):
+        """The checked inputs of a batch kernel: (values as C-contiguous uint64, allowed as a
+        uint8 mask or None, the longest sentence's length; 0 when there is nothing to tag)."""
+        values = numpy.ascontiguousarray(values, dtype=numpy.uint64)
+        cdef Py_ssize_t n_sentences = starts.shape[0] - 1
+        if values.ndim != 2 or values.shape[1] != N_VALUES or (n_sentences >= 0 and starts[n_sentences] != values.shape[0]):
+            raise ValueError(f"values must be (starts[-1], {N_VALUES})")
+        if n_sentences <= 0 or values.shape[0] == 0:
+            return values, None, 0
+        lengths = numpy.diff(numpy.asarray(starts))
+        if (lengths < 0).any():
+            raise ValueError("starts must not decrease")
+        mask_arr = None
+        if allowed is not None:
+            if self.order != 1:
+                raise ValueError("allowed tags need an order-1 chain")
+            mask_arr = numpy.ascontiguousarray(allowed, dtype=numpy.uint8)
+            if mask_arr.shape != (values.shape[0], self.n_tags):
+                raise ValueError(f"allowed must be ({values.shape[0]}, {self.n_tags}), got {mask_arr.shape}")
+            if not mask_arr.any(axis=1).all():
+                raise ValueError("allowed gives a word no tag")
+        return values, mask_arr, int(lengths.max())
+
+    def tag_marginals_many(self, values, const int64_t[::1] starts, const double[::1] w, allowed=None,
+                           double temperature=1.0):
+        """`tag_many`'s tags and each word's tag distribution at `temperature` (the marginals of
+        the chain whose part scores are divided by it; 0 for the tags `allowed` excludes), of every
+        sentence of a batch in one region without the GIL: (int32 (words,), float64 (words, K)).
+        The tags are `tag_many`'s; the distributions `chain_tag_marginals` of the pruned scores
+        divided by the temperature, one sentence at a time. Order 1 only."""
+        if self.order != 1:
+            raise ValueError("tag_marginals_many needs an order-1 chain")
+        if not temperature > 0.0:
+            raise ValueError(f"the temperature must be positive, got {temperature!r}")
+        cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
+        if w.shape[0] != <Py_ssize_t>(mask + 1):
+            raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{self.bits}")
+        values, mask_arr, size_ = self._batch_inputs(values, starts, allowed)
+        cdef int K = self.n_tags
+        tags_arr = numpy.zeros(values.shape[0], dtype=numpy.int32)
+        probs_arr = numpy.zeros((values.shape[0], K))
+        if size_ == 0:
+            return tags_arr, probs_arr
+        cdef Py_ssize_t n_sentences = starts.shape[0] - 1, i, base
+        cdef int size = size_, n, last = 0, failed = -1
+        cdef const uint64_t[:, ::1] vv = values, bk = self.bigram_keys
+        cdef uint64_t[:, ::1] kv = numpy.empty((size, len(self.templates)), dtype=numpy.uint64)
+        cdef const uint64_t[::1] seeds = self.seeds
+        cdef const int[::1] n_parts = self.n_parts
+        cdef const int[:, ::1] columns = self.part_columns, offsets = self.part_offsets
+        cdef const int[::1] rank = self.rank
+        cdef double[:, ::1] E = numpy.empty((size, K)), B = numpy.empty((K + 1, K))
+        cdef const unsigned char[:, ::1] mask_rows
+        cdef const unsigned char* allowed_ptr = NULL
+        if mask_arr is not None:
+            mask_rows = mask_arr
+            allowed_ptr = &mask_rows[0, 0]
+        cdef int[:, ::1] tag_list = numpy.empty((size, K), dtype=numpy.intc)
+        cdef int[::1] n_tags = numpy.empty(size, dtype=numpy.intc)
+        cdef double[:, ::1] alpha = numpy.empty((size, K)), fa = numpy.empty((size, K)), fb = numpy.empty((size, K))
+        cdef int[:, ::1] bp = numpy.zeros((size, K), dtype=numpy.intc)
+        cdef double[::1] pieces = numpy.empty(K + (<Py_ssize_t>size - 1) * K * K)
+        cdef Py_ssize_t[::1] piece_offsets = numpy.empty(size, dtype=numpy.intp)
+        cdef double[::1] tmp = numpy.empty(K + 1)
+        cdef int[::1] tags = tags_arr
+        cdef double[:, ::1] probs = probs_arr
+        cdef double best, logz = 0.0
+        with nogil:
+            _bigrams(K, bk, mask, &w[0], B)
+            for i in range(n_sentences):
+                base = starts[i]
+                n = <int>(starts[i + 1] - base)
+                if n == 0:
+                    continue
+                _emission_keys(vv, base, n, seeds, n_parts, columns, offsets, kv)
+                _allowed_emissions(n, K, kv, &rank[0], mask, &w[0],
+                                   allowed_ptr + base * K if allowed_ptr != NULL else NULL, E, tag_list, &n_tags[0])
+                best = _tag_marginals1(n, K, vv, base, &rank[0], B, self.word_bigram_seed, mask, &w[0], E,
+                                       tag_list, &n_tags[0], temperature, &pieces[0], &piece_offsets[0], &tmp[0],
+                                       alpha, bp, &last, fa, fb, &probs[base, 0], &logz)
+                if best == -INFINITY or not (logz > -INFINITY and logz < INFINITY):
+                    failed = <int>i
+                    break
+                _backtrack1(n, last, bp, tags[base:base + n])
+        if failed >= 0:
+            raise ValueError(f"sentence {failed} of the batch: no tag sequence has a finite score")
+        return tags_arr, probs_arr
+
     def tag_many(self, values, const int64_t[::1] starts, const double[::1] w, allowed=None):
         """Viterbi's best tags of every sentence of a batch, in one region without the GIL
         (threads sharing a model run in parallel): `values` are the words' `form_values`
@@ -463,17 +683,12 @@ cdef class ChainFeatures:
         cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
         if w.shape[0] != <Py_ssize_t>(mask + 1):
             raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{self.bits}")
-        values = numpy.ascontiguousarray(values, dtype=numpy.uint64)
+        values, mask_arr, size_ = self._batch_inputs(values, starts, allowed)
         cdef Py_ssize_t n_sentences = starts.shape[0] - 1, i
-        if values.ndim != 2 or values.shape[1] != N_VALUES or (n_sentences >= 0 and starts[n_sentences] != values.shape[0]):
-            raise ValueError(f"values must be (starts[-1], {N_VALUES})")
         tags_arr = numpy.zeros(values.shape[0], dtype=numpy.int32)
-        if n_sentences <= 0 or values.shape[0] == 0:
+        if size_ == 0:
             return tags_arr
-        lengths = numpy.diff(numpy.asarray(starts))
-        if (lengths < 0).any():
-            raise ValueError("starts must not decrease")
-        cdef int size = int(lengths.max()), K = self.n_tags, order = self.order, n, last = 0, failed = -1
+        cdef int size = size_, K = self.n_tags, order = self.order, n, last = 0, failed = -1
         cdef int Q = K + 1 if order == 2 else 1
         cdef const uint64_t[:, ::1] vv = values, bk = self.bigram_keys
         cdef uint64_t[:, ::1] kv = numpy.empty((size, len(self.templates)), dtype=numpy.uint64)
@@ -490,17 +705,9 @@ cdef class ChainFeatures:
         cdef double[::1] terms = numpy.empty((K + 1) * (K + 1))
         cdef const unsigned char[:, ::1] mask_rows
         cdef const unsigned char* allowed_ptr = NULL
-        if allowed is not None:
-            if order != 1:
-                raise ValueError("allowed tags need an order-1 chain")
-            mask_arr = numpy.ascontiguousarray(allowed, dtype=numpy.uint8)
-            if mask_arr.shape != (values.shape[0], K):
-                raise ValueError(f"allowed must be ({values.shape[0]}, {K}), got {mask_arr.shape}")
-            if values.shape[0] and not mask_arr.any(axis=1).all():
-                raise ValueError("allowed gives a word no tag")
+        if mask_arr is not None:
             mask_rows = mask_arr
-            if values.shape[0]:
-                allowed_ptr = &mask_rows[0, 0]
+            allowed_ptr = &mask_rows[0, 0]
         cdef int[:, ::1] tag_list = numpy.empty((size, K), dtype=numpy.intc)
         cdef int[::1] n_tags = numpy.empty(size, dtype=numpy.intc)
         cdef double[:, ::1] alpha1 = numpy.empty((size, K))
