@@ -17,7 +17,7 @@ from arborist.lemma import scripts as edit
 from arborist.lemma.lemmatizer import KEEP, Lemmatizer
 from arborist.morph.choice import conll_column
 from arborist.sentence import LEMMA, UPOS, Sentence, SentenceBatch
-from arborist.strings import hash_string
+from arborist.strings import hash_string, hash_strings
 from arborist.weights import Weights
 
 from protocol import check_protocol
@@ -124,7 +124,7 @@ def test_upos_restricts_candidates_to_scripts_seen_with_it(toy):
     lem.initialize(toy)
     batch = SentenceBatch.from_sentences(toy)
     attrs = batch.attrs[:, batch.words]
-    cand_set, set_start, set_classes, _ = lem._candidates(attrs, batch.text_of, False)
+    cand_set, set_start, set_classes, _, _ = lem._candidates(attrs, batch.text_of, False)
     forms = [f for s in toy for f in s.forms[1:]]
     upos = [u for s in toy for u in s.upos[1:]]
     seen = {}
@@ -140,7 +140,7 @@ def test_upos_restricts_candidates_to_scripts_seen_with_it(toy):
         k for k in lem.applicable("went") if k in seen["NOUN"]]
     free = Lemmatizer(hash_bits=BITS, lexicon_min_count=0)  # the default: no UPOS restriction
     free.initialize(toy)
-    cand_set, set_start, set_classes, _ = free._candidates(attrs, batch.text_of, False)
+    cand_set, set_start, set_classes, _, _ = free._candidates(attrs, batch.text_of, False)
     for i, form in enumerate(forms):
         got = set_classes[set_start[cand_set[i]]:set_start[cand_set[i] + 1]].tolist()
         assert [free.script_of(c) for c in got] == free.applicable(form)
@@ -160,7 +160,7 @@ def test_lexicon_and_fallback(toy):
     # Without the lexicon and with zero weights, the first candidate (most frequent script) wins.
     bare = Lemmatizer(hash_bits=BITS, lexicon_min_count=0)
     bare.initialize(toy)
-    _, _, _, forced = bare._candidates(batch.attrs[:, batch.words], batch.text_of, False)
+    _, _, _, forced, _ = bare._candidates(batch.attrs[:, batch.words], batch.text_of, False)
     assert (forced == -1).all()
     # The fallback: a form no learned script applies to is its own lemma.
     assert bare.applicable("Zzz") == [bare.keep_id] or all(
@@ -176,12 +176,12 @@ def test_form_lexicon_covers_pairs_with_an_unseen_upos(toy):
     retagged[0].attrs[UPOS, 3] = hash_string("NOUN")  # "went" as a NOUN: not in the lexicon
     retagged[3].attrs[UPOS, 2] = hash_string("ADJ")  # "saw": seen with two scripts, no form entry
     batch = SentenceBatch.from_sentences(retagged)
-    _, _, _, forced = lem._candidates(batch.attrs[:, batch.words], batch.text_of, False)
+    _, _, _, forced, _ = lem._candidates(batch.attrs[:, batch.words], batch.text_of, False)
     assert lem.lemma("went", forced[2]) == "go"
     assert forced[11] == -1
     off = Lemmatizer(hash_bits=BITS, form_lexicon=False)
     off.initialize(toy)
-    _, _, _, forced = off._candidates(batch.attrs[:, batch.words], batch.text_of, False)
+    _, _, _, forced, _ = off._candidates(batch.attrs[:, batch.words], batch.text_of, False)
     assert forced[2] == -1 and forced[11] == -1 and forced[0] >= 0
 
 
@@ -285,7 +285,7 @@ def test_lexicon_share_leaves_ambiguous_pairs_to_the_classifier(ambiguous, tmp_p
     # Default (share 0): "'s" AUX is forced to its most frequent script, "be" (2 of 3).
     forcing = Lemmatizer(hash_bits=BITS, lexicon_share=0.0)
     forcing.initialize(ambiguous)
-    _, _, _, forced = forcing._candidates(attrs, batch.text_of, False)
+    _, _, _, forced, _ = forcing._candidates(attrs, batch.text_of, False)
     assert [forcing.scripts[k] for k in forced[[1, 4, 7]]] == [be, be, be]
     # Share 0.5: 2/3 is enough, still forced; share 0.9: not forced, candidates = the pair's two scripts.
     half = Lemmatizer(hash_bits=BITS, lexicon_share=0.5)
@@ -294,7 +294,7 @@ def test_lexicon_share_leaves_ambiguous_pairs_to_the_classifier(ambiguous, tmp_p
     lem = Lemmatizer(hash_bits=16, lexicon_share=0.9,
                      script_templates=("bias", "lower", "upos", "lower+1", "upos+1"))
     lem.initialize(ambiguous)
-    cand_set, set_start, set_classes, forced = lem._candidates(attrs, batch.text_of, False)
+    cand_set, set_start, set_classes, forced, _ = lem._candidates(attrs, batch.text_of, False)
     assert (forced[[1, 4, 7]] == -1).all() and (forced[[0, 2, 3, 5, 6, 8]] >= 0).all()
     for i in (1, 4, 7):
         got = set_classes[set_start[cand_set[i]]:set_start[cand_set[i] + 1]].tolist()
@@ -347,12 +347,22 @@ def test_known_lemmas_classes_mark_attested_lemmas(toy, tmp_path):
     path.write_text("".join(lines) + "\n", encoding="utf-8")
     sentence = read_corpus(path)[0]
     batch = SentenceBatch.from_sentences([sentence])
-    cand_set, set_start, set_classes, _ = lem._candidates(batch.attrs[:, batch.words], batch.text_of, False)
+    cand_set, set_start, set_classes, _, _ = lem._candidates(batch.attrs[:, batch.words], batch.text_of, False)
     for i, form in enumerate(forms):
         got = set_classes[set_start[cand_set[i]]:set_start[cand_set[i] + 1]].tolist()
         brute = [K + k if attested(form, edit.apply(lem.scripts[k], form)) else k for k in lem.applicable(form)]
         assert got == brute, form
         assert [lem.lemma(form, c) for c in got] == [edit.apply(lem.scripts[k], form) for k in lem.applicable(form)]
+    # The value each candidate writes (what the probabilities sum over) is its lemma's string
+    # id, with and without attested lemmas (`softmax_batch`; every form here is scored).
+    for model in (lem, Lemmatizer(hash_bits=BITS, lexicon_min_count=0, known_lemmas=False)):
+        if model is not lem:
+            model.initialize(toy)
+        choices = model.softmax_batch(batch, Weights(BITS, False, np.random.default_rng(5).normal(size=1 << BITS)))
+        word = np.repeat(np.arange(len(forms)), np.diff(choices.cand_start))
+        texts = [model.lemma(forms[m], c) for m, c in zip(word.tolist(), choices.cand.tolist())]
+        assert choices.cand_values.tolist() == hash_strings(texts).tolist()
+        np.testing.assert_allclose(np.bincount(word, weights=choices.probs), 1.0)
     # Gold classes of training words are candidates without the training augmentation.
     for s in toy:
         x = lem.example(s)

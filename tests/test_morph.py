@@ -133,7 +133,11 @@ def test_segment_argmax_takes_the_first_best():
         segment_argmax(scores, np.array([0, 0, 6]))
 
 
-def test_predict_many_equals_the_one_example_path():
+@pytest.mark.parametrize("temperature", [1.0, 0.3, 7.0])
+def test_predict_many_equals_the_one_example_path(temperature):
+    """`predict_many` and `softmax_many` (the probabilities' kernel) against the one-example
+    path: the same classes, and the softmax of each scored word's candidates' scores / T in
+    its set's order (`marginals` of the example), nothing for a forced word."""
     rng = np.random.default_rng(7)
     tables = random_tables(rng, n_classes=8, n_atoms=12)
     structure = AtomChoice(tables)
@@ -147,6 +151,8 @@ def test_predict_many_equals_the_one_example_path():
     forced = np.where(rng.random(sum(lengths)) < 0.2, rng.integers(0, 8, size=sum(lengths)), -1).astype(np.int32)
     starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     got = tables.predict_many(values, starts, cand_set, set_start, set_classes, forced, w.array)
+    classes, prob_start, probs = tables.softmax_many(values, starts, cand_set, set_start, set_classes, forced,
+                                                     w.array, temperature)
     for i in range(len(lengths)):
         a, b = starts[i], starts[i + 1]
         lists = [sets[s] for s in cand_set[a:b]]
@@ -154,6 +160,17 @@ def test_predict_many_equals_the_one_example_path():
                           np.concatenate(lists).astype(np.int32))
         pred = structure.argmax(x, structure.scores(x, w))
         np.testing.assert_array_equal(got[a:b], np.where(forced[a:b] >= 0, forced[a:b], pred))
+        mu, _ = structure.marginals(x, structure.scores(x, w) / temperature)
+        for t in range(b - a):
+            lo, hi = prob_start[a + t], prob_start[a + t + 1]
+            if forced[a + t] >= 0:
+                assert hi == lo
+            else:
+                np.testing.assert_allclose(probs[lo:hi], mu[x.cand_start[t]:x.cand_start[t + 1]], rtol=1e-12)
+    np.testing.assert_array_equal(classes, got)
+    assert prob_start[-1] == len(probs) and (forced >= 0).any() and (forced < 0).any()
+    with pytest.raises(ValueError, match="temperature"):
+        tables.softmax_many(values, starts, cand_set, set_start, set_classes, forced, w.array, -1.0)
 
 
 def test_toy_morphologizer_sets_and_protocol(toy):
@@ -176,22 +193,22 @@ def test_known_pairs_restrict_candidates_at_prediction_only(toy):
     m.initialize(toy)
     # "dog"/NOUN was seen with one bundle: forced at prediction, a free choice in training.
     batch = SentenceBatch.from_sentences([toy[1]])
-    _, _, _, forced = m._candidates(batch.attrs[:, batch.words], batch.text_of, training=False)
+    _, _, _, forced, _ = m._candidates(batch.attrs[:, batch.words], batch.text_of, training=False)
     assert m.feats_strings(forced[[1]]) == ["Number=Sing"]
-    _, _, _, forced_train = m._candidates(batch.attrs[:, batch.words], batch.text_of, training=True)
+    _, _, _, forced_train, _ = m._candidates(batch.attrs[:, batch.words], batch.text_of, training=True)
     assert (forced_train == -1).all()
     # "barked"/VERB was seen once with one bundle too; with known_min_count=3 nothing is known.
     m3 = Morphologizer(hash_bits=BITS, known_min_count=3, suffix_length=0)
     m3.initialize(toy)
-    _, _, _, forced3 = m3._candidates(batch.attrs[:, batch.words], batch.text_of, training=False)
+    _, _, _, forced3, _ = m3._candidates(batch.attrs[:, batch.words], batch.text_of, training=False)
     assert (forced3 == -1).all()
     # The suffix guesser: "barked" is not in the dictionary (seen twice), but VERB words ending
     # in "ed" were seen 2 times, both with one bundle.
     g = Morphologizer(hash_bits=BITS, known_min_count=3, suffix_length=2, suffix_min_count=2)
     g.initialize(toy)
-    cand_set, set_start, set_classes, forced_g = g._candidates(batch.attrs[:, batch.words], batch.text_of, training=False)
+    cand_set, set_start, set_classes, forced_g, _ = g._candidates(batch.attrs[:, batch.words], batch.text_of, training=False)
     other = SentenceBatch.from_sentences([toy[2]])
-    cand_set, set_start, set_classes, forced_g = g._candidates(other.attrs[:, other.words], other.text_of, training=False)
+    cand_set, set_start, set_classes, forced_g, _ = g._candidates(other.attrs[:, other.words], other.text_of, training=False)
     assert g.feats_strings(forced_g[[1]]) == ["Mood=Ind|Tense=Past|VerbForm=Fin"]
     assert forced_g[0] == -1 or g.feats_strings(forced_g[[0]]) == ["Number=Plur"]
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..component import Component, Confidence, ModelError
 from ..morph.choice import conll_column
-from ..sentence import ROOT, Sentence
+from ..sentence import FORM, ROOT, Sentence
 from ..strings import hash_strings
 
 
@@ -92,30 +92,6 @@ class WordChoice(Component):
             a, b = int(x.cand_start[m]), int(x.cand_start[m + 1])
             yield m, a, b, self.candidate_values([forms[m]] * (b - a), x.cand[a:b])
 
-    def value_distributions(self, x, forms: list[str], scores: np.ndarray, temperature: float
-                            ) -> list[dict[str, float]]:
-        """{value: probability} of each word of example x: the softmax of scores / temperature
-        over the word's candidates, summed per value; a word the lexicon decides has its
-        source's probability on its value."""
-        out: list[dict[str, float]] = [{} for _ in range(x.n)]
-        lexicon = self.lexicon_probs
-        for m, value, source in self._lexicon_values(x, forms):
-            out[m][value] = lexicon[source]
-        mu = None
-        for m, a, b, values in self._scored_words(x, forms):
-            if mu is None:
-                mu, _ = self.structure.marginals(x, np.asarray(scores, dtype=np.float64) / temperature)
-            by_value = out[m]
-            for value, p in zip(values, mu[a:b].tolist()):
-                by_value[value] = by_value.get(value, 0.0) + p
-        return out
-
-    def _scored(self, batch) -> list[tuple]:
-        """(example, forms, scores) of each sentence of the batch, from its rows as they are."""
-        sentences = [batch.sentence(i) for i in range(batch.n_sentences)]
-        return [(x, s.forms[1:], self.structure.scores(x, self.weights) if x.n else None)
-                for x, s in zip(self._probability_examples(sentences), sentences)]
-
     def _probability_examples(self, sentences) -> list:
         """Prediction examples without the candidate sets of the words a lexicon decides, which
         the probabilities do not score (most of a lemmatizer's words and candidates)."""
@@ -124,37 +100,75 @@ class WordChoice(Component):
     def confidences(self, batch, predicted, k: int = 0):
         """The probabilities of `predicted` (its prediction for the batch, whose rows are still
         its inputs: a stacked morphologizer reads the FEATS row it overwrites)."""
-        return self._confidence_of(batch, self._scored(batch), predicted, k) if self.confidence_column else {}
+        if not self.confidence_column:
+            return {}
+        return self._confidence_of(batch, self.structure.softmax_batch(batch, self.weights, self.temperature),
+                                   predicted, k)
 
     def annotate_confident(self, batch, k: int = 0):
         if not self.confidence_column:
             return self.annotate(batch), {}
-        scored = self._scored(batch)  # before the prediction overwrites its row
-        predicted = self.annotate(batch)  # the batch kernel's prediction, the lexicon first
-        return predicted, self._confidence_of(batch, scored, predicted, k)
+        # one kernel call for the prediction (the lexicon first) and the candidates' softmax,
+        # before the prediction overwrites the row it reads
+        choices = self.structure.softmax_batch(batch, self.weights, self.temperature)
+        self.write_batch(batch, choices.classes)
+        return choices.classes, self._confidence_of(batch, choices, choices.classes, k)
 
-    def _confidence_of(self, batch, scored: list[tuple], predicted, k: int) -> dict:
+    def _confidence_of(self, batch, choices, predicted, k: int) -> dict:
+        """The `Confidence` of `predicted` from `softmax_batch`'s `choices`: a value's probability
+        is the sum of its candidates' (vectorized over the batch; the sums run in candidate
+        order, as a per-word loop would); a word a lexicon decides has its source's probability
+        (`lexicon_probs`) on its value. Value strings are made for the k best values only."""
         n_columns = batch.attrs.shape[1]
         prob = np.full(n_columns, np.nan)
         top = np.full((n_columns, k), -1, dtype=np.int64)
         top_prob = np.zeros((n_columns, k))
         names: list[str] = []
+        columns = np.flatnonzero(batch.words)  # each word's column of the batch
+        n = len(columns)
+        if not n:
+            return {self.confidence_column: Confidence(prob, top, top_prob, names)}
+        predicted = np.asarray(predicted)
+        forced = np.flatnonzero(choices.forced >= 0)
+        lexicon = np.array(self.lexicon_probs)[np.maximum(choices.forced_source[forced].astype(np.intp) - 1, 0)]
+        prob[columns[forced]] = lexicon
+        word = np.repeat(np.arange(n), np.diff(choices.cand_start))  # each candidate's word
+        chosen = np.zeros(n, dtype=np.uint64)  # the value id of each scored word's prediction
+        hit = choices.cand == predicted[word]
+        chosen[word[hit]] = choices.cand_values[hit]
+        scored = np.flatnonzero(np.diff(choices.cand_start) > 0)
+        same = choices.cand_values == chosen[word]
+        prob[columns[scored]] = np.bincount(word, weights=np.where(same, choices.probs, 0.0), minlength=n)[scored]
+        if not k:
+            return {self.confidence_column: Confidence(prob, top, top_prob, names)}
+        forms = batch.attrs[FORM][columns]
         index: dict[str, int] = {}
-        for i, (x, forms, scores) in enumerate(scored):
-            if not x.n:
-                continue
-            a = int(batch.starts[i]) + 1
-            dists = self.value_distributions(x, forms, scores, self.temperature)
-            for m, (value, dist) in enumerate(zip(self.value(batch, predicted, i), dists)):
-                prob[a + m] = dist.get(value, 0.0)
-                if not k:
-                    continue
-                best = dist.items() if len(dist) == 1 else sorted(dist.items(), key=lambda item: -item[1])[:k]
-                for r, (v, p) in enumerate(best):
-                    if v not in index:
-                        index[v] = len(names)
-                        names.append(v)
-                    top[a + m, r], top_prob[a + m, r] = index[v], p
+
+        def name_ids(words: np.ndarray, classes: np.ndarray) -> list[int]:
+            texts = self.candidate_values([batch.text_of(f) for f in forms[words].tolist()], classes)
+            return [index.setdefault(v, len(index)) for v in texts]
+
+        top[columns[forced], 0] = name_ids(forced, choices.forced[forced])
+        top_prob[columns[forced], 0] = lexicon
+        # the values of each scored word: groups of its candidates with one value id, summed in
+        # candidate order, ranked by probability, ties by first candidate (a per-word dict's order)
+        order = np.lexsort((choices.cand_values, word))
+        w, v = word[order], choices.cand_values[order]
+        new = np.ones(len(order), dtype=bool)
+        new[1:] = (w[1:] != w[:-1]) | (v[1:] != v[:-1])
+        group = np.cumsum(new) - 1
+        group_prob = np.bincount(group, weights=choices.probs[order])
+        group_first = order[new]  # the group's first candidate (lexsort is stable)
+        group_word = w[new]
+        ranked = np.lexsort((group_first, -group_prob, group_word))
+        ranked_word = group_word[ranked]
+        first_of_word = np.searchsorted(ranked_word, ranked_word, side="left")
+        rank = np.arange(len(ranked)) - first_of_word
+        keep = ranked[rank < k]
+        rows, slots = columns[group_word[keep]], rank[rank < k]
+        top[rows, slots] = name_ids(group_word[keep], choices.cand[group_first[keep]])
+        top_prob[rows, slots] = group_prob[keep]
+        names = list(index)
         return {self.confidence_column: Confidence(prob, top, top_prob, names)}
 
     def calibrate(self, inputs, gold, threads: int = 1) -> dict | None:

@@ -231,20 +231,21 @@ class Lemmatizer(CandidateModel):
         single = self._known.get(hash_string(lemma))
         return single is not None and (single == 0 or single != hash_string(form))
 
-    def _classes(self, form: str, scripts: list[int]) -> list[int]:
-        """The classes of a form's candidate scripts (known_lemmas: K + k when script k's lemma is attested)."""
-        if not self.known_lemmas:
-            return scripts
-        # `attested` of each candidate's lemma, with the form hashed once (a new form's
-        # candidate sets are built in Python: this is most of the cost of an unseen word)
+    def _classes(self, form: str, scripts: list[int]) -> tuple[list[int], list[int]]:
+        """The classes of a form's candidate scripts (known_lemmas: K + k when script k's lemma
+        is attested), and the string id of the lemma each makes of the form (`lemma`'s)."""
+        # one lemma per candidate, with the form hashed once (a new form's candidate sets are
+        # built in Python: this is most of the cost of an unseen word)
         K = len(self.scripts)
         lemmas = hash_strings([text or form for text in edit.lemmas([self.scripts[k] for k in scripts], form)]).tolist()
+        if not self.known_lemmas:
+            return list(scripts), lemmas
         form_id, known = hash_string(form), self._known
         out = []
         for k, lemma_id in zip(scripts, lemmas):
             single = known.get(lemma_id)
             out.append(K + k if single is not None and (single == 0 or single != form_id) else k)
-        return out
+        return out, lemmas
 
     def applicable(self, form: str) -> list[int]:
         """The candidate scripts of a form (ids, by decreasing training frequency); "keep the
@@ -258,10 +259,10 @@ class Lemmatizer(CandidateModel):
                         out.append(k)
         return sorted(set(out))
 
-    def _pair_set(self, form: str, upos_id: int, key: int | None = None) -> list[int]:
-        """Candidates of a (form, UPOS) pair (pair key `key`): the scripts an ambiguous pair of
-        the lexicon was seen with; else the applicable scripts, and with `upos_candidates` only
-        those seen with that UPOS in training ("keep the form" always)."""
+    def _pair_set(self, form: str, upos_id: int, key: int | None = None) -> tuple[list[int], list[int]]:
+        """Candidates of a (form, UPOS) pair (pair key `key`) and their lemmas (`_classes`): the
+        scripts an ambiguous pair of the lexicon was seen with; else the applicable scripts, and
+        with `upos_candidates` only those seen with that UPOS in training ("keep the form" always)."""
         if key is not None and key in self._ambiguous:
             return self._classes(form, self._ambiguous[key])
         cands = self.applicable(form)
@@ -272,26 +273,27 @@ class Lemmatizer(CandidateModel):
         return self._classes(form, cands)
 
     def _new_pool(self):
-        # (pair key -> set id map, set_start buffer, set_classes buffer, sets used, classes used).
-        # Set 0, named by no key, is {"keep the form"}: the set of words the lexicon forces, whose
-        # sets predict_batch does not build (two thirds of the new pairs of English text).
+        # (pair key -> set id map, set_start buffer, set_classes buffer, sets used, classes used,
+        # set_values buffer: each class's lemma of the pair's form). Set 0, named by no key, is
+        # {"keep the form"}: the set of words the lexicon forces, whose sets predict_batch does
+        # not build (two thirds of the new pairs of English text); its lemma is no one form's (0).
         starts, classes = np.zeros(1024, dtype=np.int64), np.zeros(4096, dtype=np.int32)
         starts[1], classes[0] = 1, self.keep_id
-        return (U64Map(), starts, classes, 1, 1)
+        return (U64Map(), starts, classes, 1, 1, np.zeros(4096, dtype=np.uint64))
 
     def _grow_pool(self, keys, forms, upos, text_of):
         """Add the candidate sets of the pairs of `keys` not in the pool (lock held)."""
-        index, starts, classes, n, used = self._pool
+        index, starts, classes, n, used, lemmas = self._pool
         missing, first = np.unique(keys[index.get_many(keys) == NOT_FOUND], return_index=True)
         if n + len(missing) > (1 << 20):
-            index, starts, classes, n, used = self._new_pool()
+            index, starts, classes, n, used, lemmas = self._new_pool()
             missing, first = np.unique(keys, return_index=True)
         else:
             first = np.flatnonzero(index.get_many(keys) == NOT_FOUND)[first]
         if len(missing):
             sets = [self._pair_set(text_of(f), u, k) for f, u, k in zip(forms[first].tolist(), upos[first].tolist(),
                                                                          missing.tolist())]
-            sizes = np.array([len(x) for x in sets], dtype=np.int64)
+            sizes = np.array([len(x) for x, _ in sets], dtype=np.int64)
             total = int(sizes.sum())
             if n + len(missing) + 1 > len(starts):
                 grown = np.zeros(2 * (n + len(missing) + 1), dtype=np.int64)
@@ -301,12 +303,16 @@ class Lemmatizer(CandidateModel):
                 grown = np.zeros(2 * (used + total), dtype=np.int32)
                 grown[:used] = classes[:used]
                 classes = grown
-            classes[used:used + total] = [k for x in sets for k in x]
+                grown = np.zeros(2 * (used + total), dtype=np.uint64)
+                grown[:used] = lemmas[:used]
+                lemmas = grown
+            classes[used:used + total] = [k for x, _ in sets for k in x]
+            lemmas[used:used + total] = [v for _, x in sets for v in x]
             starts[n + 1:n + 1 + len(missing)] = used + np.cumsum(sizes)
             # Publish the sets before the map names them (readers check the set count).
-            self._pool = (index, starts, classes, n + len(missing), used + total)
+            self._pool = (index, starts, classes, n + len(missing), used + total, lemmas)
             index.put_many(missing, np.arange(n, n + len(missing), dtype=np.uint64))
-        self._pool = (index, starts, classes, n + len(missing), used + total if len(missing) else used)
+        self._pool = (index, starts, classes, n + len(missing), used + total if len(missing) else used, lemmas)
         return self._pool
 
     # -- candidates and gold --------------------------------------------------
@@ -325,18 +331,18 @@ class Lemmatizer(CandidateModel):
         need = None if forced_sets else np.flatnonzero(forced < 0)
         if need is not None:
             keys, forms, upos = keys[need], forms[need], upos[need]
-        index, starts, classes, n, _ = self._pool
+        index, starts, classes, n, _, lemmas = self._pool
         found = index.get_many(keys)
         if len(keys) and ((found == NOT_FOUND).any() or found.max() >= n):
             with self._lock:
-                index, starts, classes, n, _ = self._grow_pool(keys, forms, upos, text_of)
+                index, starts, classes, n, _, lemmas = self._grow_pool(keys, forms, upos, text_of)
                 found = index.get_many(keys)
         if need is None:
             cand_set = found.astype(np.int32)
         else:
             cand_set = np.zeros(attrs.shape[1], dtype=np.int32)  # set 0 for the forced words
             cand_set[need] = found
-        return cand_set, starts[:n + 1], classes, forced
+        return cand_set, starts[:n + 1], classes, forced, lemmas
 
     def _forced_sources(self, attrs, forced):
         # 1: the (form, UPOS) lexicon; 2: the form lexicon, its fallback
@@ -348,7 +354,7 @@ class Lemmatizer(CandidateModel):
         out = np.empty(sentence.n, dtype=np.int32)
         for i, (form, lemma) in enumerate(zip(sentence.forms[1:], column)):
             k = self.script_index.get(edit.extract(form, lemma), -1)
-            out[i] = self._classes(form, [k])[0] if k >= 0 else -1
+            out[i] = self._classes(form, [k])[0][0] if k >= 0 else -1
         return out
 
     # -- output -----------------------------------------------------------------

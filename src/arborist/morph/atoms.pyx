@@ -22,7 +22,7 @@ word of a batch in one region without the GIL, with the same ties as `segment_ar
 (the first best candidate).
 """
 from libc.stdint cimport uint64_t, int64_t
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, exp
 
 import numpy
 
@@ -197,18 +197,13 @@ cdef class AtomTables:
                         for q in range(kind_start[g], kind_start[g + 1]):
                             weights.add((kv[i, kind_templates[q]] + <uint64_t>a) & mask, v)
 
-    def predict_many(self, values, const int64_t[::1] word_starts, const int[::1] cand_set,
-                     const int64_t[::1] set_start, const int[::1] set_classes, const int[::1] forced,
-                     const double[::1] w):
-        """The best class of every word of a batch, in one region without the GIL: `values`
-        (words, V) are the words' values (no roots), sentence i its rows
-        word_starts[i]..word_starts[i+1]-1; word k's candidates are candidate set cand_set[k],
-        set_classes[set_start[s]..set_start[s+1]-1]; where forced[k] >= 0 that class is taken
-        without scoring (a lexicon entry). Returns int32 class ids, one per word: the classes
-        `score_parts` then `segment_argmax` give one sentence at a time."""
+    def _check_batch(self, values, const int64_t[::1] word_starts, const int[::1] cand_set,
+                     const int64_t[::1] set_start, const int[::1] forced, const double[::1] w):
+        """The checked inputs of a batch kernel: values (C-contiguous uint64) and the longest
+        sentence's length."""
         self._check_w(w)
         values = numpy.ascontiguousarray(values, dtype=numpy.uint64)
-        cdef Py_ssize_t N = values.shape[0], S = word_starts.shape[0] - 1, i, k, j
+        cdef Py_ssize_t N = values.shape[0], S = word_starts.shape[0] - 1
         if values.ndim != 2 or S < 0 or word_starts[0] != 0 or word_starts[S] != N:
             raise ValueError("values must be (word_starts[-1], V) and word_starts start at 0")
         if cand_set.shape[0] != N or forced.shape[0] != N:
@@ -226,12 +221,58 @@ cdef class AtomTables:
         lengths = numpy.diff(numpy.asarray(word_starts))
         if (lengths < 0).any():
             raise ValueError("word_starts must not decrease")
+        return values, int(lengths.max()) if N else 0
+
+    def predict_many(self, values, const int64_t[::1] word_starts, const int[::1] cand_set,
+                     const int64_t[::1] set_start, const int[::1] set_classes, const int[::1] forced,
+                     const double[::1] w):
+        """The best class of every word of a batch, in one region without the GIL: `values`
+        (words, V) are the words' values (no roots), sentence i its rows
+        word_starts[i]..word_starts[i+1]-1; word k's candidates are candidate set cand_set[k],
+        set_classes[set_start[s]..set_start[s+1]-1]; where forced[k] >= 0 that class is taken
+        without scoring (a lexicon entry). Returns int32 class ids, one per word: the classes
+        `score_parts` then `segment_argmax` give one sentence at a time."""
+        values, size = self._check_batch(values, word_starts, cand_set, set_start, forced, w)
+        out_arr = numpy.zeros(values.shape[0], dtype=numpy.int32)
+        if size:
+            self._choose_many(values, size, word_starts, cand_set, set_start, set_classes, forced, w, out_arr,
+                              None, None, 1.0)
+        return out_arr
+
+    def softmax_many(self, values, const int64_t[::1] word_starts, const int[::1] cand_set,
+                     const int64_t[::1] set_start, const int[::1] set_classes, const int[::1] forced,
+                     const double[::1] w, double temperature=1.0):
+        """`predict_many`'s classes and, for every word it scores (forced[k] < 0), the softmax of
+        its candidates' scores divided by `temperature` (`AtomChoice.marginals`), in one region
+        without the GIL: (int32 (N,) classes, int64 (N+1,) prob_start, float64 probs), word k's
+        probabilities at probs[prob_start[k]:prob_start[k+1]] in the order of its candidate
+        set, none for a forced word."""
+        if not temperature > 0.0:
+            raise ValueError(f"the temperature must be positive, got {temperature!r}")
+        values, size = self._check_batch(values, word_starts, cand_set, set_start, forced, w)
+        N = values.shape[0]
+        sets = numpy.asarray(cand_set, dtype=numpy.intp)
+        starts_arr = numpy.asarray(set_start)
+        sizes = numpy.where(numpy.asarray(forced) < 0, starts_arr[sets + 1] - starts_arr[sets], 0) if N else sets
+        prob_start = numpy.zeros(N + 1, dtype=numpy.int64)
+        numpy.cumsum(sizes, out=prob_start[1:])
+        probs = numpy.empty(int(prob_start[N]))
         out_arr = numpy.zeros(N, dtype=numpy.int32)
-        if N == 0:
-            return out_arr
-        cdef int[::1] out = out_arr
+        if size:
+            self._choose_many(values, size, word_starts, cand_set, set_start, set_classes, forced, w, out_arr,
+                              probs, prob_start, temperature)
+        return out_arr, prob_start, probs
+
+    def _choose_many(self, values, int size, const int64_t[::1] word_starts, const int[::1] cand_set,
+                     const int64_t[::1] set_start, const int[::1] set_classes, const int[::1] forced,
+                     const double[::1] w, int[::1] out, double[::1] probs, const int64_t[::1] prob_start,
+                     double temperature):
+        """The kernel of `predict_many` (probs None) and `softmax_many` (probs, prob_start given):
+        out[k] the best class of word k; with probs, the softmax of its candidates' scores /
+        temperature at probs[prob_start[k]..]."""
+        cdef Py_ssize_t S = word_starts.shape[0] - 1, i, k, j, j0, o = 0
         cdef const uint64_t[:, ::1] vv = values
-        cdef uint64_t[:, ::1] kv = numpy.empty((int(lengths.max()), self.n_templates), dtype=numpy.uint64)
+        cdef uint64_t[:, ::1] kv = numpy.empty((size, self.n_templates), dtype=numpy.uint64)
         cdef const uint64_t[::1] seeds = self.seeds
         cdef const int[::1] n_parts = self.n_parts
         cdef const int[:, ::1] columns = self.columns, offsets = self.offsets
@@ -242,7 +283,8 @@ cdef class AtomTables:
         cdef uint64_t mask = self.mask
         cdef Py_ssize_t base, n, t
         cdef int best_class, c, K = self.n_classes, bad_class = 0
-        cdef double best, s
+        cdef bint soft = probs is not None
+        cdef double best, s, top, total
         with nogil:
             for i in range(S):
                 base = word_starts[i]
@@ -256,22 +298,37 @@ cdef class AtomTables:
                         out[k] = forced[k]
                         continue
                     best = -INFINITY
-                    best_class = set_classes[set_start[cand_set[k]]]
-                    for j in range(set_start[cand_set[k]], set_start[cand_set[k] + 1]):
+                    j0 = set_start[cand_set[k]]
+                    best_class = set_classes[j0]
+                    if soft:
+                        o = prob_start[k] - j0
+                    for j in range(j0, set_start[cand_set[k] + 1]):
                         c = set_classes[j]
                         if c < 0 or c >= K:  # checked here: only the sets in use, not the whole pool
                             bad_class = 1
                             break
                         s = _class_score(kv, t, c, &w[0], mask, class_start, class_atoms, atom_kind,
                                          kind_start, kind_templates, memo, stamp, k)
+                        if soft:
+                            probs[o + j] = s / temperature
                         if s > best:
                             best, best_class = s, c
                     out[k] = best_class
+                    if bad_class:
+                        break
+                    if soft:
+                        # the softmax of scores / T, shifted by its maximum (best / T: division is monotone)
+                        top = best / temperature
+                        total = 0.0
+                        for j in range(prob_start[k], prob_start[k + 1]):
+                            probs[j] = exp(probs[j] - top)
+                            total += probs[j]
+                        for j in range(prob_start[k], prob_start[k + 1]):
+                            probs[j] = probs[j] / total
                 if bad_class:
                     break
         if bad_class:
             raise ValueError("a candidate class id is out of range")
-        return out_arr
 
 
 def segment_argmax(const double[::1] scores, const int64_t[::1] starts):

@@ -50,6 +50,18 @@ class ChoiceExample:
         return len(self.cand_start) - 1
 
 
+@dataclass
+class BatchChoices:
+    """`CandidateModel.softmax_batch`: a batch's words (sentences concatenated, no roots)."""
+    classes: np.ndarray        # int32 (words,): the prediction, `predict_batch`'s
+    forced: np.ndarray         # int32 (words,): the lexicon's class, -1 where it gives none
+    forced_source: np.ndarray  # int8 (words,): `ChoiceExample.forced_source`
+    cand_start: np.ndarray     # int64 (words + 1,): word k's candidates are entries cand_start[k]..; none if forced
+    cand: np.ndarray           # int32: each candidate's class
+    cand_values: np.ndarray    # uint64: the string id of the value (bundle, lemma) it writes for its word
+    probs: np.ndarray          # float64: the softmax of the word's candidates' scores / temperature
+
+
 class AtomChoice:
     """The protocol over `ChoiceExample`s; `tables` are the kernel's fixed tables."""
 
@@ -222,11 +234,13 @@ class CandidateModel(AtomChoice):
             raise ValueError(f"the {self.name} has no classes yet: call initialize(training sentences) first")
 
     def _candidates(self, attrs: np.ndarray, text_of, training: bool, forced_sets: bool = True):
-        """(cand_set (words,), set_start, set_classes, forced (words,)) for words with attribute
-        columns `attrs` (7, words). `training`: no lexicon (forced all -1) and no restriction
-        to what a word was seen with, so the model learns to choose among every candidate.
-        Without `forced_sets`, a forced word's candidate set may be any valid set (the batch
-        kernel never reads it), so a model whose sets cost time to build can skip them."""
+        """(cand_set (words,), set_start, set_classes, forced (words,), set_values) for words with
+        attribute columns `attrs` (7, words). `training`: no lexicon (forced all -1) and no
+        restriction to what a word was seen with, so the model learns to choose among every
+        candidate. Without `forced_sets`, a forced word's candidate set may be any valid set
+        (the batch kernel never reads it), so a model whose sets cost time to build can skip
+        them. set_values (uint64, aligned with set_classes): the string id of the value (bundle,
+        lemma) each entry writes for the words of its set, which the probabilities sum over."""
         raise NotImplementedError
 
     def _gold(self, sentence, gold: list[str] | None) -> np.ndarray:
@@ -244,7 +258,7 @@ class CandidateModel(AtomChoice):
         attrs = sentence.attrs[:, 1:]
         values = self.form_values.values(attrs, text.__getitem__)
         keys = self.tables.keys(values)
-        cand_set, set_start, set_classes, forced = self._candidates(attrs, text.__getitem__, training, forced_sets)
+        cand_set, set_start, set_classes, forced, _ = self._candidates(attrs, text.__getitem__, training, forced_sets)
         try:
             gold_classes = self._gold(sentence, gold)
         except ValueError:
@@ -281,9 +295,27 @@ class CandidateModel(AtomChoice):
         self._ready()
         attrs = batch.attrs[:, batch.words]
         values = self.form_values.values(attrs, batch.text_of)
-        cand_set, set_start, set_classes, forced = self._candidates(attrs, batch.text_of, False, forced_sets=False)
+        cand_set, set_start, set_classes, forced, _ = self._candidates(attrs, batch.text_of, False, forced_sets=False)
         return self.tables.predict_many(values, np.ascontiguousarray(batch.word_starts, dtype=np.int64),
                                         cand_set, set_start, set_classes, forced, w.array)
+
+    def softmax_batch(self, batch, w, temperature: float = 1.0) -> "BatchChoices":
+        """`predict_batch`'s classes and, for every word it scores, its candidates with their
+        values and the softmax of their scores / temperature, from one kernel call without the
+        GIL (`AtomTables.softmax_many`)."""
+        self._ready()
+        attrs = batch.attrs[:, batch.words]
+        values = self.form_values.values(attrs, batch.text_of)
+        cand_set, set_start, set_classes, forced, set_values = self._candidates(attrs, batch.text_of, False,
+                                                                                forced_sets=False)
+        classes, cand_start, probs = self.tables.softmax_many(
+            values, np.ascontiguousarray(batch.word_starts, dtype=np.int64), cand_set, set_start, set_classes,
+            forced, w.array, temperature)
+        # each scored word's entries of its candidate set, in the kernel's order
+        sizes = np.diff(cand_start)
+        entries = np.repeat(set_start[cand_set] - cand_start[:-1], sizes) + np.arange(int(cand_start[-1]))
+        return BatchChoices(classes, forced, self._forced_sources(attrs, forced), cand_start,
+                            set_classes[entries], set_values[entries], probs)
 
     # -- state: config.json and one .npy per array (no pickle) ----------------
     def save(self, directory) -> None:

@@ -217,6 +217,8 @@ class Morphologizer(CandidateModel):
         self._indexes()
         self.class_index = {b: k for k, b in enumerate(self.classes)}
         self.bundle_hashes = hash_strings(self.bundles)
+        # the bundle each entry of a candidate set writes (`_candidates`' set_values)
+        self._set_values = self.bundle_hashes[np.asarray(self._arrays["set_classes"], dtype=np.intp)]
 
     @property
     def n_classes(self) -> int:
@@ -249,7 +251,7 @@ class Morphologizer(CandidateModel):
             # A pair seen with one bundle only needs no scoring.
             single = np.diff(a["set_start"])[cand_set] == 1
             forced[hit & single] = a["set_classes"][a["set_start"][cand_set[hit & single]]]
-        return cand_set, a["set_start"], a["set_classes"], forced
+        return cand_set, a["set_start"], a["set_classes"], forced, self._set_values
 
     def _forced_sources(self, attrs, forced):
         # 1: a (form, UPOS) pair seen known_min_count times with one bundle; 2: a one-bundle
