@@ -141,6 +141,38 @@ def test_batch_kernel_equals_the_one_sentence_path():
     assert differs_from_unpruned > 0  # random weights like long arcs: pruning changes trees
 
 
+@pytest.mark.parametrize("prune, single_root, temperature", [(True, True, 1.0), (True, False, 0.4),
+                                                             (False, True, 3.0)])
+def test_batch_marginals_equal_the_one_sentence_path(prune, single_root, temperature):
+    """`marginals_many` (the parser's probabilities): `parse_many`'s trees, and per sentence
+    the inside-outside arc marginals of the (pruned) scores / T as (n, n+1) head rows."""
+    from arborist.parser.eisner import eisner_marginals
+
+    train = list(read_corpus(SAMPLE / "sample-train.conllu"))
+    dev = list(read_corpus(SAMPLE / "sample-dev.conllu"))
+    tree = DependencyTree(hash_bits=HASH_BITS, single_root=single_root, prune_distances=prune)
+    tree.initialize(train)
+    w = Weights(HASH_BITS, False, np.random.default_rng(6).normal(size=1 << HASH_BITS))
+    sentences = dev + train[:30]
+    batch = SentenceBatch.from_sentences(sentences)
+    heads, probs, offsets = tree.marginals_batch(batch, w, temperature)
+    np.testing.assert_array_equal(heads, tree.predict_batch(batch, w))
+    assert offsets[-1] == len(probs) == sum(x.n * (x.n + 1) for x in sentences)
+    pruned_arcs = 0
+    for i, x in enumerate(sentences):
+        mu, _ = eisner_marginals(tree.pruned(x, tree.scores(x, w)) / temperature, single_root)
+        got = probs[offsets[i]:offsets[i + 1]].reshape(x.n, x.n + 1)
+        np.testing.assert_allclose(got, np.clip(mu[:, 1:].T, 0.0, 1.0), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(got.sum(axis=1), 1.0)
+        if prune:
+            dropped = ~tree.kept_arcs(x)[:, 1:].T
+            assert (got[dropped] == 0).all()
+            pruned_arcs += int(dropped.sum())
+    assert pruned_arcs > 0 or not prune
+    with pytest.raises(ValueError, match="temperature"):
+        tree.marginals_batch(batch, w, 0.0)
+
+
 def test_the_table_is_saved_in_the_registry_call():
     train = list(read_corpus(SAMPLE / "sample-train.conllu"))
     tree = make_structure({"@structures": "arborist.DependencyTree.v1", "hash_bits": HASH_BITS, "projective": True,

@@ -31,7 +31,7 @@ import numpy
 from ..hashing cimport GOLDEN, combine, mix64
 from ..weights cimport Weights, prefetch
 from .distance cimport arc_distance_bin
-from .eisner cimport _fill, _backtrack
+from .eisner cimport _fill, _backtrack, _outside
 from ..sentence import ATTR_NAMES
 from ..strings import hash_string
 
@@ -251,6 +251,23 @@ cdef class ArcFeatures:
         hashes (K,) and `prune_maxima` (2, K, K) int32 the longest arc of each (modifier
         right of its head?, head tag, modifier tag); a longer arc is not scored and gets
         -inf, except arcs from the root, between neighbours or touching an unknown tag."""
+        return self._parse_many(attrs, starts, w, single_root, prune_tags, prune_maxima, 0.0)[0]
+
+    def marginals_many(self, const uint64_t[:, ::1] attrs, const int64_t[::1] starts, const double[::1] w,
+                       bint single_root=True, prune_tags=None, prune_maxima=None, double temperature=1.0):
+        """`parse_many`'s trees and every word's head distribution: the arc marginals over
+        projective trees (inside-outside) of the arc scores divided by `temperature`, in the
+        same region without the GIL. Returns (heads as `parse_many`, float64 probs, int64
+        offsets): sentence i's n words' rows are probs[offsets[i]:offsets[i+1]] as an
+        (n, n+1) array, row m-1 = P(head of m = h) for h = 0..n (`eisner_marginals(scores / T)
+        [0][:, 1:].T`, clipped to [0, 1]; 0 for a pruned arc)."""
+        if not temperature > 0.0:
+            raise ValueError(f"the temperature must be positive, got {temperature!r}")
+        return self._parse_many(attrs, starts, w, single_root, prune_tags, prune_maxima, temperature)
+
+    def _parse_many(self, const uint64_t[:, ::1] attrs, const int64_t[::1] starts, const double[::1] w,
+                    bint single_root, prune_tags, prune_maxima, double temperature):
+        """The kernel of `parse_many` (temperature 0: trees only) and `marginals_many`."""
         cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
         if w.shape[0] != <Py_ssize_t>(mask + 1):
             raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{self.bits}")
@@ -261,8 +278,15 @@ cdef class ArcFeatures:
         if (lengths < 1).any():
             raise ValueError("every sentence needs its root column")
         heads_arr = numpy.full(attrs.shape[1], -1, dtype=numpy.int32)
+        # marginals: sentence i's n (n + 1) probabilities from offsets[i]
+        cdef bint soft = temperature > 0.0
+        words = lengths - 1
+        offsets_arr = numpy.zeros(max(n_sentences, 0) + 1, dtype=numpy.int64)
+        if soft and n_sentences > 0:
+            numpy.cumsum(words * (words + 1), out=offsets_arr[1:])
+        probs_arr = numpy.zeros(int(offsets_arr[-1]))
         if n_sentences <= 0:
-            return heads_arr
+            return heads_arr, probs_arr, offsets_arr
         cdef int size = int(lengths.max())  # n + 1 of the longest sentence
         cdef int B = len(self.between_rows), T = len(self.sides) - B, t, j, n
         shape = (size, size)
@@ -300,6 +324,14 @@ cdef class ArcFeatures:
         cdef const int[:, :, ::1] pmax = maxima_arr
         cdef int[::1] token_tag = numpy.empty(size, dtype=numpy.intc)
         cdef unsigned char[::1] keep = numpy.ones(size * size, dtype=numpy.uint8)
+        marginal_shape = (int(size), int(size)) if soft else (1, 1)
+        cdef double[:, ::1] gIr = numpy.empty(marginal_shape), gIl = numpy.empty(marginal_shape)
+        cdef double[:, ::1] gCr = numpy.empty(marginal_shape), gCl = numpy.empty(marginal_shape)
+        cdef double[:, ::1] mu = numpy.empty(marginal_shape)
+        cdef double[::1] probs = probs_arr
+        cdef const int64_t[::1] offsets = offsets_arr
+        cdef int h, m
+        cdef double logz, p
         with nogil:
             for i in range(n_sentences):
                 base = starts[i]
@@ -322,9 +354,25 @@ cdef class ArcFeatures:
                     break
                 _backtrack(n, single_root, root_child, bp_b, bp_cr, bp_cl, heads[base:base + n + 1], &stack[0])
                 heads[base] = -1
+                if not soft:
+                    continue
+                # inside-outside over the same arc scores divided by the temperature
+                for h in range(n + 1):
+                    for m in range(n + 1):
+                        A[h, m] = A[h, m] / temperature
+                        gIr[h, m] = gIl[h, m] = gCr[h, m] = gCl[h, m] = mu[h, m] = 0.0
+                logz = _fill(A, n, single_root, False, Ir, Il, Cr, Cl, Bc, bp_b, bp_cr, bp_cl, &terms[0], &root_child)
+                if not (logz > -INFINITY and logz < INFINITY):
+                    failed = <int>i
+                    break
+                _outside(A, n, single_root, logz, Ir, Il, Cr, Cl, Bc, gIr, gIl, gCr, gCl, mu)
+                for m in range(1, n + 1):
+                    for h in range(n + 1):
+                        p = mu[h, m]
+                        probs[offsets[i] + (m - 1) * (n + 1) + h] = 0.0 if p < 0.0 else 1.0 if p > 1.0 else p
         if failed >= 0:
             raise ValueError(f"sentence {failed} of the batch: no projective tree has a finite score")
-        return heads_arr
+        return heads_arr, probs_arr, offsets_arr
 
     def arc_indices(self, sentence, int h, int m):
         """The feature indices of one arc, in enumeration order (for tests and inspection)."""

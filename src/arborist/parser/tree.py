@@ -206,15 +206,33 @@ class DependencyTree:
         """The argmax trees of every sentence of the batch (heads in the batch's columns),
         computed without the GIL (`ArcFeatures.parse_many`); None for non-projective and
         second-order decoding, which have no batch kernel."""
-        if self.order != 1 or self._decoder()[0] is not eisner_argmax:
+        if not self.has_batch_kernel:
             return None
-        if self.prune_distances:
-            if self._distance_tables is None:
-                raise ValueError("prune_distances learns its table in initialize(training sentences); call it first")
-            hashes, maxima = self._distance_tables
-            if len(hashes):  # an empty table (no training arc between words) keeps every arc
-                return self.features.parse_many(batch.attrs, batch.starts, w.array, self.single_root, hashes, maxima)
-        return self.features.parse_many(batch.attrs, batch.starts, w.array, self.single_root)
+        return self.features.parse_many(batch.attrs, batch.starts, w.array, self.single_root, *self._pruning())
+
+    def marginals_batch(self, batch: SentenceBatch, w, temperature: float = 1.0):
+        """`predict_batch`'s trees and each word's head distribution at `temperature` (the arc
+        marginals of the pruned scores / T), computed in the same region without the GIL
+        (`ArcFeatures.marginals_many`: heads, probs, offsets); None where `predict_batch` is."""
+        if not self.has_batch_kernel:
+            return None
+        return self.features.marginals_many(batch.attrs, batch.starts, w.array, self.single_root, *self._pruning(),
+                                            temperature=temperature)
+
+    @property
+    def has_batch_kernel(self) -> bool:
+        """First-order projective decoding: `parse_many` and `marginals_many`."""
+        return self.order == 1 and self._decoder()[0] is eisner_argmax
+
+    def _pruning(self) -> tuple:
+        """The batch kernels' distance-pruning arguments (none when it is off)."""
+        if not self.prune_distances:
+            return ()
+        if self._distance_tables is None:
+            raise ValueError("prune_distances learns its table in initialize(training sentences); call it first")
+        hashes, maxima = self._distance_tables
+        # an empty table (no training arc between words) keeps every arc
+        return (hashes, maxima) if len(hashes) else ()
 
     def cost_augmented_argmax(self, x: Sentence, scores: np.ndarray, gold: np.ndarray) -> np.ndarray:
         return self.argmax(x, scores + self.part_cost(x, gold))
