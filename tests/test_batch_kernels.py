@@ -132,6 +132,34 @@ def test_label_many_equals_scores_then_argmax():
         labeler.predict_batch(bad)
 
 
+@pytest.mark.parametrize("constrained, temperature", [(True, 1.0), (True, 0.3), (False, 2.5)])
+def test_label_marginals_many_equals_the_one_sentence_probabilities(constrained, temperature):
+    """`label_marginals_many` (the labeler's probabilities): `label_many`'s labels and, per
+    word, the labeler's `word_probabilities` of the sentence's scores / T (root-attached words
+    `root` with probability 1, no other word ever `root` when the tree constrains labels)."""
+    rng = np.random.default_rng(6)
+    sentences = random_sentences(rng, 30)
+    structure = ArcLabels(LABELS if constrained else LABELS[:-1], BITS)
+    assert (structure.root >= 0) == constrained
+    labeler = Labeler(structure, weights(rng))
+    batch = SentenceBatch.from_sentences(sentences)
+    labels, probs = structure.features.label_marginals_many(batch.attrs, batch.starts, batch.heads,
+                                                            labeler.weights.array, structure.n_labels,
+                                                            structure.root, temperature)
+    np.testing.assert_array_equal(labels, labeler.predict_batch(SentenceBatch.from_sentences(sentences)))
+    for i, x in enumerate(sentences):
+        a, b = batch.starts[i], batch.starts[i + 1]
+        expected = labeler.word_probabilities(x, labeler.scores(x) / temperature)
+        np.testing.assert_allclose(probs[a + 1:b], expected, rtol=1e-12, atol=1e-15)
+        assert (probs[a] == 0).all()
+    words = np.ones(len(labels), dtype=bool)
+    words[batch.starts[:-1]] = False
+    np.testing.assert_allclose(probs[words].sum(axis=1), 1.0)
+    with pytest.raises(ValueError, match="temperature"):
+        structure.features.label_marginals_many(batch.attrs, batch.starts, batch.heads, labeler.weights.array,
+                                                structure.n_labels, structure.root, 0.0)
+
+
 def test_structures_without_a_batch_kernel_fall_back_to_one_sentence_at_a_time():
     rng = np.random.default_rng(11)
     sentences = random_sentences(rng, 12)

@@ -233,12 +233,21 @@ class Component:
             else:
                 yield self.word_probabilities(x, self.scores(x) / t)
 
+    def batch_distributions(self, batch: SentenceBatch) -> tuple[np.ndarray, list[np.ndarray]] | None:
+        """(`predict_batch`'s prediction, each sentence's `word_probabilities` at its temperature)
+        from one call of the structure's batch kernel; None where it has none (the sentence by
+        sentence path)."""
+        return None
+
     def confidences(self, batch: SentenceBatch, predicted: np.ndarray, k: int = 0) -> dict[str, Confidence]:
         """{column: Confidence} of its prediction `predicted` for the batch (empty for a kind
-        without probabilities), computed sentence by sentence from the same examples and
-        weights as the prediction."""
+        without probabilities), from the same examples and weights as the prediction (by its
+        batch kernel, or sentence by sentence)."""
         if not self.confidence_column:
             return {}
+        found = self.batch_distributions(batch)
+        if found is not None:
+            return self._confidence(batch, predicted, found[1], k)
         sentences = [batch.sentence(i) for i in range(batch.n_sentences)]
         return self._confidence(batch, predicted, list(self.distributions(self.examples(sentences))), k)
 
@@ -248,6 +257,11 @@ class Component:
         second scoring). The prediction is the argmax of the same scores as `annotate`'s."""
         if not self.confidence_column:
             return self.annotate(batch), {}
+        found = self.batch_distributions(batch)
+        if found is not None:
+            predicted, distributions = found
+            self.write_batch(batch, predicted)
+            return predicted, self._confidence(batch, predicted, distributions, k)
         t = self.temperature
         sentences = [batch.sentence(i) for i in range(batch.n_sentences)]
         parts, distributions = [], []

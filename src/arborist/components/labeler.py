@@ -62,6 +62,15 @@ class Labeler(Component):
         e = np.exp(z)
         return e / e.sum(axis=1, keepdims=True)
 
+    def batch_distributions(self, batch: SentenceBatch):
+        """By the batch kernel (`LabelFeatures.label_marginals_many`), on the batch's tree."""
+        structure = self.structure
+        labels, probs = structure.features.label_marginals_many(
+            batch.attrs, batch.starts, batch.heads, self.weights.array, structure.n_labels, structure.root,
+            self.temperature)
+        starts = batch.starts
+        return labels, [probs[starts[i] + 1:starts[i + 1]] for i in range(batch.n_sentences)]
+
     def predicted_classes(self, batch: SentenceBatch, predicted, i: int) -> np.ndarray:
         return np.asarray(predicted[int(batch.starts[i]) + 1:int(batch.starts[i + 1])], dtype=np.intp)
 

@@ -145,11 +145,10 @@ class Parser(Component):
     def predicted_classes(self, batch: SentenceBatch, predicted, i: int) -> np.ndarray:
         return np.asarray(predicted[int(batch.starts[i]) + 1:int(batch.starts[i + 1])], dtype=np.intp)
 
-    def _batch_marginals(self, batch: SentenceBatch):
-        """(heads, each sentence's (n, n+1) head distributions) of the whole batch from the
-        first-order projective batch kernel; None where there is none (second order, the
-        matrix-tree theorem) or when a sentence is longer than MAX_SENTENCE_LENGTH (which
-        `predict_batch` parses in pieces), which keep the per-sentence path."""
+    def batch_distributions(self, batch: SentenceBatch):
+        """By the first-order projective batch kernel (`DependencyTree.marginals_batch`); none
+        at second order, for the matrix-tree theorem, or when a sentence is longer than
+        MAX_SENTENCE_LENGTH (which `predict_batch` parses in pieces)."""
         sizes = np.diff(batch.starts) - 1
         if self.second_order or (len(sizes) and sizes.max() > MAX_SENTENCE_LENGTH):
             return None
@@ -158,20 +157,6 @@ class Parser(Component):
             return None
         heads, probs, offsets = found
         return heads, [probs[offsets[i]:offsets[i + 1]].reshape(n, n + 1) for i, n in enumerate(sizes.tolist())]
-
-    def confidences(self, batch: SentenceBatch, predicted, k: int = 0):
-        found = self._batch_marginals(batch)
-        if found is None:
-            return super().confidences(batch, predicted, k)
-        return self._confidence(batch, predicted, found[1], k)
-
-    def annotate_confident(self, batch: SentenceBatch, k: int = 0):
-        found = self._batch_marginals(batch)
-        if found is None:
-            return super().annotate_confident(batch, k)
-        heads, distributions = found
-        self.write_batch(batch, heads)
-        return heads, self._confidence(batch, heads, distributions, k)
 
     def gold_classes(self, x, gold: Sentence) -> np.ndarray:
         return np.asarray(gold.heads[1:], dtype=np.intp)

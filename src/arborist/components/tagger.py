@@ -97,36 +97,19 @@ class Tagger(Component):
     def word_probabilities(self, x, scores) -> np.ndarray:
         return self.structure.tag_marginals(x, scores)
 
-    def _batch_marginals(self, batch: SentenceBatch):
-        """The tags and tag distributions of the whole batch from one call of the chain's batch
-        kernel (`ChainFeatures.tag_marginals_many`: what `annotate` and the per-sentence
-        `word_probabilities` give); None for a second-order chain, which has no such kernel."""
+    def batch_distributions(self, batch: SentenceBatch):
+        """By the chain's batch kernel (`ChainFeatures.tag_marginals_many`) at order 1; a
+        second-order chain has none."""
         if self.structure.order != 1:
             return None
         words = batch.words
         features = self.structure.features
         values = features.form_values(batch.attrs[FORM][words], batch.text_of)
         allowed = self.structure.allowed_tags(batch.attrs[UPOS][words])
-        return features.tag_marginals_many(values, batch.word_starts, self.weights.array, allowed, self.temperature)
-
-    def confidences(self, batch: SentenceBatch, predicted, k: int = 0):
-        marginals = self._batch_marginals(batch)
-        if marginals is None:
-            return super().confidences(batch, predicted, k)
-        return self._confidence(batch, predicted, self._per_sentence(batch, marginals[1]), k)
-
-    def annotate_confident(self, batch: SentenceBatch, k: int = 0):
-        marginals = self._batch_marginals(batch)
-        if marginals is None:
-            return super().annotate_confident(batch, k)
-        predicted, probs = marginals
-        self.write_batch(batch, predicted)
-        return predicted, self._confidence(batch, predicted, self._per_sentence(batch, probs), k)
-
-    @staticmethod
-    def _per_sentence(batch: SentenceBatch, probs: np.ndarray) -> list[np.ndarray]:
-        words = batch.word_starts
-        return [probs[words[i]:words[i + 1]] for i in range(batch.n_sentences)]
+        tags, probs = features.tag_marginals_many(values, batch.word_starts, self.weights.array, allowed,
+                                                  self.temperature)
+        starts = batch.word_starts
+        return tags, [probs[starts[i]:starts[i + 1]] for i in range(batch.n_sentences)]
 
     def predicted_classes(self, batch: SentenceBatch, predicted, i: int) -> np.ndarray:
         words = batch.word_starts

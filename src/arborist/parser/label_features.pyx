@@ -19,6 +19,7 @@ the K weights of one feature are adjacent, as in the tagger's emissions.
 `label_keys` lists each word's feature keys (CSR); `score_labels` and `add_labels`
 read and update weights from those lists, so scores are exactly w . phi.
 """
+from libc.math cimport exp
 from libc.stdint cimport uint64_t, int64_t
 import numpy
 
@@ -203,6 +204,22 @@ cdef class LabelFeatures:
         first highest class one sentence at a time. With `root_label` >= 0 the tree constrains
         the labels as UD does: a word attached to the root gets `root_label`, and no other word
         gets it."""
+        return self._label_many(attrs, starts, heads, w, n_labels, root_label, 0.0)[0]
+
+    def label_marginals_many(self, const uint64_t[:, ::1] attrs, const int64_t[::1] starts, heads,
+                             const double[::1] w, int n_labels, int root_label=-1, double temperature=1.0):
+        """`label_many`'s labels and each word's label distribution given its arc: the softmax of
+        its labels' scores / temperature under the same constraint (with `root_label` >= 0, a
+        word attached to the root is `root_label` with probability 1 and no other word is), in
+        the same region without the GIL. Returns (labels, float64 (N, n_labels) with a zero row
+        at each root)."""
+        if not temperature > 0.0:
+            raise ValueError(f"the temperature must be positive, got {temperature!r}")
+        return self._label_many(attrs, starts, heads, w, n_labels, root_label, temperature)
+
+    def _label_many(self, const uint64_t[:, ::1] attrs, const int64_t[::1] starts, heads, const double[::1] w,
+                    int n_labels, int root_label, double temperature):
+        """The kernel of `label_many` (temperature 0: labels only) and `label_marginals_many`."""
         cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
         if w.shape[0] != <Py_ssize_t>(mask + 1):
             raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{self.bits}")
@@ -215,8 +232,10 @@ cdef class LabelFeatures:
         if H.shape != (N,):
             raise ValueError(f"heads must have {N} entries, got {H.shape}")
         labels_arr = numpy.full(N, -1, dtype=numpy.int32)
+        cdef bint soft = temperature > 0.0
+        probs_arr = numpy.zeros((int(N), int(n_labels)) if soft else (1, 1))
         if n_sentences <= 0:
-            return labels_arr
+            return labels_arr, probs_arr
         lengths = numpy.diff(numpy.asarray(starts))
         if (lengths < 1).any():
             raise ValueError("every sentence needs its root column")
@@ -238,6 +257,8 @@ cdef class LabelFeatures:
         cdef const double* wp = &w[0]
         cdef Py_ssize_t base
         cdef int64_t j, count
+        cdef double[:, ::1] probs = probs_arr
+        cdef double top, total
         with nogil:
             for i in range(n_sentences):
                 base = starts[i]
@@ -258,13 +279,25 @@ cdef class LabelFeatures:
                         _add_block(&row[0], wp, word_keys[j] & mask, mask, n_labels)
                     if root_label >= 0 and hv[base + m] == 0:
                         labels[base + m] = root_label
+                        if soft:
+                            probs[base + m, root_label] = 1.0
                         continue
                     best_k = 1 if root_label == 0 and n_labels > 1 else 0
                     for k in range(best_k + 1, n_labels):
                         if row[k] > row[best_k] and k != root_label:
                             best_k = k
                     labels[base + m] = best_k
-        return labels_arr
+                    if soft:
+                        # the softmax of row / T without the root label (which stays 0)
+                        top = row[best_k] / temperature
+                        total = 0.0
+                        for k in range(n_labels):
+                            if k != root_label:
+                                probs[base + m, k] = exp(row[k] / temperature - top)
+                                total += probs[base + m, k]
+                        for k in range(n_labels):
+                            probs[base + m, k] = probs[base + m, k] / total
+        return labels_arr, probs_arr
 
     def score(self, keys, offsets, const double[::1] w, int n_labels):
         """(n+1, n_labels) float64: S[m, k] = w . phi(m, k); row 0 (the root) is 0."""
