@@ -617,7 +617,7 @@ def _tiny_examples():
 
 
 def test_margin_perceptron_zero_margin_is_the_perceptron():
-    from arborist.tokenizer.learn import MarginPerceptron
+    from arborist.learn.perceptron import MarginPerceptron
     examples = _tiny_examples()
     chain = CharacterChain(14)
     plain, margin0 = Perceptron(seed=3), MarginPerceptron(0.0, seed=3)
@@ -629,7 +629,7 @@ def test_margin_perceptron_zero_margin_is_the_perceptron():
 
 
 def test_margin_perceptron_separates_with_a_margin():
-    from arborist.tokenizer.learn import MarginPerceptron
+    from arborist.learn.perceptron import MarginPerceptron
     examples = _tiny_examples()
     chain = CharacterChain(16)
     trainer = MarginPerceptron(5.0, seed=1)
@@ -791,7 +791,7 @@ def test_pprev_value_is_the_chunk_before_the_previous_one():
 
 
 def test_margin_schedule():
-    from arborist.tokenizer.learn import MarginPerceptron
+    from arborist.learn.perceptron import MarginPerceptron
     examples = _tiny_examples()
     chain = CharacterChain(14)
     trainer = MarginPerceptron(50.0, seed=3, margin_epochs=2, final_margin=0.0)
@@ -806,6 +806,22 @@ def test_margin_schedule():
     np.testing.assert_array_equal(plain.prediction_weights().array, zero.prediction_weights().array)
     with pytest.raises(ValueError):
         MarginPerceptron(1.0, margin_epochs=-1)
+    # a checkpoint keeps where the schedule is: resumed after epoch 2, epoch 3 has margin 0,
+    # and the weights end as the uninterrupted run's
+    whole = MarginPerceptron(50.0, seed=3, margin_epochs=2, final_margin=0.0)
+    whole.begin(chain, examples, 14)
+    for _ in range(4):
+        whole.epoch(chain, examples)
+    first = MarginPerceptron(50.0, seed=3, margin_epochs=2, final_margin=0.0)
+    first.begin(chain, examples, 14)
+    first.epoch(chain, examples)
+    first.epoch(chain, examples)
+    arrays, meta = first.state()
+    resumed = MarginPerceptron(50.0, seed=3, margin_epochs=2, final_margin=0.0)
+    resumed.begin(chain, examples, 14)
+    resumed.restore(chain, examples, arrays, meta)
+    assert [resumed.epoch(chain, examples)["margin"] for _ in range(2)] == [0.0, 0.0]
+    np.testing.assert_array_equal(resumed.prediction_weights().array, whole.prediction_weights().array)
 
 
 # -- the combined design: sentence starts and ends (O B I S E F) ---------------------

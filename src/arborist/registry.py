@@ -169,7 +169,7 @@ from .learn.baselines import SGD  # noqa: E402
 from .learn.eg import EG  # noqa: E402
 from .learn.medn import MaxEnDNet  # noqa: E402
 from .learn.perceptron import SWVP, Perceptron  # noqa: E402
-from .tokenizer.learn import MarginPerceptron  # noqa: E402
+from .learn.perceptron import MarginPerceptron  # noqa: E402
 
 registry.trainers("arborist.Perceptron.v1", func=Perceptron)
 registry.trainers("arborist.SWVP.v1", func=SWVP)

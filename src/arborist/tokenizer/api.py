@@ -349,7 +349,7 @@ def train_tokenizer(paths, epochs: int = 40, hash_bits: int = 20, window_sentenc
     CoNLL-U file(s). known_min_count > 0 builds the known-token table of the kpre/ksuf/klong
     values (tokens seen that often), for templates that use them (not the default ones)."""
     from ..learn.perceptron import Perceptron
-    from .learn import MarginPerceptron
+    from ..learn.perceptron import MarginPerceptron
 
     start = time.perf_counter()
     paragraphs = read_paragraphs(paths)
