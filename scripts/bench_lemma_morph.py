@@ -1,10 +1,11 @@
 """Lemmatizer and morphologizer (FEATS) on UD treebanks with gold tokens.
 
 For each treebank: train a UPOS tagger as configs/en_ewt_tagger.cfg does (first-order
-chain, averaged perceptron, best epoch on dev), tag dev with it and the training set by
-k-fold jackknifing (the morphologizer and the lemmatizer read UPOS); train the
-morphologizer and the lemmatizer (averaged perceptron, best epoch on dev UFeats /
-Lemmas); score dev with the official CoNLL 2018 scorer (Lemmas, UFeats; UPOS for
+chain, averaged perceptron with a margin of 20, best epoch on dev), tag dev with it and the
+training set by k-fold jackknifing (the morphologizer and the lemmatizer read UPOS); train the
+morphologizer and the lemmatizer (averaged perceptron with a margin of 20, best epoch on dev
+UFeats / Lemmas; `--tagger-margin`, `--morph-margin`, `--lemma-margin`, 0 for the plain
+perceptron, the defaults before 2026-11-26's session 7); score dev with the official CoNLL 2018 scorer (Lemmas, UFeats; UPOS for
 reference) and, on words whose form was not in training, with the same conventions
 (universal features only; a gold lemma '_' counts as right). Speed: both components
 together in one process, batches of 64 sentences, predicted ids written into the
@@ -38,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from arborist.corpus import read_corpus
-from arborist.learn.perceptron import Perceptron
+from arborist.learn.perceptron import MarginPerceptron
 from arborist.lemma.lemmatizer import Lemmatizer
 from arborist.morph.choice import conll_column, format_columns
 from arborist.morph.morphologizer import Morphologizer, reading_drafts
@@ -53,6 +54,11 @@ TREEBANKS = ("en_ewt", "el_gdt", "hu_szeged", "tr_imst", "it_partut")
 TARGETS = {"en_ewt": (97.0, 96.0), "el_gdt": (94.6, 90.3), "hu_szeged": (88.5, 88.1),
            "tr_imst": (90.0, 88.5), "it_partut": (96.5, 96.3)}
 BATCH = 64
+
+
+def make_trainer(margin: float, seed: int = 0):
+    """The averaged perceptron, cost-augmented with `margin` (0: the plain one exactly)."""
+    return MarginPerceptron(margin=margin, averaged=True, shuffle=True, seed=seed)
 
 
 def scorer():
@@ -119,13 +125,14 @@ def draft_bundles(args, train_p, dev_p, score):
     draft = make()
     draft.initialize(train_p)
     w, epoch, history, seconds = train_component(draft, train_p, dev_p, None, args.epochs,
-                                                 lambda ids: score(draft.feats_strings(ids)))
+                                                 lambda ids: score(draft.feats_strings(ids)),
+                                                 margin=args.morph_margin)
 
     def fit_predict(rest, held):
         model = make()
         model.initialize(rest)
         examples = model.examples(rest, training=True)
-        trainer = Perceptron(averaged=True, shuffle=True, seed=0)
+        trainer = make_trainer(args.morph_margin, seed=0)
         trainer.begin(model, examples, model.hash_bits)
         for _ in range(epoch):
             trainer.epoch(model, examples)
@@ -147,10 +154,10 @@ def upos_accuracy(tags, sentences):
     return right / sum(s.n for s in sentences)
 
 
-def train_tagger(train, dev, epochs, fixed=False):
+def train_tagger(train, dev, epochs, fixed=False, margin=0.0):
     """(chain, weights, best epoch, dev accuracy): best epoch on dev unless `fixed`."""
     chain = LinearChain.from_sentences(train, "upos", order=1, hash_bits=22)
-    trainer = Perceptron(averaged=True, shuffle=True, seed=0)
+    trainer = make_trainer(margin, seed=0)
     trainer.begin(chain, train, chain.hash_bits)
     best = (None, 0, -1.0)
     for epoch in range(1, epochs + 1):
@@ -167,33 +174,41 @@ def train_tagger(train, dev, epochs, fixed=False):
 def upos_tags(name, train, dev, args):
     """Predicted dev UPOS and jackknifed train UPOS (cached), and the tagger's figures."""
     key = f"{name}_e{args.tagger_epochs}_f{args.folds}"
+    if args.tagger_margin > 0:
+        key += f"_m{args.tagger_margin:g}"
+    if args.max_train:
+        key += f"_n{args.max_train}"
     cache = Path(args.cache) / f"{key}.json"
     if cache.exists():
-        return json.loads(cache.read_text(encoding="utf-8"))
+        cached = json.loads(cache.read_text(encoding="utf-8"))
+        if cached.get("tagger_margin", 0.0) != args.tagger_margin:
+            raise SystemExit(f"{cache}: a jackknife of tagger margin {cached.get('tagger_margin', 0.0)}, "
+                             f"not {args.tagger_margin}")
+        return cached
     start = time.perf_counter()
-    chain, w, best_epoch, dev_acc = train_tagger(train, dev, args.tagger_epochs)
+    chain, w, best_epoch, dev_acc = train_tagger(train, dev, args.tagger_epochs, margin=args.tagger_margin)
     tagger_seconds = time.perf_counter() - start
     dev_tags = tag_sentences(chain, w, dev)
     start = time.perf_counter()
 
     def fit_predict(rest, held):
-        c, wf, _, _ = train_tagger(rest, [], best_epoch, fixed=True)
+        c, wf, _, _ = train_tagger(rest, [], best_epoch, fixed=True, margin=args.tagger_margin)
         return tag_sentences(c, wf, held)
 
     jack = jackknife(train, args.folds, fit_predict)
     out = {"dev": dev_tags, "train": jack, "tagger_best_epoch": best_epoch, "tagger_dev_upos": dev_acc,
            "tagger_train_seconds": tagger_seconds, "jackknife_seconds": time.perf_counter() - start,
-           "jackknife_train_upos": upos_accuracy(jack, train)}
+           "jackknife_train_upos": upos_accuracy(jack, train), "tagger_margin": args.tagger_margin}
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(out), encoding="utf-8")
     return out
 
 
-def train_component(model, train, dev, dev_gold, epochs, score):
-    """Perceptron epochs on `train` examples; keep the weights of the best dev score."""
+def train_component(model, train, dev, dev_gold, epochs, score, margin=0.0):
+    """Perceptron epochs (`make_trainer`) on `train` examples; keep the weights of the best dev score."""
     start = time.perf_counter()
     examples = model.examples(train, training=True)
-    trainer = Perceptron(averaged=True, shuffle=True, seed=0)
+    trainer = make_trainer(margin, seed=0)
     trainer.begin(model, examples, model.hash_bits)
     best = (None, 0, -1.0)
     history = []
@@ -245,7 +260,8 @@ def run(name, args):
     morph.initialize(morph_train)
     feats_score = lambda ids: bundles_score(morph.feats_strings(ids))
     w_morph, morph_epoch, morph_history, morph_seconds = train_component(morph, morph_train, morph_dev, gold_feats,
-                                                                         args.epochs, feats_score)
+                                                                         args.epochs, feats_score,
+                                                                         margin=args.morph_margin)
     morph_seconds += 0.0
     if args.joint:
         # The lemmatizer reads the joint morphologizer's UPOS on dev (trained on the jackknifed tagger's).
@@ -264,7 +280,7 @@ def run(name, args):
     lemma_ok = lambda pred: [p == g or g == "_" for p, g in zip(pred, gold_lemmas)]
     lemma_score = lambda ids: float(np.mean(lemma_ok(lem.lemma_strings(forms, ids))))
     w_lem, lem_epoch, lem_history, lem_seconds = train_component(lem, train_p, dev_p, gold_lemmas, args.epochs,
-                                                                 lemma_score)
+                                                                 lemma_score, margin=args.lemma_margin)
 
     # Predictions on dev, the official scorer.
     batch = SentenceBatch.from_sentences(morph_dev)
@@ -317,6 +333,7 @@ def run(name, args):
         "targets": {"Lemmas": TARGETS[name][0], "UFeats": TARGETS[name][1]},
         "upos_tagger": {k: tags[k] for k in ("tagger_best_epoch", "tagger_dev_upos", "tagger_train_seconds",
                                              "jackknife_seconds", "jackknife_train_upos")},
+        "margins": {"tagger": args.tagger_margin, "morph": args.morph_margin, "lemma": args.lemma_margin},
         "morphologizer": {"config": {k: v for k, v in morph.config().items() if k != "classes"},
                           "bundles": len(morph.bundles), "pairs": len(morph.pairs), "best_epoch": morph_epoch,
                           "train_seconds": morph_seconds, "history": morph_history, "draft": draft_report},
@@ -410,6 +427,12 @@ def main():
     parser.add_argument("--no-known-lemmas", dest="known_lemmas", action="store_false",
                         help="lemma classes without the known atom (a candidate whose lemma is attested with another form)")
     parser.add_argument("--max-train", type=int, default=0)
+    parser.add_argument("--tagger-margin", type=float, default=20.0,
+                        help="UPOS tagger (and its jackknife folds): the perceptron's margin, as the pipeline configs (0: the plain perceptron)")
+    parser.add_argument("--morph-margin", type=float, default=20.0,
+                        help="morphologizers (draft, its folds, stacked): the perceptron's margin (0: plain)")
+    parser.add_argument("--lemma-margin", type=float, default=20.0,
+                        help="lemmatizer: the perceptron's margin (0: plain)")
     parser.add_argument("--cache", default="/tmp/arborist_lemma_morph_cache")
     parser.add_argument("--out", default=str(ROOT_DIR / "scripts" / "results"))
     parser.add_argument("--tag", default="", help="suffix of the result file name (variants)")
