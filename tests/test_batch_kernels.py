@@ -160,6 +160,30 @@ def test_label_marginals_many_equals_the_one_sentence_probabilities(constrained,
                                                 structure.n_labels, structure.root, 0.0)
 
 
+def test_the_kernels_refuse_starts_that_do_not_begin_at_0():
+    """A batch's starts that do not begin at 0 are an error, not a write before the output
+    arrays (the tagger's kernels wrote there: a crash)."""
+    rng = np.random.default_rng(8)
+    sentences = random_sentences(rng, 3)
+    batch = SentenceBatch.from_sentences(sentences)
+    chain = LinearChain(UPOS, "upos", 1, BITS)
+    values = chain.features.form_values(batch.attrs[ATTR_NAMES.index("form")][batch.words], batch.text_of)
+    bad = np.array(batch.word_starts, dtype=np.int64)
+    bad[0] = -3000
+    w = weights(rng)
+    with pytest.raises(ValueError, match="begin at 0"):
+        chain.features.tag_many(values, bad, w)
+    with pytest.raises(ValueError, match="begin at 0"):
+        chain.features.tag_marginals_many(values, bad, w)
+    starts = np.array(batch.starts, dtype=np.int64)
+    starts[0] = -1
+    tree, labels = DependencyTree(hash_bits=BITS), ArcLabels(LABELS, BITS)
+    with pytest.raises(ValueError):
+        tree.features.parse_many(batch.attrs, starts, w)
+    with pytest.raises(ValueError):
+        labels.features.label_many(batch.attrs, starts, batch.heads, w, len(LABELS))
+
+
 def test_structures_without_a_batch_kernel_fall_back_to_one_sentence_at_a_time():
     rng = np.random.default_rng(11)
     sentences = random_sentences(rng, 12)

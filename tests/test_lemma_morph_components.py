@@ -194,6 +194,81 @@ def test_lemma_and_feats_probabilities(run):
     assert all(min(d) > 0 for d in decided_by.values())  # both sources were seen
 
 
+def test_probabilities_of_another_prediction_are_those_of_its_values(run):
+    """`confidences(batch, predicted)` of a prediction that is not the component's own (each
+    word given its neighbour's class): each word gets the probability of the value its
+    predicted class writes, the sum over its candidates that write it, or its lexicon's
+    probability when the lexicon decides that value, and 0 otherwise."""
+    from arborist.confidence import upstream_inputs
+    from arborist.sentence import SentenceBatch
+
+    root, pipeline, report = run
+    loaded = load(root / "run")
+    dev = read_corpus(SAMPLE / "sample-dev.conllu")
+    components = list(loaded.components.values())
+    for name in ("feats", "lemma"):
+        component = loaded.components[name]
+        structure, t = component.structure, component.temperature
+        inputs = upstream_inputs(components[:components.index(component)], dev)
+        own = component.predict_batch(SentenceBatch.from_sentences(inputs))
+        other = np.roll(own, 1)
+        c = component.confidences(SentenceBatch.from_sentences(inputs), other, 0)[name]
+        batch = SentenceBatch.from_sentences(inputs)
+        changed = 0
+        for s, x in enumerate(component.examples(inputs)):
+            values = component.value(batch, other, s)
+            forms = inputs[s].forms[1:]
+            raw = structure.scores(x, component.weights)
+            a = int(batch.starts[s]) + 1
+            for m in range(x.n):
+                if x.forced[m] >= 0:
+                    decided = component.candidate_values([forms[m]], x.forced[m:m + 1])[0]
+                    expected = component.lexicon_probs[int(x.forced_source[m]) - 1] if decided == values[m] else 0.0
+                else:
+                    lo, hi = x.cand_start[m], x.cand_start[m + 1]
+                    written = component.candidate_values([forms[m]] * (hi - lo), x.cand[lo:hi])
+                    p = softmax(raw[lo:hi] / t)
+                    expected = sum(q for q, v in zip(p, written) if v == values[m])
+                assert c.prob[a + m] == pytest.approx(expected, abs=1e-9)
+            changed += int((other[batch.word_starts[s]:batch.word_starts[s + 1]]
+                            != own[batch.word_starts[s]:batch.word_starts[s + 1]]).sum())
+        assert changed > 10
+
+
+def test_k_best_values_with_ties_are_in_the_order_of_the_candidates():
+    """With every score equal, a value's probability is its share of the word's candidates, and
+    the k best values come by that share, ties in the order of the value's first candidate
+    (the order a per-word dict and a stable sort give); k beyond the number of values lists
+    each value once."""
+    from arborist.components.lemmatizer import Lemmatizer as Kind
+    from arborist.lemma.lemmatizer import Lemmatizer
+    from arborist.sentence import SentenceBatch
+
+    train = read_corpus(SAMPLE / "sample-train.conllu")
+    structure = Lemmatizer(hash_bits=16)
+    structure.initialize(train)
+    component = Kind(structure, np.zeros(1 << 16))
+    dev = read_corpus(SAMPLE / "sample-dev.conllu")
+    batch = SentenceBatch.from_sentences(dev)
+    predicted, found = component.annotate_confident(batch, 1000)
+    c = found["lemma"]
+    checked = 0
+    for s, x in enumerate(component.examples(dev)):
+        a = int(batch.starts[s]) + 1
+        for m in range(x.n):
+            if x.forced[m] >= 0:
+                continue
+            lo, hi = x.cand_start[m], x.cand_start[m + 1]
+            written = component.candidate_values([dev[s].forms[m + 1]] * (hi - lo), x.cand[lo:hi])
+            counts = {v: written.count(v) for v in dict.fromkeys(written)}
+            expected = sorted(counts.items(), key=lambda item: -item[1])  # stable: first candidate first
+            listed = [(c.value(v), q) for v, q in zip(c.top[a + m], c.top_prob[a + m]) if v >= 0]
+            assert [v for v, _ in listed] == [v for v, _ in expected]
+            np.testing.assert_allclose([q for _, q in listed], [n / (hi - lo) for _, n in expected])
+            checked += int(len(counts) > 2 and len(set(counts.values())) < len(counts))
+    assert checked > 5  # words with tied values beyond the first place
+
+
 def test_a_joint_morphologizers_feats_probabilities_sum_its_classes(run):
     """A joint morphologizer's classes are (UPOS, FEATS) pairs: a bundle's probability is the
     sum over the UPOS that carry it, and its k best list each bundle once."""

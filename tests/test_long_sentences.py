@@ -57,3 +57,40 @@ def test_short_sentences_are_not_cut(tiny_model, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", LongSentenceWarning)
         load(tiny_model).annotate(next(read_conllu(tmp_path / "s.conllu", require_heads=True)))
+
+
+def test_probabilities_of_a_long_sentence_are_its_pieces(tiny_model, tmp_path):
+    """With probabilities, a long sentence is parsed in the same pieces (the same tree as
+    without them), and a word's head distribution is its piece's: the first piece's rows are
+    those of that piece parsed alone; a later piece's root column goes to the first piece's
+    root word, the head its root word gets."""
+    from arborist.sentence import SentenceBatch
+
+    n = 3 * MAX_SENTENCE_LENGTH + 17
+    chain(tmp_path / "long.conllu", n)
+    chain(tmp_path / "short.conllu", MAX_SENTENCE_LENGTH)
+    sentence = next(read_conllu(tmp_path / "long.conllu", require_heads=True))
+    short = next(read_conllu(tmp_path / "short.conllu", require_heads=True))
+    parser = load(tiny_model).components["parser"]
+    with pytest.warns(LongSentenceWarning):
+        plain = parser.predict_batch(SentenceBatch.from_sentences([short, sentence]))
+    with pytest.warns(LongSentenceWarning):
+        heads, distributions = parser.batch_distributions(SentenceBatch.from_sentences([short, sentence]))
+    np.testing.assert_array_equal(heads, plain)
+    alone, whole = distributions
+    assert alone.shape == (MAX_SENTENCE_LENGTH, MAX_SENTENCE_LENGTH + 1) and whole.shape == (n, n + 1)
+    np.testing.assert_allclose(whole.sum(axis=1), 1.0)
+    np.testing.assert_allclose(whole[:MAX_SENTENCE_LENGTH, :MAX_SENTENCE_LENGTH + 1], alone, atol=1e-12)
+    tree = heads[MAX_SENTENCE_LENGTH + 1:]
+    first_root = int(np.flatnonzero(tree == 0)[0])
+    later = whole[MAX_SENTENCE_LENGTH:]  # no mass outside a word's piece, its root column aside
+    for m in range(MAX_SENTENCE_LENGTH, n):
+        start = (m // MAX_SENTENCE_LENGTH) * MAX_SENTENCE_LENGTH
+        outside = np.ones(n + 1, dtype=bool)
+        outside[start + 1:start + 1 + MAX_SENTENCE_LENGTH] = False
+        outside[first_root] = False
+        assert later[m - MAX_SENTENCE_LENGTH, outside].sum() == 0.0
+        assert whole[m, tree[m + 1]] > 0.0  # the predicted head has probability
+    with pytest.warns(LongSentenceWarning):
+        predicted, found = parser.annotate_confident(SentenceBatch.from_sentences([short, sentence]), 2)
+    np.testing.assert_array_equal(predicted, plain)

@@ -63,11 +63,8 @@ class Labeler(Component):
         return e / e.sum(axis=1, keepdims=True)
 
     def batch_distributions(self, batch: SentenceBatch):
-        """By the batch kernel (`LabelFeatures.label_marginals_many`), on the batch's tree."""
-        structure = self.structure
-        labels, probs = structure.features.label_marginals_many(
-            batch.attrs, batch.starts, batch.heads, self.weights.array, structure.n_labels, structure.root,
-            self.temperature)
+        """By the batch kernel (`ArcLabels.marginals_batch`), on the batch's tree."""
+        labels, probs = self.structure.marginals_batch(batch, self.weights, self.temperature)
         starts = batch.starts
         return labels, [probs[starts[i] + 1:starts[i + 1]] for i in range(batch.n_sentences)]
 

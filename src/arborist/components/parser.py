@@ -83,14 +83,25 @@ class Parser(Component):
         lengths = np.diff(batch.starts) - 1
         if not len(lengths) or lengths.max() <= MAX_SENTENCE_LENGTH:
             return super().predict_batch(batch)
+        pieces, where = self._pieces(batch, lengths)
+        return self._glue(batch, pieces, where, super().predict_batch(pieces))[0]
+
+    @staticmethod
+    def _pieces(batch: SentenceBatch, lengths: np.ndarray):
+        """`batch.pieces` of at most MAX_SENTENCE_LENGTH words, with a warning per longer sentence."""
         for i in np.flatnonzero(lengths > MAX_SENTENCE_LENGTH).tolist():
             source, line = batch.origins[i] if batch.origins else ("<input>", 0)
             warnings.warn(f"{source}:{line}: a sentence of {lengths[i]} words is parsed in pieces of at most "
-                          f"{MAX_SENTENCE_LENGTH} words", LongSentenceWarning, stacklevel=2)
-        pieces, where = batch.pieces(MAX_SENTENCE_LENGTH)
-        predicted = super().predict_batch(pieces)
+                          f"{MAX_SENTENCE_LENGTH} words", LongSentenceWarning, stacklevel=3)
+        return batch.pieces(MAX_SENTENCE_LENGTH)
+
+    @staticmethod
+    def _glue(batch: SentenceBatch, pieces: SentenceBatch, where, predicted) -> tuple[np.ndarray, dict[int, int]]:
+        """The heads of the batch's sentences from their pieces' trees: a piece's words keep their
+        heads, shifted to the sentence, and a later piece's root word hangs from the first
+        piece's; and {sentence: the first piece's root word}."""
         heads = np.full(batch.attrs.shape[1], -1, dtype=np.int32)
-        first_root = {}
+        first_root: dict[int, int] = {}
         for p, (i, offset) in enumerate(where):
             local = predicted[pieces.starts[p] + 1:pieces.starts[p + 1]].astype(np.int64)
             root = int(np.flatnonzero(local == 0)[0]) + 1 + offset if (local == 0).any() else 1 + offset
@@ -100,7 +111,7 @@ class Parser(Component):
                 glued = np.where(local == 0, first_root[i], glued)
             a = int(batch.starts[i]) + 1 + offset
             heads[a:a + len(local)] = glued
-        return heads
+        return heads, first_root
 
     def predict(self, x):
         if self.second_order and not isinstance(x, PrunedSentence):
@@ -147,16 +158,27 @@ class Parser(Component):
 
     def batch_distributions(self, batch: SentenceBatch):
         """By the first-order projective batch kernel (`DependencyTree.marginals_batch`); none
-        at second order, for the matrix-tree theorem, or when a sentence is longer than
-        MAX_SENTENCE_LENGTH (which `predict_batch` parses in pieces)."""
+        at second order or for the matrix-tree theorem. A sentence longer than
+        MAX_SENTENCE_LENGTH is parsed in pieces, as `predict_batch` does: a word's head
+        distribution is its piece's (block-diagonal), the piece's root column going to the head
+        its root word gets when the pieces are glued (the first piece's root word, or the root)."""
+        if self.second_order or not self.structure.has_batch_kernel:
+            return None
         sizes = np.diff(batch.starts) - 1
-        if self.second_order or (len(sizes) and sizes.max() > MAX_SENTENCE_LENGTH):
-            return None
-        found = self.structure.marginals_batch(batch, self.weights, self.temperature)
-        if found is None:
-            return None
-        heads, probs, offsets = found
-        return heads, [probs[offsets[i]:offsets[i + 1]].reshape(n, n + 1) for i, n in enumerate(sizes.tolist())]
+        if not len(sizes) or sizes.max() <= MAX_SENTENCE_LENGTH:
+            heads, probs, offsets = self.structure.marginals_batch(batch, self.weights, self.temperature)
+            return heads, [probs[offsets[i]:offsets[i + 1]].reshape(n, n + 1) for i, n in enumerate(sizes.tolist())]
+        pieces, where = self._pieces(batch, sizes)
+        piece_heads, probs, offsets = self.structure.marginals_batch(pieces, self.weights, self.temperature)
+        heads, first_root = self._glue(batch, pieces, where, piece_heads)
+        distributions = [np.zeros((n, n + 1)) for n in sizes.tolist()]
+        for p, (i, offset) in enumerate(where):
+            n = int(pieces.starts[p + 1] - pieces.starts[p]) - 1
+            block = probs[offsets[p]:offsets[p + 1]].reshape(n, n + 1)
+            rows = distributions[i][offset:offset + n]
+            rows[:, offset + 1:offset + 1 + n] = block[:, 1:]
+            rows[:, 0 if offset == 0 else first_root[i]] += block[:, 0]
+        return heads, distributions
 
     def gold_classes(self, x, gold: Sentence) -> np.ndarray:
         return np.asarray(gold.heads[1:], dtype=np.intp)

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..component import Component
 from ..evaluate import tag_scores
-from ..sentence import FORM, ROOT, UPOS, XPOS, Sentence, SentenceBatch
+from ..sentence import ROOT, UPOS, XPOS, Sentence, SentenceBatch
 from ..strings import hash_strings
 
 TAG_ROWS = {"upos": UPOS, "xpos": XPOS}
@@ -98,16 +98,12 @@ class Tagger(Component):
         return self.structure.tag_marginals(x, scores)
 
     def batch_distributions(self, batch: SentenceBatch):
-        """By the chain's batch kernel (`ChainFeatures.tag_marginals_many`) at order 1; a
-        second-order chain has none."""
-        if self.structure.order != 1:
+        """By the chain's batch kernel (`LinearChain.marginals_batch`) at order 1; a second-order
+        chain has none."""
+        found = self.structure.marginals_batch(batch, self.weights, self.temperature)
+        if found is None:
             return None
-        words = batch.words
-        features = self.structure.features
-        values = features.form_values(batch.attrs[FORM][words], batch.text_of)
-        allowed = self.structure.allowed_tags(batch.attrs[UPOS][words])
-        tags, probs = features.tag_marginals_many(values, batch.word_starts, self.weights.array, allowed,
-                                                  self.temperature)
+        tags, probs = found
         starts = batch.word_starts
         return tags, [probs[starts[i]:starts[i + 1]] for i in range(batch.n_sentences)]
 

@@ -129,24 +129,37 @@ class WordChoice(Component):
         if not n:
             return {self.confidence_column: Confidence(prob, top, top_prob, names)}
         predicted = np.asarray(predicted)
+        forms = batch.attrs[FORM][columns]
+
+        def texts(words: np.ndarray, classes: np.ndarray) -> list[str]:
+            return self.candidate_values([batch.text_of(f) for f in forms[words].tolist()], classes)
+
         forced = np.flatnonzero(choices.forced >= 0)
         lexicon = np.array(self.lexicon_probs)[np.maximum(choices.forced_source[forced].astype(np.intp) - 1, 0)]
-        prob[columns[forced]] = lexicon
         word = np.repeat(np.arange(n), np.diff(choices.cand_start))  # each candidate's word
-        chosen = np.zeros(n, dtype=np.uint64)  # the value id of each scored word's prediction
+        chosen = np.zeros(n, dtype=np.uint64)  # the value id of each word's prediction
         hit = choices.cand == predicted[word]
         chosen[word[hit]] = choices.cand_values[hit]
+        # A prediction not the kernel's (`confidences` of another prediction): its value's id,
+        # so that it gets the probability of its value, as the kernel's would
+        other = np.flatnonzero(predicted != choices.classes)
+        if len(other):
+            chosen[other] = hash_strings(texts(other, predicted[other]))
+        lexicon_right = np.ones(len(forced), dtype=bool)
+        forced_other = np.flatnonzero(predicted[forced] != choices.forced[forced])
+        if len(forced_other):
+            lexicon_right[forced_other] = chosen[forced[forced_other]] == hash_strings(
+                texts(forced[forced_other], choices.forced[forced[forced_other]]))
+        prob[columns[forced]] = np.where(lexicon_right, lexicon, 0.0)
         scored = np.flatnonzero(np.diff(choices.cand_start) > 0)
         same = choices.cand_values == chosen[word]
         prob[columns[scored]] = np.bincount(word, weights=np.where(same, choices.probs, 0.0), minlength=n)[scored]
         if not k:
             return {self.confidence_column: Confidence(prob, top, top_prob, names)}
-        forms = batch.attrs[FORM][columns]
         index: dict[str, int] = {}
 
         def name_ids(words: np.ndarray, classes: np.ndarray) -> list[int]:
-            texts = self.candidate_values([batch.text_of(f) for f in forms[words].tolist()], classes)
-            return [index.setdefault(v, len(index)) for v in texts]
+            return [index.setdefault(v, len(index)) for v in texts(words, classes)]
 
         top[columns[forced], 0] = name_ids(forced, choices.forced[forced])
         top_prob[columns[forced], 0] = lexicon

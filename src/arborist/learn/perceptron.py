@@ -201,9 +201,8 @@ class MarginPerceptron(Perceptron):
     tag), so updates go on until the gold structure beats every other by `margin` per wrong
     position. The plain perceptron stops updating a context as soon as its argmax is right, so
     rare contexts keep weights barely above the generic ones; the margin keeps pushing them.
-    margin = 0 is `Perceptron` exactly. Measured: the tokenizer's chain (margin 100,
-    notes/tokenizer.md) and the taggers, morphologizer and lemmatizer (margin 20,
-    notes/lemma_morph.md)."""
+    margin = 0 is `Perceptron` exactly. Measured: the tokenizer (margin 100, notes/tokenizer.md)
+    and the part-of-speech, FEATS and lemma components (margin 20, notes/lemma_morph.md)."""
 
     name = "margin-perceptron"
 

@@ -277,6 +277,8 @@ cdef class ArcFeatures:
         lengths = numpy.diff(numpy.asarray(starts))
         if (lengths < 1).any():
             raise ValueError("every sentence needs its root column")
+        if n_sentences > 0 and starts[0] != 0:
+            raise ValueError("starts must begin at 0")
         heads_arr = numpy.full(attrs.shape[1], -1, dtype=numpy.int32)
         # marginals: sentence i's n (n + 1) probabilities from offsets[i]
         cdef bint soft = temperature > 0.0

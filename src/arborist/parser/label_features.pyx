@@ -239,6 +239,8 @@ cdef class LabelFeatures:
         lengths = numpy.diff(numpy.asarray(starts))
         if (lengths < 1).any():
             raise ValueError("every sentence needs its root column")
+        if starts[0] != 0:
+            raise ValueError("starts must begin at 0")
         word = numpy.ones(N, dtype=bool)
         word[numpy.asarray(starts)[:-1]] = False
         n_of = numpy.repeat(lengths - 1, lengths)

@@ -100,6 +100,15 @@ class ArcLabels:
             raise ValueError("the labeler has no labels yet: call initialize(training sentences) first")
         return self.features.label_many(batch.attrs, batch.starts, batch.heads, w.array, self.n_labels, self.root)
 
+    def marginals_batch(self, batch: SentenceBatch, w, temperature: float = 1.0):
+        """`predict_batch`'s labels and each word's label distribution given its arc at
+        `temperature` ((columns, labels), a zero row at each root), in the same region without
+        the GIL (`LabelFeatures.label_marginals_many`)."""
+        if not self.labels:
+            raise ValueError("the labeler has no labels yet: call initialize(training sentences) first")
+        return self.features.label_marginals_many(batch.attrs, batch.starts, batch.heads, w.array, self.n_labels,
+                                                  self.root, temperature)
+
     def constrained_argmax(self, x, scores: np.ndarray) -> np.ndarray:
         """`argmax` under the tree's constraint (see `root`): what a labeler predicts; trainers
         see the unconstrained structure."""

@@ -212,11 +212,22 @@ class LinearChain:
     def predict_batch(self, batch: SentenceBatch, w) -> np.ndarray:
         """The argmax labels of every sentence of the batch, concatenated (one tag id per word),
         computed without the GIL (`ChainFeatures.tag_many`)."""
+        return self.features.tag_many(*self._batch_inputs(batch), w.array, self.allowed_tags(batch.attrs[UPOS][batch.words]))
+
+    def marginals_batch(self, batch: SentenceBatch, w, temperature: float = 1.0):
+        """`predict_batch`'s tags and each word's tag distribution at `temperature`, (words, K),
+        in the same region without the GIL (`ChainFeatures.tag_marginals_many`); None for a
+        second-order chain, which has no such kernel."""
+        if self.order != 1:
+            return None
+        return self.features.tag_marginals_many(*self._batch_inputs(batch), w.array,
+                                                self.allowed_tags(batch.attrs[UPOS][batch.words]), temperature)
+
+    def _batch_inputs(self, batch: SentenceBatch) -> tuple:
+        """(the words' form values, the sentences' word starts) for the batch kernels."""
         if self.features is None:
             raise ValueError("the chain has no tags yet: call initialize(training sentences) first")
-        words = batch.words
-        values = self.features.form_values(batch.attrs[FORM][words], batch.text_of)
-        return self.features.tag_many(values, batch.word_starts, w.array, self.allowed_tags(batch.attrs[UPOS][words]))
+        return self.features.form_values(batch.attrs[FORM][batch.words], batch.text_of), batch.word_starts
 
     # -- the protocol -------------------------------------------------------
     def scores(self, x: Sentence, w) -> np.ndarray:

@@ -595,8 +595,8 @@ cdef class ChainFeatures:
         if n_sentences <= 0 or values.shape[0] == 0:
             return values, None, 0
         lengths = numpy.diff(numpy.asarray(starts))
-        if (lengths < 0).any():
-            raise ValueError("starts must not decrease")
+        if starts[0] != 0 or (lengths < 0).any():
+            raise ValueError("starts must begin at 0 and not decrease")
         mask_arr = None
         if allowed is not None:
             if self.order != 1:
