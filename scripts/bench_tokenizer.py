@@ -116,8 +116,10 @@ def run(treebank: str, args) -> dict:
                           margin=args.margin, join=args.join,
                           templates=templates(args),
                           design=args.design, margin_epochs=args.margin_epochs, final_margin=args.final_margin,
-                          seed=args.seed, mwt_classifier=not args.no_mwt_classifier)
-    result = {"mwt_classifier": not args.no_mwt_classifier, "treebank": treebank, "epochs": args.epochs, "hash_bits": args.hash_bits,
+                          seed=args.seed, mwt_classifier=not args.no_mwt_classifier,
+                          mwt_classifier_margin=args.mwt_classifier_margin)
+    result = {"mwt_classifier": not args.no_mwt_classifier, "mwt_classifier_margin": args.mwt_classifier_margin,
+              "treebank": treebank, "epochs": args.epochs, "hash_bits": args.hash_bits,
               "window_sentences": args.window, "margin": args.margin, "join": args.join, "design": args.design, "train_seconds": round(tok.info["train_seconds"], 2),
               "train_examples": tok.info["examples"], "unaligned_sentences": tok.info["unaligned_sentences"],
               "margin_epochs": args.margin_epochs, "final_margin": args.final_margin, "seed": args.seed,
@@ -180,6 +182,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="the perceptron's example order")
     parser.add_argument("--no-mwt-classifier", action="store_true",
                         help="decide unseen tokens' multiword expansions by the rules' precision (the old default)")
+    parser.add_argument("--mwt-classifier-margin", type=float, default=30.0,
+                        help="the multiword classifier's perceptron margin (0: plain, the default before session 7)")
     parser.add_argument("--extra-templates", default="", help="comma-separated templates added to the set")
     parser.add_argument("--drop-templates", default="", help="comma-separated templates removed from the set")
     parser.add_argument("--suffix", default="", help="results go to tokenizer_<treebank><suffix>.json")

@@ -232,7 +232,8 @@ def tokenizer(hash_bits: int = 20, templates: list[str] | None = None, design: s
               window_sentences: int = 3, join: str = "space", mwt_min_types: int = 3, mwt_min_share: float = 0.6,
               max_sentence_tokens: int = 1000, mwt_context: bool = True, mwt_context_min_count: int = 2,
               mwt_context_min_share: float = 0.7, mwt_context_pair_min_count: int = 1, mwt_classifier: bool = True,
-              mwt_classifier_epochs: int = 10, mwt_classifier_runs: int = 4, mwt_classifier_seed: int = 0):
+              mwt_classifier_epochs: int = 10, mwt_classifier_runs: int = 4, mwt_classifier_seed: int = 0,
+              mwt_classifier_margin: float = 30.0):
     """A tokenizer's character chain (`arborist.tokenizer`): tags O/B/I/S per character; its
     multiword expansions are learned from the training sentences (with `mwt_context`, also
     the decisions of a surface's neighbours where the treebank writes it both ways; with
@@ -244,7 +245,7 @@ def tokenizer(hash_bits: int = 20, templates: list[str] | None = None, design: s
     return TokenizerChain(hash_bits, _templates(templates, None) if templates is not None else None, design,
                           window_sentences, join, mwt_min_types, mwt_min_share, max_sentence_tokens, mwt_context,
                           mwt_context_min_count, mwt_context_min_share, mwt_context_pair_min_count, mwt_classifier,
-                          mwt_classifier_epochs, mwt_classifier_runs, mwt_classifier_seed)
+                          mwt_classifier_epochs, mwt_classifier_runs, mwt_classifier_seed, mwt_classifier_margin)
 
 
 # The component kinds of this package.

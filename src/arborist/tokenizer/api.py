@@ -343,7 +343,8 @@ def train_tokenizer(paths, epochs: int = 40, hash_bits: int = 20, window_sentenc
                     known_min_count: int = 0, margin: float = 100.0, join: str = "space", design: str = "start",
                     mwt_context: bool = True, mwt_context_min_count: int = 2, mwt_context_min_share: float = 0.7,
                     mwt_context_pair_min_count: int = 1, margin_epochs: int | None = None, final_margin: float = 0.0,
-                    trainer=None, log=None, mwt_classifier: bool = True, mwt_classifier_runs: int = 4) -> Tokenizer:
+                    trainer=None, log=None, mwt_classifier: bool = True, mwt_classifier_runs: int = 4,
+                    mwt_classifier_margin: float = 30.0) -> Tokenizer:
     """Train the character chain (averaged perceptron unless `trainer` is given: any trainer
     of `arborist.learn` with begin/epoch/prediction_weights) and the multiword expander on
     CoNLL-U file(s). known_min_count > 0 builds the known-token table of the kpre/ksuf/klong
@@ -373,8 +374,8 @@ def train_tokenizer(paths, epochs: int = 40, hash_bits: int = 20, window_sentenc
         if log is not None:
             log(f"epoch {epoch + 1}: {history[-1]}")
     weights = trainer.prediction_weights().array
-    expander = MultiwordExpander(mwt_min_types, mwt_min_share, mwt_classifier,
-                                 classifier_runs=mwt_classifier_runs).fit_sentences(
+    expander = MultiwordExpander(mwt_min_types, mwt_min_share, mwt_classifier, classifier_runs=mwt_classifier_runs,
+                                 classifier_margin=mwt_classifier_margin).fit_sentences(
         ([(t.form, t.words or None, t.upos) for t in s.tokens] for p in paragraphs for s in p.sentences), mwt_context,
         mwt_context_min_count, mwt_context_min_share, mwt_context_pair_min_count)
     info = {"train": [str(p) for p in (paths if isinstance(paths, (list, tuple)) else [paths])],

@@ -237,7 +237,7 @@ class TokenizerChain(CharacterChain):
                  mwt_min_share: float = 0.6, max_sentence_tokens: int = 1000, mwt_context: bool = True,
                  mwt_context_min_count: int = 2, mwt_context_min_share: float = 0.7,
                  mwt_context_pair_min_count: int = 1, mwt_classifier: bool = True, mwt_classifier_epochs: int = 10,
-                 mwt_classifier_runs: int = 4, mwt_classifier_seed: int = 0):
+                 mwt_classifier_runs: int = 4, mwt_classifier_seed: int = 0, mwt_classifier_margin: float = 30.0):
         from .mwt import MultiwordExpander
 
         super().__init__(hash_bits, templates, None, design)
@@ -246,7 +246,7 @@ class TokenizerChain(CharacterChain):
         self.window_sentences, self.join = int(window_sentences), join
         self.max_sentence_tokens = int(max_sentence_tokens)
         self.expander = MultiwordExpander(mwt_min_types, mwt_min_share, mwt_classifier, mwt_classifier_epochs,
-                                          mwt_classifier_runs, mwt_classifier_seed)
+                                          mwt_classifier_runs, mwt_classifier_seed, mwt_classifier_margin)
         # The multiword decisions in context (`MultiwordExpander.fit_context`), as `train_tokenizer`'s.
         self.mwt_context = (bool(mwt_context), int(mwt_context_min_count), float(mwt_context_min_share),
                             int(mwt_context_pair_min_count))
@@ -260,7 +260,8 @@ class TokenizerChain(CharacterChain):
                 "mwt_context_min_count": min_count, "mwt_context_min_share": min_share,
                 "mwt_context_pair_min_count": pair_min_count, "mwt_classifier": self.expander.classifier,
                 "mwt_classifier_epochs": self.expander.classifier_epochs,
-                "mwt_classifier_runs": self.expander.classifier_runs, "mwt_classifier_seed": self.expander.seed}
+                "mwt_classifier_runs": self.expander.classifier_runs, "mwt_classifier_seed": self.expander.seed,
+                "mwt_classifier_margin": self.expander.classifier_margin}
 
     def initialize(self, sentences) -> None:
         """Learn the multiword expansions of the training sentences (their CoNLL-U lines), and

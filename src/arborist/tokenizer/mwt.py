@@ -80,19 +80,25 @@ def _bucket(n: int) -> str:
 
 class MultiwordExpander:
     def __init__(self, min_types: int = 3, min_share: float = 0.6, classifier: bool = False,
-                 classifier_epochs: int = 10, classifier_runs: int = 4, seed: int = 0):
+                 classifier_epochs: int = 10, classifier_runs: int = 4, seed: int = 0,
+                 classifier_margin: float = 30.0):
         """`classifier`: decide unseen tokens by the learned ranking instead of the rules'
         precision on the training types. It is the mean of `classifier_runs` averaged
         perceptrons of `classifier_epochs` epochs, whose example orders come from seeds
         `seed`, `seed` + 1, ... (the mean of a few runs is steadier than one: the training
-        types are few)."""
+        types are few), each with a margin of `classifier_margin` (`MarginPerceptron`; gold
+        dev tokens, Words F1 at margins 0 / 20 / 30 / 50: tr_imst 98.28 / 98.33 / 98.37 /
+        98.38, it_partut 99.79 / 99.79 / 99.79 / 99.74, en_ewt and el_gdt unchanged)."""
         if classifier_epochs < 1 or classifier_runs < 1:
             raise ValueError("classifier_epochs and classifier_runs must be at least 1")
+        if classifier_margin < 0:
+            raise ValueError(f"classifier_margin must not be negative, got {classifier_margin!r}")
         self.min_types = int(min_types)
         self.min_share = float(min_share)
         self.classifier = bool(classifier)
         self.classifier_epochs = int(classifier_epochs)
         self.classifier_runs = int(classifier_runs)
+        self.classifier_margin = float(classifier_margin)
         self.seed = int(seed)
         self.word_upos: dict[str, str] = {}     # lowercased standalone word -> its most frequent UPOS
         self.rule_types: list[int] = []          # per rule: how many training types it was seen on
@@ -253,7 +259,7 @@ class MultiwordExpander:
     def _train_classifier(self, outcome: dict[str, int]) -> None:
         """The averaged perceptron on every training type that has a rule to choose from and
         whose own rule is among its candidates (leave-one-out)."""
-        from ..learn.perceptron import Perceptron
+        from ..learn.perceptron import MarginPerceptron
         from ..ranking import Ranking, RankingExample
 
         structure = Ranking(CLASSIFIER_BITS)
@@ -269,7 +275,7 @@ class MultiwordExpander:
             return
         total = np.zeros(1 << CLASSIFIER_BITS)
         for run in range(self.classifier_runs):
-            trainer = Perceptron(averaged=True, shuffle=True, seed=self.seed + run)
+            trainer = MarginPerceptron(self.classifier_margin, averaged=True, shuffle=True, seed=self.seed + run)
             trainer.begin(structure, examples, CLASSIFIER_BITS)
             for _ in range(self.classifier_epochs):
                 trainer.epoch(structure, examples)
@@ -445,6 +451,7 @@ class MultiwordExpander:
             return None
         nonzero = np.flatnonzero(self.weights) if self.weights is not None else np.zeros(0, dtype=np.int64)
         return {"epochs": self.classifier_epochs, "runs": self.classifier_runs, "seed": self.seed,
+                "margin": self.classifier_margin,
                 "hash_bits": CLASSIFIER_BITS,
                 "word_upos": self.word_upos, "rule_types": self.rule_types,
                 "slots": nonzero.tolist(), "weights": self.weights[nonzero].tolist() if len(nonzero) else []}
@@ -469,6 +476,7 @@ class MultiwordExpander:
             out.classifier = True
             out.classifier_epochs, out.classifier_runs = int(found["epochs"]), int(found["runs"])
             out.seed = int(found["seed"])
+            out.classifier_margin = float(found.get("margin", 0.0))  # files before the margin: 0
             out.word_upos = {str(k): str(v) for k, v in found["word_upos"].items()}
             out.rule_types = [int(n) for n in found["rule_types"]]
             slots = np.asarray(found["slots"], dtype=np.int64)
