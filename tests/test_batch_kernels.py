@@ -178,9 +178,9 @@ def test_the_kernels_refuse_starts_that_do_not_begin_at_0():
     starts = np.array(batch.starts, dtype=np.int64)
     starts[0] = -1
     tree, labels = DependencyTree(hash_bits=BITS), ArcLabels(LABELS, BITS)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="begin at 0"):
         tree.features.parse_many(batch.attrs, starts, w)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="begin at 0"):
         labels.features.label_many(batch.attrs, starts, batch.heads, w, len(LABELS))
 
 

@@ -94,3 +94,37 @@ def test_probabilities_of_a_long_sentence_are_its_pieces(tiny_model, tmp_path):
     with pytest.warns(LongSentenceWarning):
         predicted, found = parser.annotate_confident(SentenceBatch.from_sentences([short, sentence]), 2)
     np.testing.assert_array_equal(predicted, plain)
+
+
+@pytest.mark.parametrize("projective, single_root", [(False, True), (True, False), (False, False)])
+def test_long_sentences_under_probabilities_keep_annotates_pieces(tmp_path, projective, single_root):
+    """Every decoder (the first-order projective batch kernel, the matrix-tree theorem sentence
+    by sentence), one or several root words: with probabilities, long sentences (two in one
+    batch, one of MAX_SENTENCE_LENGTH + 1 words whose last piece is one word) get annotate's
+    tree, and each word's head distribution is a distribution that gives its head its piece's
+    probability."""
+    from arborist.components.parser import Parser
+    from arborist.parser.tree import DependencyTree
+    from arborist.sentence import SentenceBatch
+
+    rng = np.random.default_rng(int(projective) + 2 * int(single_root))
+    parser = Parser(DependencyTree(hash_bits=14, projective=projective, single_root=single_root),
+                    rng.normal(size=1 << 14))
+    sentences = []
+    for name, n in (("a", MAX_SENTENCE_LENGTH + 1), ("b", 12), ("c", 2 * MAX_SENTENCE_LENGTH + 40)):
+        chain(tmp_path / f"{name}.conllu", n)
+        sentences.append(next(read_conllu(tmp_path / f"{name}.conllu", require_heads=True)))
+    with pytest.warns(LongSentenceWarning):
+        plain = parser.predict_batch(SentenceBatch.from_sentences(sentences))
+    with pytest.warns(LongSentenceWarning):
+        predicted, found = parser.annotate_confident(SentenceBatch.from_sentences(sentences), 1)
+    np.testing.assert_array_equal(predicted, plain)
+    with pytest.warns(LongSentenceWarning):
+        _, distributions = parser.batch_distributions(SentenceBatch.from_sentences(sentences))
+    batch = SentenceBatch.from_sentences(sentences)
+    for i, (x, d) in enumerate(zip(sentences, distributions)):
+        np.testing.assert_allclose(d.sum(axis=1), 1.0)
+        heads = predicted[batch.starts[i] + 1:batch.starts[i + 1]]
+        got = found["head"].prob[batch.starts[i] + 1:batch.starts[i + 1]]
+        np.testing.assert_allclose(got, d[np.arange(x.n), heads])
+        assert (got > 0).all()

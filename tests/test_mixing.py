@@ -143,6 +143,22 @@ def test_one_shard_is_the_serial_perceptron_bit_for_bit(sentences):
     np.testing.assert_array_equal(mixing.prediction_weights().array, serial.prediction_weights().array)
 
 
+def test_one_shard_follows_a_margin_schedule_as_the_serial_trainer(sentences):
+    """A MarginPerceptron's margin schedule advances once per mixed epoch (each shard runs on a
+    copy of the trainer): one shard with margin 2 for 2 epochs, then 0, is the serial run."""
+    from arborist.learn.perceptron import MarginPerceptron
+
+    structure = DependencyTree(hash_bits=BITS)
+    serial = MarginPerceptron(2.0, seed=5, margin_epochs=2)
+    serial.begin(structure, sentences, BITS)
+    margins = [serial.epoch(structure, sentences)["margin"] for _ in range(4)]
+    assert margins == [2.0, 2.0, 0.0, 0.0]
+    mixing = mixed_run(MarginPerceptron(2.0, seed=5, margin_epochs=2), sentences, 1, 4, SerialShards())
+    assert mixing.trainer.epochs_done == 4
+    np.testing.assert_array_equal(mixing.trainer.weights.array, serial.weights.array)
+    np.testing.assert_array_equal(mixing.prediction_weights().array, serial.prediction_weights().array)
+
+
 def test_forked_shards_equal_shards_in_one_process(sentences):
     local = mixed_run(Perceptron(seed=2), sentences, 2, 2)
     serial = mixed_run(Perceptron(seed=2), sentences, 2, 2, SerialShards())

@@ -340,6 +340,19 @@ def test_mwt_classifier_is_deterministic_and_round_trips():
             MultiwordExpander.from_json(broken)
     with pytest.raises(ValueError, match="at least 1"):
         MultiwordExpander(classifier=True, classifier_runs=0)
+    # the margin of its perceptrons (30 by default) is saved; a file without it was trained at 0
+    assert a.classifier_margin == 30.0 and back.classifier_margin == 30.0
+    plain = MultiwordExpander(classifier=True, seed=3, classifier_margin=0.0).fit(tokens)
+    assert not np.array_equal(plain.weights, a.weights)  # the margin changes what is learned
+    before = json.loads(json.dumps(plain.to_json()))
+    del before["classifier"]["margin"]
+    assert MultiwordExpander.from_json(before).classifier_margin == 0.0
+    np.testing.assert_array_equal(MultiwordExpander.from_json(before).weights, plain.weights)
+    with pytest.raises(ValueError, match="negative"):
+        MultiwordExpander(classifier=True, classifier_margin=-1.0)
+    from arborist.registry import make_structure
+    chain = make_structure({"@structures": "arborist.Tokenizer.v1", "hash_bits": 12, "mwt_classifier_margin": 5.0})
+    assert chain.expander.classifier_margin == 5.0 and chain.registry_call()["mwt_classifier_margin"] == 5.0
 
 
 # -- reading CoNLL-U ------------------------------------------------------------------

@@ -233,35 +233,10 @@ class Component:
             else:
                 yield self.word_probabilities(x, self.scores(x) / t)
 
-    def batch_distributions(self, batch: SentenceBatch) -> tuple[np.ndarray, list[np.ndarray]] | None:
-        """(`predict_batch`'s prediction, each sentence's `word_probabilities` at its temperature)
-        from one call of the structure's batch kernel; None where it has none (the sentence by
-        sentence path)."""
-        return None
-
-    def confidences(self, batch: SentenceBatch, predicted: np.ndarray, k: int = 0) -> dict[str, Confidence]:
-        """{column: Confidence} of its prediction `predicted` for the batch (empty for a kind
-        without probabilities), from the same examples and weights as the prediction (by its
-        batch kernel, or sentence by sentence)."""
-        if not self.confidence_column:
-            return {}
-        found = self.batch_distributions(batch)
-        if found is not None:
-            return self._confidence(batch, predicted, found[1], k)
-        sentences = [batch.sentence(i) for i in range(batch.n_sentences)]
-        return self._confidence(batch, predicted, list(self.distributions(self.examples(sentences))), k)
-
-    def annotate_confident(self, batch: SentenceBatch, k: int = 0) -> tuple[np.ndarray | None, dict[str, Confidence]]:
-        """`annotate` and `confidences` in one pass: each sentence's scores are computed once,
-        for its argmax and its marginals (so the probabilities cost the marginals, not a
-        second scoring). The prediction is the argmax of the same scores as `annotate`'s."""
-        if not self.confidence_column:
-            return self.annotate(batch), {}
-        found = self.batch_distributions(batch)
-        if found is not None:
-            predicted, distributions = found
-            self.write_batch(batch, predicted)
-            return predicted, self._confidence(batch, predicted, distributions, k)
+    def batch_distributions(self, batch: SentenceBatch) -> tuple[np.ndarray, list[np.ndarray]]:
+        """(`predict_batch`'s prediction, each sentence's `word_probabilities` at its temperature).
+        Sentence by sentence here, each sentence's scores computed once for its argmax and its
+        marginals; a kind whose structure has a batch kernel for both overrides it."""
         t = self.temperature
         sentences = [batch.sentence(i) for i in range(batch.n_sentences)]
         parts, distributions = [], []
@@ -269,7 +244,22 @@ class Component:
             scores = self.scores(x)
             parts.append(self.decode(x, scores))
             distributions.append(self.word_probabilities(x, scores / t) if x.n else np.zeros((0, 1)))
-        predicted = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+        return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)), distributions
+
+    def confidences(self, batch: SentenceBatch, predicted: np.ndarray, k: int = 0) -> dict[str, Confidence]:
+        """{column: Confidence} of its prediction `predicted` for the batch (empty for a kind
+        without probabilities), from the same examples and weights as the prediction."""
+        if not self.confidence_column:
+            return {}
+        return self._confidence(batch, predicted, self.batch_distributions(batch)[1], k)
+
+    def annotate_confident(self, batch: SentenceBatch, k: int = 0) -> tuple[np.ndarray | None, dict[str, Confidence]]:
+        """`annotate` and `confidences` in one pass (`batch_distributions`: the scores are
+        computed once, for the argmax and the marginals, so the probabilities cost the marginals,
+        not a second scoring). The prediction is the argmax of the same scores as `annotate`'s."""
+        if not self.confidence_column:
+            return self.annotate(batch), {}
+        predicted, distributions = self.batch_distributions(batch)
         self.write_batch(batch, predicted)
         return predicted, self._confidence(batch, predicted, distributions, k)
 

@@ -157,24 +157,27 @@ class Parser(Component):
         return np.asarray(predicted[int(batch.starts[i]) + 1:int(batch.starts[i + 1])], dtype=np.intp)
 
     def batch_distributions(self, batch: SentenceBatch):
-        """By the first-order projective batch kernel (`DependencyTree.marginals_batch`); none
-        at second order or for the matrix-tree theorem. A sentence longer than
+        """By the first-order projective batch kernel (`DependencyTree.marginals_batch`), else
+        (second order, the matrix-tree theorem) sentence by sentence. A sentence longer than
         MAX_SENTENCE_LENGTH is parsed in pieces, as `predict_batch` does: a word's head
         distribution is its piece's (block-diagonal), the piece's root column going to the head
         its root word gets when the pieces are glued (the first piece's root word, or the root)."""
-        if self.second_order or not self.structure.has_batch_kernel:
-            return None
         sizes = np.diff(batch.starts) - 1
-        if not len(sizes) or sizes.max() <= MAX_SENTENCE_LENGTH:
-            heads, probs, offsets = self.structure.marginals_batch(batch, self.weights, self.temperature)
-            return heads, [probs[offsets[i]:offsets[i + 1]].reshape(n, n + 1) for i, n in enumerate(sizes.tolist())]
+        if len(sizes) and sizes.max() > MAX_SENTENCE_LENGTH:
+            return self._piece_distributions(batch, sizes)
+        found = None if self.second_order else self.structure.marginals_batch(batch, self.weights, self.temperature)
+        if found is None:
+            return super().batch_distributions(batch)
+        heads, probs, offsets = found
+        return heads, [probs[offsets[i]:offsets[i + 1]].reshape(n, n + 1) for i, n in enumerate(sizes.tolist())]
+
+    def _piece_distributions(self, batch: SentenceBatch, sizes: np.ndarray):
         pieces, where = self._pieces(batch, sizes)
-        piece_heads, probs, offsets = self.structure.marginals_batch(pieces, self.weights, self.temperature)
+        piece_heads, blocks = self.batch_distributions(pieces)
         heads, first_root = self._glue(batch, pieces, where, piece_heads)
         distributions = [np.zeros((n, n + 1)) for n in sizes.tolist()]
-        for p, (i, offset) in enumerate(where):
-            n = int(pieces.starts[p + 1] - pieces.starts[p]) - 1
-            block = probs[offsets[p]:offsets[p + 1]].reshape(n, n + 1)
+        for (i, offset), block in zip(where, blocks):
+            n = len(block)
             rows = distributions[i][offset:offset + n]
             rows[:, offset + 1:offset + 1 + n] = block[:, 1:]
             rows[:, 0 if offset == 0 else first_root[i]] += block[:, 0]

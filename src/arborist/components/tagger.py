@@ -99,10 +99,10 @@ class Tagger(Component):
 
     def batch_distributions(self, batch: SentenceBatch):
         """By the chain's batch kernel (`LinearChain.marginals_batch`) at order 1; a second-order
-        chain has none."""
+        chain has none (sentence by sentence)."""
         found = self.structure.marginals_batch(batch, self.weights, self.temperature)
         if found is None:
-            return None
+            return super().batch_distributions(batch)
         tags, probs = found
         starts = batch.word_starts
         return tags, [probs[starts[i]:starts[i + 1]] for i in range(batch.n_sentences)]

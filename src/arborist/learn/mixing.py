@@ -175,7 +175,12 @@ class ParameterMixing(Trainer):
             for r in results:
                 r.release()
         seconds = time.perf_counter() - start
+        # Each shard ran an epoch on a copy of the trainer: an epoch-scheduled setting (a
+        # MarginPerceptron's margin_epochs) advances on the trainer itself, once per mixed epoch.
+        if hasattr(inner, "epochs_done"):
+            inner.epochs_done += 1
         return {
+            **({"margin": results[0].metrics["margin"]} if "margin" in results[0].metrics else {}),
             "train_accuracy": correct / max(positions, 1.0),
             "updates": updates,
             "backoffs": backoffs,
