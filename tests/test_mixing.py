@@ -159,6 +159,44 @@ def test_one_shard_follows_a_margin_schedule_as_the_serial_trainer(sentences):
     np.testing.assert_array_equal(mixing.prediction_weights().array, serial.prediction_weights().array)
 
 
+class _InProcessRay:
+    """The few calls RayShards makes, run in this process (no cluster)."""
+
+    def put(self, value):
+        return value
+
+    def get(self, values):
+        return list(values)
+
+    def kill(self, actor):
+        pass
+
+    def remote(self, num_cpus=1):
+        def wrap(cls):
+            class Handle:
+                def __init__(self, *args):
+                    self.instance = cls(*args)
+                    self.run = type("Method", (), {"remote": lambda _, *a: self.instance.run(*a)})()
+
+            return type("Actor", (), {"remote": staticmethod(lambda *args: Handle(*args))})
+        return wrap
+
+
+def test_ray_actors_follow_the_margin_schedule(sentences):
+    """Ray's actors keep the first epoch's copy of the trainer: the driver's epoch count goes
+    with each run, so a margin schedule advances there as in one process."""
+    from arborist.learn.mixing import RayShards
+    from arborist.learn.perceptron import MarginPerceptron
+
+    engine = RayShards.__new__(RayShards)
+    engine.workers, engine.ray, engine.actors, engine._key = 2, _InProcessRay(), None, None
+    on_ray = mixed_run(MarginPerceptron(2.0, seed=5, margin_epochs=2), sentences, 2, 4, engine)
+    serial = mixed_run(MarginPerceptron(2.0, seed=5, margin_epochs=2), sentences, 2, 4, SerialShards())
+    np.testing.assert_array_equal(on_ray.trainer.weights.array, serial.trainer.weights.array)
+    always = mixed_run(MarginPerceptron(2.0, seed=5), sentences, 2, 4, SerialShards())
+    assert not np.array_equal(always.trainer.weights.array, serial.trainer.weights.array)  # the schedule matters
+
+
 def test_forked_shards_equal_shards_in_one_process(sentences):
     local = mixed_run(Perceptron(seed=2), sentences, 2, 2)
     serial = mixed_run(Perceptron(seed=2), sentences, 2, 2, SerialShards())

@@ -379,7 +379,11 @@ class _ShardActor:
     def __init__(self, trainer, structure, examples):
         self.trainer, self.structure, self.examples = trainer, structure, examples
 
-    def run(self, start: np.ndarray, indices: np.ndarray):
+    def run(self, start: np.ndarray, indices: np.ndarray, epochs_done: int | None = None):
+        # The actor's trainer is the first epoch's copy: an epoch-scheduled setting (a
+        # MarginPerceptron's margin_epochs) follows the driver's count, sent with each run.
+        if epochs_done is not None:
+            self.trainer.epochs_done = epochs_done
         return run_shard(self.trainer, self.structure, self.examples, start, indices)
 
 
@@ -406,7 +410,8 @@ class RayShards:
             self.actors = [actor.remote(*refs) for _ in range(self.workers)]
             self._key = key
         start = ray.put(weights.array)
-        results = ray.get([a.run.remote(start, s) for a, s in zip(self.actors, shards)])
+        epochs_done = getattr(trainer, "epochs_done", None)
+        results = ray.get([a.run.remote(start, s, epochs_done) for a, s in zip(self.actors, shards)])
         del start
         if tracker is not None:
             tracker.advance(sum(len(s) for s in shards))
