@@ -356,7 +356,10 @@ cdef double _tag_marginals1(int n, int K, const uint64_t[:, ::1] values, Py_ssiz
                 c = tag_list[t, i]
                 P[off + ip * m + i] = E[t, c] + B[p, c] + touch(_word_bigram_index(block, p, c, K, rank), mask, w, None, 0.0)
         off += mp * m
-    # Viterbi, as `_viterbi1`.
+    # Viterbi, as `_viterbi1`, but over P. (One Viterbi for both kernels, `tag_many` computing P
+    # first too, gave the same tags and marginals but made `tag_many` about 17% slower on en_ewt
+    # UPOS, 0.051 -> 0.059 s for the dev set, alternated three times: the argmax path keeps
+    # scoring each part where Viterbi uses it.)
     for c in range(K):
         alpha[0, c] = -INFINITY
         bp[0, c] = K
