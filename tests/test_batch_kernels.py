@@ -119,6 +119,31 @@ def test_empty_sentences_in_a_batch():
     np.testing.assert_array_equal(tagger.predict_batch(batch), np.concatenate([tagger.predict(x) for x in sentences]))
 
 
+@pytest.mark.parametrize("kind", ["projective", "non-projective", "second order", "second order, non-projective"])
+def test_empty_sentences_with_every_parser(kind):
+    """The per-sentence decoders (Chu-Liu-Edmonds, second order) take no empty sentence: the
+    parser leaves its root slot at -1 and parses the others, with or without probabilities."""
+    from arborist.parser.features import DEFAULT_TEMPLATES
+    from arborist.parser.second_order import SecondOrderTree
+
+    rng = np.random.default_rng(4)
+    sentences = random_sentences(rng, 3)
+    empty = Sentence.from_columns([])
+    batch = SentenceBatch.from_sentences([empty, sentences[0], empty, *sentences[1:], empty])
+    projective = "non-projective" not in kind
+    structure = (SecondOrderTree(DEFAULT_TEMPLATES, BITS, True, projective=projective) if "second" in kind
+                 else DependencyTree(hash_bits=BITS, projective=projective))
+    parser = Parser(structure, weights(rng))
+    alone = [parser.predict_batch(SentenceBatch.from_sentences([x])) for x in sentences]
+    expected = np.concatenate([[-1], alone[0], [-1], *alone[1:], [-1]])
+    np.testing.assert_array_equal(parser.predict_batch(batch), expected)
+    heads, confidences = parser.annotate_confident(batch, k=2)
+    np.testing.assert_array_equal(heads, expected)
+    prob = confidences["head"].prob
+    alone = [parser.annotate_confident(SentenceBatch.from_sentences([x]), k=2)[1]["head"].prob for x in sentences]
+    np.testing.assert_allclose(prob, np.concatenate([[np.nan], alone[0], [np.nan], *alone[1:], [np.nan]]))
+
+
 def test_label_many_equals_scores_then_argmax():
     rng = np.random.default_rng(5)
     sentences = random_sentences(rng, 30)

@@ -81,10 +81,34 @@ class Parser(Component):
         memory with its square), each piece's root attached to the first piece's, with a
         warning that names its file and line."""
         lengths = np.diff(batch.starts) - 1
+        if len(lengths) and lengths.min() == 0:
+            return self._without_empty(batch, lengths, self.predict_batch)[0]
         if not len(lengths) or lengths.max() <= MAX_SENTENCE_LENGTH:
             return super().predict_batch(batch)
         pieces, where = self._pieces(batch, lengths)
         return self._glue(batch, pieces, where, super().predict_batch(pieces))[0]
+
+    @staticmethod
+    def _without_empty(batch: SentenceBatch, lengths: np.ndarray, run):
+        """`run` (predict_batch or batch_distributions) on the batch's sentences that have words:
+        the per-sentence decoders (Chu-Liu-Edmonds, the matrix-tree theorem, second order) take
+        no empty sentence, and an empty sentence's only slot is its root (head -1, no
+        distribution rows)."""
+        keep = np.flatnonzero(lengths > 0)
+        heads = np.full(batch.attrs.shape[1], -1, dtype=np.int32)
+        distributions = [np.zeros((0, 1)) for _ in range(len(lengths))]
+        if not len(keep):
+            return heads, distributions
+        kept = SentenceBatch.from_sentences([batch.sentence(int(i)) for i in keep])
+        kept.origins = [batch.origins[i] for i in keep] if batch.origins else None
+        found = run(kept)
+        kept_heads, kept_distributions = found if isinstance(found, tuple) else (found, None)
+        sub_starts = np.concatenate([[0], np.cumsum(lengths[keep] + 1)])
+        for j, i in enumerate(keep.tolist()):
+            heads[batch.starts[i]:batch.starts[i + 1]] = kept_heads[sub_starts[j]:sub_starts[j + 1]]
+            if kept_distributions is not None:
+                distributions[i] = kept_distributions[j]
+        return heads, distributions
 
     @staticmethod
     def _pieces(batch: SentenceBatch, lengths: np.ndarray):
@@ -163,6 +187,8 @@ class Parser(Component):
         distribution is its piece's (block-diagonal), the piece's root column going to the head
         its root word gets when the pieces are glued (the first piece's root word, or the root)."""
         sizes = np.diff(batch.starts) - 1
+        if len(sizes) and sizes.min() == 0:
+            return self._without_empty(batch, sizes, self.batch_distributions)
         if len(sizes) and sizes.max() > MAX_SENTENCE_LENGTH:
             return self._piece_distributions(batch, sizes)
         found = None if self.second_order else self.structure.marginals_batch(batch, self.weights, self.temperature)
