@@ -2,7 +2,12 @@
 code learns (with its defaults, the multiword classifier on); the character chain's weights
 and every other component stay as they are.
 
-    python scripts/refit_expander.py MODEL NEW_MODEL TRAIN.conllu
+    python scripts/refit_expander.py MODEL NEW_MODEL TRAIN.conllu [--mwt-classifier-margin M]
+
+The expander keeps the model's settings; a setting the model does not record takes today's
+default. A model trained before the classifier had a margin, then saved again by today's code,
+records margin 0 (what it was trained with), so it refits at 0 unless --mwt-classifier-margin
+says otherwise (today's default is 30); the margin used is printed.
 
 This is what retraining the pipeline's config gives today, without the hours of it: training
 is deterministic and no component reads the tokenizer's output while training (they train on
@@ -12,16 +17,16 @@ byte to this script's (notes/tokenizer.md).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
-import sys
 from pathlib import Path
 
 from arborist.tokenizer.chain import TokenizerChain
 from arborist.tokenizer.corpus import read_paragraphs
 
 
-def main(model: str, output: str, train: str) -> None:
+def main(model: str, output: str, train: str, margin: float | None = None) -> None:
     source, target = Path(model), Path(output)
     if target.exists():
         shutil.rmtree(target)
@@ -29,6 +34,8 @@ def main(model: str, output: str, train: str) -> None:
     meta = json.loads((target / "meta.json").read_text(encoding="utf-8"))
     component = next(c for c in meta["components"] if c["kind"] == "tokenizer")
     settings = {k: v for k, v in component["structure"].items() if k != "@structures"}
+    if margin is not None:
+        settings["mwt_classifier_margin"] = margin
     chain = TokenizerChain(**settings)  # what the model had, with today's defaults for the rest
     paragraphs = read_paragraphs(train)
     chain.expander.fit_sentences(([(t.form, t.words or None, t.upos) for t in s.tokens]
@@ -37,10 +44,16 @@ def main(model: str, output: str, train: str) -> None:
     (target / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
     (target / f"{component['name']}.expander.json").write_text(
         json.dumps(chain.expander.to_json(), ensure_ascii=False), encoding="utf-8")
-    print(f"wrote {target} (multiword classifier: {chain.expander.classifier})")
+    print(f"wrote {target} (multiword classifier: {chain.expander.classifier}, "
+          f"margin {chain.expander.classifier_margin:g})")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
-        sys.exit(__doc__)
-    main(*sys.argv[1:])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model")
+    parser.add_argument("output")
+    parser.add_argument("train")
+    parser.add_argument("--mwt-classifier-margin", type=float, default=None,
+                        help="the classifier's perceptron margin (default: the model's setting)")
+    args = parser.parse_args()
+    main(args.model, args.output, args.train, args.mwt_classifier_margin)
