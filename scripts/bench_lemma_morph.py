@@ -154,9 +154,9 @@ def upos_accuracy(tags, sentences):
     return right / sum(s.n for s in sentences)
 
 
-def train_tagger(train, dev, epochs, fixed=False, margin=0.0):
+def train_tagger(train, dev, epochs, fixed=False, margin=0.0, dictionary=0):
     """(chain, weights, best epoch, dev accuracy): best epoch on dev unless `fixed`."""
-    chain = LinearChain.from_sentences(train, "upos", order=1, hash_bits=22)
+    chain = LinearChain.from_sentences(train, "upos", order=1, hash_bits=22, dictionary_min_count=dictionary)
     trainer = make_trainer(margin, seed=0)
     trainer.begin(chain, train, chain.hash_bits)
     best = (None, 0, -1.0)
@@ -176,6 +176,8 @@ def upos_tags(name, train, dev, args):
     key = f"{name}_e{args.tagger_epochs}_f{args.folds}"
     if args.tagger_margin > 0:
         key += f"_m{args.tagger_margin:g}"
+    if args.tagger_dictionary > 0:
+        key += f"_d{args.tagger_dictionary}"
     if args.max_train:
         key += f"_n{args.max_train}"
     cache = Path(args.cache) / f"{key}.json"
@@ -186,19 +188,22 @@ def upos_tags(name, train, dev, args):
                              f"not {args.tagger_margin}")
         return cached
     start = time.perf_counter()
-    chain, w, best_epoch, dev_acc = train_tagger(train, dev, args.tagger_epochs, margin=args.tagger_margin)
+    chain, w, best_epoch, dev_acc = train_tagger(train, dev, args.tagger_epochs, margin=args.tagger_margin,
+                                                 dictionary=args.tagger_dictionary)
     tagger_seconds = time.perf_counter() - start
     dev_tags = tag_sentences(chain, w, dev)
     start = time.perf_counter()
 
     def fit_predict(rest, held):
-        c, wf, _, _ = train_tagger(rest, [], best_epoch, fixed=True, margin=args.tagger_margin)
+        c, wf, _, _ = train_tagger(rest, [], best_epoch, fixed=True, margin=args.tagger_margin,
+                                   dictionary=args.tagger_dictionary)
         return tag_sentences(c, wf, held)
 
     jack = jackknife(train, args.folds, fit_predict)
     out = {"dev": dev_tags, "train": jack, "tagger_best_epoch": best_epoch, "tagger_dev_upos": dev_acc,
            "tagger_train_seconds": tagger_seconds, "jackknife_seconds": time.perf_counter() - start,
-           "jackknife_train_upos": upos_accuracy(jack, train), "tagger_margin": args.tagger_margin}
+           "jackknife_train_upos": upos_accuracy(jack, train), "tagger_margin": args.tagger_margin,
+           "tagger_dictionary": args.tagger_dictionary}
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(out), encoding="utf-8")
     return out
@@ -334,6 +339,7 @@ def run(name, args):
         "upos_tagger": {k: tags[k] for k in ("tagger_best_epoch", "tagger_dev_upos", "tagger_train_seconds",
                                              "jackknife_seconds", "jackknife_train_upos")},
         "margins": {"tagger": args.tagger_margin, "morph": args.morph_margin, "lemma": args.lemma_margin},
+        "tagger_dictionary": args.tagger_dictionary,
         "morphologizer": {"config": {k: v for k, v in morph.config().items() if k != "classes"},
                           "bundles": len(morph.bundles), "pairs": len(morph.pairs), "best_epoch": morph_epoch,
                           "train_seconds": morph_seconds, "history": morph_history, "draft": draft_report},
@@ -427,6 +433,8 @@ def main():
     parser.add_argument("--no-known-lemmas", dest="known_lemmas", action="store_false",
                         help="lemma classes without the known atom (a candidate whose lemma is attested with another form)")
     parser.add_argument("--max-train", type=int, default=0)
+    parser.add_argument("--tagger-dictionary", type=int, default=0,
+                        help="UPOS tagger: restrict forms seen this often in training to their tags (0: no dictionary)")
     parser.add_argument("--tagger-margin", type=float, default=20.0,
                         help="UPOS tagger (and its jackknife folds): the perceptron's margin, as the pipeline configs (0: the plain perceptron)")
     parser.add_argument("--morph-margin", type=float, default=20.0,

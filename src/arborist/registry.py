@@ -141,16 +141,19 @@ def pruner(hash_bits: int = 22, single_root: bool = True, templates: list[str] |
 @registry.structures("arborist.LinearChain.v1")
 def linear_chain(attribute: str = "upos", order: int = 1, hash_bits: int = 22, tags: list[str] | None = None,
                  templates: list[str] | None = None, missing_tag: bool = False, candidates_from: str | None = None,
-                 candidates: dict | None = None):
+                 candidates: dict | None = None, dictionary_min_count: int = 0):
     """A tagger's structure; without `tags`, the tag set is read from the training data; without
     `templates`, the emission templates are `arborist.tagger.features.EMISSION_TEMPLATES`.
     `candidates_from = "upos"` (XPOS, order 1): when tagging, a word may only take the XPOS
-    tags seen with its UPOS in training (`candidates`, learned by training)."""
+    tags seen with its UPOS in training (`candidates`, learned by training).
+    `dictionary_min_count = N > 0` (order 1): when tagging, a lowercase form seen N times or
+    more in training may only take the tags seen with it (the table is saved beside the weights)."""
     from .tagger.chain import LinearChain
 
     return LinearChain(tags, attribute=attribute, order=order, hash_bits=hash_bits,
                        templates=None if templates is None else _templates(templates, None), missing_tag=missing_tag,
-                       candidates_from=candidates_from, candidates=candidates)
+                       candidates_from=candidates_from, candidates=candidates,
+                       dictionary_min_count=dictionary_min_count)
 
 
 @registry.structures("arborist.ArcLabels.v1")

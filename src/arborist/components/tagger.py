@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
-from ..component import Component
+from ..component import Component, ModelError
 from ..evaluate import tag_scores
 from ..sentence import ROOT, UPOS, XPOS, Sentence, SentenceBatch
 from ..strings import hash_strings
@@ -38,12 +39,33 @@ class Tagger(Component):
         return ("form", "upos") if getattr(self.structure, "candidates_from", None) else ("form",)
 
     def scores(self, x):
-        """The parts of the tags the word may not take (candidates_from) at -inf."""
+        """The parts of the tags the word may not take (candidates_from, the dictionary) at -inf."""
         return self.structure.pruned(x, super().scores(x))
 
     def possible_classes(self, x) -> np.ndarray | None:
-        """The tags each word may take (candidates_from), None when any."""
-        return self.structure.allowed_tags(x.attrs[UPOS, 1:])
+        """The tags each word may take (candidates_from, the dictionary), None when any."""
+        return self.structure.allowed(x.attrs[:, 1:])
+
+    # -- saving: the weights, and the tag dictionary (dictionary_min_count) beside them ----
+    def save(self, directory: Path) -> None:
+        super().save(directory)
+        if self.structure.dictionary is not None:
+            forms, rows = self.structure.dictionary
+            np.save(directory / f"{self.name}.dictionary_forms.npy", forms, allow_pickle=False)
+            np.save(directory / f"{self.name}.dictionary_tags.npy", rows, allow_pickle=False)
+
+    @classmethod
+    def load(cls, directory: Path, name: str, structure, info=None, weights_file=None, mmap=False):
+        if getattr(structure, "dictionary_min_count", 0) and structure.features is not None:
+            path = directory / f"{name}.dictionary_forms.npy"
+            try:
+                forms = np.load(path, allow_pickle=False)
+                path = directory / f"{name}.dictionary_tags.npy"
+                rows = np.load(path, allow_pickle=False)
+                structure.set_dictionary(forms, rows)
+            except (OSError, ValueError, EOFError) as e:
+                raise ModelError(f"{path}: cannot read the tag dictionary ({type(e).__name__}: {e})") from None
+        return super().load(directory, name, structure, info, weights_file, mmap)
 
     @property
     def attribute(self) -> str:

@@ -21,6 +21,13 @@ seen with each UPOS in the training sentences (with the UPOS the tagger is train
 pipeline's jackknifed tags); when tagging, a word may only take the tags of its UPOS (all
 of them when its UPOS was not seen), the others' parts get -inf and the batch kernel does
 not score them. Training scores every tag, as without it (`scores`).
+
+`dictionary_min_count = N > 0` learns at `initialize` the tags seen with each lowercase form
+seen at least N times in the training sentences (UDPipe 1's tagger takes a known form's
+analyses from its training dictionary, N = 1); when tagging, such a form may only take those
+tags (with candidates_from, those of them its UPOS allows, or its UPOS's tags when none is).
+Training scores every tag, so the weights still learn the unknown words' tags. The table is
+not part of the registry call: the tagger component saves it beside its weights.
 """
 from __future__ import annotations
 
@@ -28,7 +35,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..sentence import FORM, UPOS, Sentence, SentenceBatch
+from ..sentence import FORM, LOWER, UPOS, Sentence, SentenceBatch
 from ..strings import hash_strings, sorted_index
 from ..structure import take_positions
 from .features import EMISSION_TEMPLATES, ChainFeatures
@@ -43,7 +50,8 @@ class LinearChain:
 
     def __init__(self, tags: Sequence[str] | None = None, attribute: str = "upos", order: int = 1,
                  hash_bits: int = 22, templates: Sequence[str] | None = None, missing_tag: bool = False,
-                 candidates_from: str | None = None, candidates: dict | None = None):
+                 candidates_from: str | None = None, candidates: dict | None = None,
+                 dictionary_min_count: int = 0):
         """`tags=None` leaves the tag set to `initialize`, which reads it from the training data.
         `templates`: the emission templates (`features.EMISSION_TEMPLATES` when None).
         `missing_tag`: '_' (no tag) is a tag like the others, for a treebank that leaves the
@@ -58,6 +66,12 @@ class LinearChain:
                              f"(got {candidates_from!r} for {attribute.upper()}, order {order})")
         if candidates is not None and not candidates_from:
             raise ValueError('candidates needs candidates_from = "upos"')
+        if isinstance(dictionary_min_count, bool) or not isinstance(dictionary_min_count, int) or dictionary_min_count < 0:
+            raise ValueError(f"dictionary_min_count must be an integer >= 0, got {dictionary_min_count!r}")
+        if dictionary_min_count and order != 1:
+            raise ValueError(f"a tag dictionary (dictionary_min_count) needs a chain of order 1, got order {order!r}")
+        self.dictionary_min_count = dictionary_min_count
+        self.dictionary = None  # (sorted lowercase-form string ids, (F, K) bool: the tags of each), learned by initialize
         self.candidates_from = candidates_from
         self.candidates: dict[str, list[str]] | None = None  # UPOS -> its XPOS tags, learned by initialize
         self._candidate_rows = None  # (sorted UPOS hashes, (U, K) bool: the tags of each)
@@ -98,6 +112,53 @@ class LinearChain:
                     table.setdefault(upos, set()).add(tag)
         self._set_candidates({u: sorted(tags, key=self.tag_index.get) for u, tags in table.items()})
 
+    def learn_dictionary(self, sentences: Iterable[Sentence]) -> None:
+        """The tags seen with each lowercase form seen at least `dictionary_min_count` times."""
+        seen: dict[int, np.ndarray] = {}
+        counts: dict[int, int] = {}
+        for x in sentences:
+            for low, tag in zip(x.attrs[LOWER, 1:].tolist(), _column(x, self.attribute)):
+                k = self.tag_index.get(tag)
+                if k is None:
+                    continue
+                row = seen.get(low)
+                if row is None:
+                    row = seen[low] = np.zeros(self.n_tags, dtype=bool)
+                row[k] = True
+                counts[low] = counts.get(low, 0) + 1
+        forms = np.array(sorted(f for f, c in counts.items() if c >= self.dictionary_min_count), dtype=np.uint64)
+        rows = np.array([seen[int(f)] for f in forms], dtype=bool).reshape(len(forms), self.n_tags)
+        self.set_dictionary(forms, rows)
+
+    def set_dictionary(self, forms: np.ndarray, rows: np.ndarray) -> None:
+        """Use the dictionary `forms` (sorted uint64 lowercase-form string ids) -> `rows` ((F, K) bool)."""
+        forms, rows = np.asarray(forms), np.asarray(rows)
+        if (forms.dtype != np.uint64 or forms.ndim != 1 or rows.dtype != bool
+                or rows.shape != (len(forms), self.n_tags)):
+            raise ValueError(f"a tag dictionary is uint64 (F,) form ids and bool (F, {self.n_tags}) rows, got "
+                             f"{forms.dtype} {forms.shape} and {rows.dtype} {rows.shape}")
+        if len(forms) and (not (forms[1:] > forms[:-1]).all() or not rows.any(axis=1).all()):
+            raise ValueError("a tag dictionary's form ids must be sorted and distinct, and every form must have a tag")
+        self.dictionary = (forms, rows)
+
+    def allowed(self, attrs: np.ndarray) -> np.ndarray | None:
+        """(words, K) bool: the tags each word may take, from its rows of `attrs` (a Sentence's or
+        batch's attrs at those words): its UPOS's (candidates_from) and its form's (the
+        dictionary); None when any tag."""
+        out = self.allowed_tags(attrs[UPOS]) if self.candidates_from else None
+        if self.dictionary is None:
+            return out
+        forms, rows = self.dictionary
+        at = sorted_index(forms, attrs[LOWER])
+        known = np.flatnonzero(at >= 0)
+        if out is None:
+            out = np.ones((len(at), self.n_tags), dtype=bool)
+        both = out[known] & rows[at[known]]
+        # a form seen only with tags its predicted UPOS does not allow keeps the UPOS's tags
+        keep = both.any(axis=1)
+        out[known[keep]] = both[keep]
+        return out
+
     def allowed_tags(self, upos_ids: np.ndarray) -> np.ndarray | None:
         """(words, K) bool: the tags each word with UPOS string id `upos_ids` may take (None
         without candidates_from); a UPOS not seen in training allows every tag."""
@@ -114,7 +175,7 @@ class LinearChain:
     def pruned(self, x: Sentence, scores: np.ndarray) -> np.ndarray:
         """The scores tagging uses: with candidates_from, -inf on the parts whose current tag
         the word may not take (a copy)."""
-        allowed = self.allowed_tags(x.attrs[UPOS, 1:])
+        allowed = self.allowed(x.attrs[:, 1:])
         if allowed is None:
             return scores
         out = np.array(scores, dtype=float, copy=True)
@@ -140,8 +201,11 @@ class LinearChain:
         """Take the tag set (sorted; '_', a missing tag, is not one unless `missing_tag`) from the
         training sentences, unless the chain was given its tags."""
         if self.features is not None:
+            sentences = list(sentences)
             if self.candidates_from and self.candidates is None:
                 self.learn_candidates(sentences)
+            if self.dictionary_min_count and self.dictionary is None:
+                self.learn_dictionary(sentences)
             return
         sentences = list(sentences)
         tags: set[str] = set()
@@ -155,12 +219,15 @@ class LinearChain:
         self._set_tags(sorted(tags))
         if self.candidates_from and self.candidates is None:
             self.learn_candidates(sentences)
+        if self.dictionary_min_count and self.dictionary is None:
+            self.learn_dictionary(sentences)
 
     @classmethod
     def from_sentences(cls, sentences: Iterable[Sentence], attribute: str = "upos", order: int = 1,
-                       hash_bits: int = 22, templates: Sequence[str] | None = None) -> "LinearChain":
-        """The chain over every tag of `attribute` in `sentences`."""
-        chain = cls(None, attribute, order, hash_bits, templates)
+                       hash_bits: int = 22, templates: Sequence[str] | None = None,
+                       dictionary_min_count: int = 0) -> "LinearChain":
+        """The chain over every tag of `attribute` in `sentences` (and its tag dictionary)."""
+        chain = cls(None, attribute, order, hash_bits, templates, dictionary_min_count=dictionary_min_count)
         chain.initialize(sentences)
         return chain
 
@@ -182,6 +249,8 @@ class LinearChain:
             "hash_bits": self.hash_bits,
             "templates": list(self.templates),
         }
+        if self.dictionary_min_count:
+            call["dictionary_min_count"] = self.dictionary_min_count
         if self.candidates_from:
             call["candidates_from"] = self.candidates_from
             if self.candidates is not None:
@@ -212,7 +281,7 @@ class LinearChain:
     def predict_batch(self, batch: SentenceBatch, w) -> np.ndarray:
         """The argmax labels of every sentence of the batch, concatenated (one tag id per word),
         computed without the GIL (`ChainFeatures.tag_many`)."""
-        return self.features.tag_many(*self._batch_inputs(batch), w.array, self.allowed_tags(batch.attrs[UPOS][batch.words]))
+        return self.features.tag_many(*self._batch_inputs(batch), w.array, self.allowed(batch.attrs[:, batch.words]))
 
     def marginals_batch(self, batch: SentenceBatch, w, temperature: float = 1.0):
         """`predict_batch`'s tags and each word's tag distribution at `temperature`, (words, K),
@@ -221,7 +290,7 @@ class LinearChain:
         if self.order != 1:
             return None
         return self.features.tag_marginals_many(*self._batch_inputs(batch), w.array,
-                                                self.allowed_tags(batch.attrs[UPOS][batch.words]), temperature)
+                                                self.allowed(batch.attrs[:, batch.words]), temperature)
 
     def _batch_inputs(self, batch: SentenceBatch) -> tuple:
         """(the words' form values, the sentences' word starts) for the batch kernels."""
