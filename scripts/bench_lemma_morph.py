@@ -433,8 +433,9 @@ def main():
     parser.add_argument("--no-known-lemmas", dest="known_lemmas", action="store_false",
                         help="lemma classes without the known atom (a candidate whose lemma is attested with another form)")
     parser.add_argument("--max-train", type=int, default=0)
-    parser.add_argument("--tagger-dictionary", type=int, default=0,
-                        help="UPOS tagger: restrict forms seen this often in training to their tags (0: no dictionary)")
+    parser.add_argument("--tagger-dictionary", type=int, default=1,
+                        help="UPOS tagger: restrict forms seen this often in training to their tags, as the pipeline "
+                             "configs (0: no dictionary)")
     parser.add_argument("--tagger-margin", type=float, default=20.0,
                         help="UPOS tagger (and its jackknife folds): the perceptron's margin, as the pipeline configs (0: the plain perceptron)")
     parser.add_argument("--morph-margin", type=float, default=20.0,
