@@ -170,8 +170,35 @@ def test_a_pipeline_saves_and_loads_the_dictionary(dictionary_model, tmp_path):
         (broken / missing).unlink()
         with pytest.raises(ModelError, match=missing.replace(".", r"\.")):
             load(broken)
-    forged = tmp_path / "forged"
-    shutil.copytree(dictionary_model, forged)
-    np.save(forged / "upos.dictionary_tags.npy", rows[:, :3], allow_pickle=False)
-    with pytest.raises(ModelError, match="dictionary_tags"):
-        load(forged)
+    def huge_header(path):
+        path.write_bytes(path.read_bytes().replace(b"'shape': (", b"'shape': (7696581394432, ", 1))
+
+    forgeries = {"tags-too-few": ("upos.dictionary_tags.npy", lambda p: np.save(p, rows[:, :3], allow_pickle=False)),
+                 "forms-unsorted": ("upos.dictionary_forms.npy", lambda p: np.save(p, forms[::-1].copy(), allow_pickle=False)),
+                 "forms-int64": ("upos.dictionary_forms.npy", lambda p: np.save(p, forms.astype(np.int64), allow_pickle=False)),
+                 "forms-huge-header": ("upos.dictionary_forms.npy", huge_header),
+                 "tags-object": ("upos.dictionary_tags.npy", lambda p: np.save(p, np.array([object()]), allow_pickle=True))}
+    for case, (file, forge) in forgeries.items():
+        forged = tmp_path / case
+        shutil.copytree(dictionary_model, forged)
+        forge(forged / file)
+        with pytest.raises(ModelError, match=file.replace(".", r"\.")):
+            load(forged)
+
+
+def test_a_dictionary_is_saved_only_with_its_setting(tmp_path):
+    """The files go with dictionary_min_count: a chain without it has no dictionary to set, and a
+    tagger with it refuses to save before it learned one (its model would not load)."""
+    from arborist.components.tagger import Tagger
+
+    chain = LinearChain(None, hash_bits=HASH_BITS)
+    chain.initialize(TRAIN)
+    with pytest.raises(ValueError, match="dictionary_min_count"):
+        chain.learn_dictionary(TRAIN)
+    unlearned = Tagger(LinearChain(UPOS, hash_bits=HASH_BITS, dictionary_min_count=1), np.zeros(1 << HASH_BITS))
+    with pytest.raises(ValueError, match="never learned"):
+        unlearned.save(tmp_path)
+    plain = Tagger(chain, np.zeros(1 << HASH_BITS))
+    plain.name = "upos"
+    plain.save(tmp_path)
+    assert not list(tmp_path.glob("*dictionary*"))

@@ -10,6 +10,7 @@ from ..component import Component, ModelError
 from ..evaluate import tag_scores
 from ..sentence import ROOT, UPOS, XPOS, Sentence, SentenceBatch
 from ..strings import hash_strings
+from ..tagger.chain import check_dictionary_forms
 
 TAG_ROWS = {"upos": UPOS, "xpos": XPOS}
 
@@ -48,8 +49,11 @@ class Tagger(Component):
 
     # -- saving: the weights, and the tag dictionary (dictionary_min_count) beside them ----
     def save(self, directory: Path) -> None:
+        if self.structure.dictionary_min_count and self.structure.dictionary is None:
+            raise ValueError(f"{self.name}: the tag dictionary (dictionary_min_count) was never learned: "
+                             "initialize the chain on training sentences first")
         super().save(directory)
-        if self.structure.dictionary is not None:
+        if self.structure.dictionary_min_count:
             forms, rows = self.structure.dictionary
             np.save(directory / f"{self.name}.dictionary_forms.npy", forms, allow_pickle=False)
             np.save(directory / f"{self.name}.dictionary_tags.npy", rows, allow_pickle=False)
@@ -57,14 +61,17 @@ class Tagger(Component):
     @classmethod
     def load(cls, directory: Path, name: str, structure, info=None, weights_file=None, mmap=False):
         if getattr(structure, "dictionary_min_count", 0) and structure.features is not None:
-            path = directory / f"{name}.dictionary_forms.npy"
-            try:
-                forms = np.load(path, allow_pickle=False)
-                path = directory / f"{name}.dictionary_tags.npy"
-                rows = np.load(path, allow_pickle=False)
-                structure.set_dictionary(forms, rows)
-            except (OSError, ValueError, EOFError) as e:
-                raise ModelError(f"{path}: cannot read the tag dictionary ({type(e).__name__}: {e})") from None
+            arrays = []
+            for part in ("forms", "tags"):
+                path = directory / f"{name}.dictionary_{part}.npy"
+                try:
+                    arrays.append(np.load(path, allow_pickle=False))
+                    if part == "forms":
+                        check_dictionary_forms(arrays[0])
+                    else:
+                        structure.set_dictionary(*arrays)
+                except (OSError, ValueError, EOFError, MemoryError) as e:  # missing, truncated, forged
+                    raise ModelError(f"{path}: cannot read the tag dictionary ({type(e).__name__}: {e})") from None
         return super().load(directory, name, structure, info, weights_file, mmap)
 
     @property

@@ -132,13 +132,16 @@ class LinearChain:
 
     def set_dictionary(self, forms: np.ndarray, rows: np.ndarray) -> None:
         """Use the dictionary `forms` (sorted uint64 lowercase-form string ids) -> `rows` ((F, K) bool)."""
+        if not self.dictionary_min_count or self.order != 1:
+            raise ValueError("a tag dictionary needs a chain of order 1 with dictionary_min_count > 0")
+        check_dictionary_forms(forms)
         forms, rows = np.asarray(forms), np.asarray(rows)
         if (forms.dtype != np.uint64 or forms.ndim != 1 or rows.dtype != bool
                 or rows.shape != (len(forms), self.n_tags)):
             raise ValueError(f"a tag dictionary is uint64 (F,) form ids and bool (F, {self.n_tags}) rows, got "
                              f"{forms.dtype} {forms.shape} and {rows.dtype} {rows.shape}")
-        if len(forms) and (not (forms[1:] > forms[:-1]).all() or not rows.any(axis=1).all()):
-            raise ValueError("a tag dictionary's form ids must be sorted and distinct, and every form must have a tag")
+        if len(forms) and not rows.any(axis=1).all():
+            raise ValueError("every form of a tag dictionary must have a tag")
         self.dictionary = (forms, rows)
 
     def allowed(self, attrs: np.ndarray) -> np.ndarray | None:
@@ -365,6 +368,15 @@ class LinearChain:
                 )
             out[i] = tag_id
         return out
+
+
+def check_dictionary_forms(forms) -> None:
+    """A tag dictionary's form ids: a 1-d uint64 array, sorted and distinct."""
+    forms = np.asarray(forms)
+    if forms.dtype != np.uint64 or forms.ndim != 1:
+        raise ValueError(f"a tag dictionary's form ids must be a 1-d uint64 array, got {forms.dtype} {forms.shape}")
+    if len(forms) and not (forms[1:] > forms[:-1]).all():
+        raise ValueError("a tag dictionary's form ids must be sorted and distinct")
 
 
 def _column(x: Sentence, attribute: str) -> list[str]:
