@@ -139,9 +139,24 @@ def test_empty_sentences_with_every_parser(kind):
     np.testing.assert_array_equal(parser.predict_batch(batch), expected)
     heads, confidences = parser.annotate_confident(batch, k=2)
     np.testing.assert_array_equal(heads, expected)
+    np.testing.assert_array_equal(parser.predict(empty), [-1])  # the per-sentence path too
+    assert [h.tolist() for _, h in parser.parse([empty, sentences[0]])] == [[-1], alone[0].tolist()]
     prob = confidences["head"].prob
     alone = [parser.annotate_confident(SentenceBatch.from_sentences([x]), k=2)[1]["head"].prob for x in sentences]
     np.testing.assert_allclose(prob, np.concatenate([[np.nan], alone[0], [np.nan], *alone[1:], [np.nan]]))
+
+
+def test_a_pruner_keeps_no_arc_of_an_empty_sentence():
+    from arborist.components.pruner import Pruner
+    from arborist.registry import make_structure
+
+    rng = np.random.default_rng(5)
+    pruner = Pruner(make_structure({"@structures": "arborist.Pruner.v1", "hash_bits": BITS}), weights(rng))
+    empty = Sentence.from_columns([])
+    np.testing.assert_array_equal(pruner.allowed(empty), np.zeros((1, 1), dtype=bool))
+    np.testing.assert_array_equal(pruner.predict(empty), [-1])
+    x = random_sentences(rng, 1)[0]
+    assert pruner.allowed(x).shape == (x.n + 1, x.n + 1) and len(pruner.predict(x)) == x.n + 1
 
 
 def test_label_many_equals_scores_then_argmax():

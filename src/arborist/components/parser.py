@@ -138,6 +138,8 @@ class Parser(Component):
         return heads, first_root
 
     def predict(self, x):
+        if x.n == 0:  # no decoder takes an empty sentence: its only slot is the root's
+            return np.full(1, -1, dtype=np.int32)
         if self.second_order and not isinstance(x, PrunedSentence):
             x = self.examples([x])[0]
         return super().predict(x)

@@ -18,8 +18,15 @@ class Pruner(Component):
     score_key = "dev_uas"
 
     def allowed(self, sentence: Sentence) -> np.ndarray:
-        """(n+1, n+1) bool: the arcs kept for this sentence."""
+        """(n+1, n+1) bool: the arcs kept for this sentence (none for an empty one)."""
+        if sentence.n == 0:
+            return np.zeros((1, 1), dtype=bool)
         return self.structure.allowed(sentence, self.weights)
+
+    def predict(self, x):
+        if x.n == 0:  # its tree: the root's slot alone
+            return np.full(1, -1, dtype=np.int32)
+        return super().predict(x)
 
     def annotate(self, batch):
         return None  # the second-order parser runs it, on the sentences it parses
