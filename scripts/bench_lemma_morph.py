@@ -1,7 +1,8 @@
 """Lemmatizer and morphologizer (FEATS) on UD treebanks with gold tokens.
 
-For each treebank: train a UPOS tagger as configs/en_ewt_tagger.cfg does (first-order
-chain, averaged perceptron with a margin of 20, best epoch on dev), tag dev with it and the
+For each treebank: train a UPOS tagger as the pipeline configs do (first-order chain,
+averaged perceptron with a margin of 20, the tag dictionary at N = 1 (`--tagger-dictionary`,
+0: none, the default before 2026-11-26's session 8), best epoch on dev), tag dev with it and the
 training set by k-fold jackknifing (the morphologizer and the lemmatizer read UPOS); train the
 morphologizer and the lemmatizer (averaged perceptron with a margin of 20, best epoch on dev
 UFeats / Lemmas; `--tagger-margin`, `--morph-margin`, `--lemma-margin`, 0 for the plain

@@ -1,13 +1,15 @@
 """The UPOS tagger's tag dictionary (`LinearChain(dictionary_min_count=N)`) at several N, on
 gold tokens: one tagger per treebank, trained as bench_lemma_morph.py trains it (first order,
-margin 20, best of 15 epochs on dev without a dictionary: training scores every tag whatever
-N is), then dev tagged under the dictionary of each N (a lowercase form seen N times or more in
+margin 20, 15 epochs; training scores every tag whatever N is) except that its best epoch is
+chosen on dev without a dictionary (bench_lemma_morph.py and the pipelines choose it with
+theirs, so their UPOS at N = 1 can differ slightly), then dev tagged under the dictionary of each N (a lowercase form seen N times or more in
 training takes only the tags seen with it; N = 0: no dictionary).
 
     python scripts/bench_tag_dictionary.py [--treebanks en_ewt,tr_imst] [--counts 0,1,2,3,5,10]
 
 Writes scripts/results/tag_dictionary_<treebank>.json: dev UPOS at each N, and at N = 1 the
-dev words whose tag the dictionary changed (right -> wrong, wrong -> right, by (before, gold)).
+dev words whose tag the dictionary changed: wrong -> right counted by "before -> gold", right
+-> wrong by "gold -> after".
 """
 from __future__ import annotations
 

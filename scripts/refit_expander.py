@@ -28,6 +28,12 @@ from arborist.tokenizer.corpus import read_paragraphs
 
 def main(model: str, output: str, train: str, margin: float | None = None) -> None:
     source, target = Path(model), Path(output)
+    if margin is not None and not margin >= 0:
+        raise SystemExit(f"--mwt-classifier-margin must be >= 0, got {margin}")
+    if target.resolve() == source.resolve() or source.resolve() in target.resolve().parents:
+        raise SystemExit(f"{output}: NEW_MODEL must not be MODEL or inside it (it is replaced)")
+    if not (source / "meta.json").is_file():
+        raise SystemExit(f"{model}: not a model directory (no meta.json)")
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(source, target)

@@ -176,8 +176,8 @@ class LinearChain:
         return out
 
     def pruned(self, x: Sentence, scores: np.ndarray) -> np.ndarray:
-        """The scores tagging uses: with candidates_from, -inf on the parts whose current tag
-        the word may not take (a copy)."""
+        """The scores tagging uses: with candidates_from or a dictionary, -inf on the parts whose
+        current tag the word may not take (a copy)."""
         allowed = self.allowed(x.attrs[:, 1:])
         if allowed is None:
             return scores
