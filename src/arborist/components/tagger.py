@@ -1,6 +1,7 @@
 """The tagger kind: one tag column (UPOS or XPOS) predicted by a linear chain."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,6 +14,15 @@ from ..strings import hash_strings
 from ..tagger.chain import check_dictionary_forms
 
 TAG_ROWS = {"upos": UPOS, "xpos": XPOS}
+
+
+@contextmanager
+def _dictionary_file(path: Path):
+    """A ModelError naming `path` for a tag dictionary file that is missing, truncated or forged."""
+    try:
+        yield
+    except (OSError, ValueError, EOFError, MemoryError) as e:
+        raise ModelError(f"{path}: cannot read the tag dictionary ({type(e).__name__}: {e})") from None
 
 
 def with_tags(sentence: Sentence, attribute: str, tags: list[str]) -> Sentence:
@@ -61,17 +71,13 @@ class Tagger(Component):
     @classmethod
     def load(cls, directory: Path, name: str, structure, info=None, weights_file=None, mmap=False):
         if getattr(structure, "dictionary_min_count", 0) and structure.features is not None:
-            arrays = []
-            for part in ("forms", "tags"):
-                path = directory / f"{name}.dictionary_{part}.npy"
-                try:
-                    arrays.append(np.load(path, allow_pickle=False))
-                    if part == "forms":
-                        check_dictionary_forms(arrays[0])
-                    else:
-                        structure.set_dictionary(*arrays)
-                except (OSError, ValueError, EOFError, MemoryError) as e:  # missing, truncated, forged
-                    raise ModelError(f"{path}: cannot read the tag dictionary ({type(e).__name__}: {e})") from None
+            forms_path = directory / f"{name}.dictionary_forms.npy"
+            tags_path = directory / f"{name}.dictionary_tags.npy"
+            with _dictionary_file(forms_path):
+                forms = np.load(forms_path, allow_pickle=False)
+                check_dictionary_forms(forms)
+            with _dictionary_file(tags_path):
+                structure.set_dictionary(forms, np.load(tags_path, allow_pickle=False))
         return super().load(directory, name, structure, info, weights_file, mmap)
 
     @property

@@ -114,21 +114,19 @@ class LinearChain:
 
     def learn_dictionary(self, sentences: Iterable[Sentence]) -> None:
         """The tags seen with each lowercase form seen at least `dictionary_min_count` times."""
-        seen: dict[int, np.ndarray] = {}
-        counts: dict[int, int] = {}
+        lows, tags = [], []
         for x in sentences:
-            for low, tag in zip(x.attrs[LOWER, 1:].tolist(), _column(x, self.attribute)):
-                k = self.tag_index.get(tag)
-                if k is None:
-                    continue
-                row = seen.get(low)
-                if row is None:
-                    row = seen[low] = np.zeros(self.n_tags, dtype=bool)
-                row[k] = True
-                counts[low] = counts.get(low, 0) + 1
-        forms = np.array(sorted(f for f, c in counts.items() if c >= self.dictionary_min_count), dtype=np.uint64)
-        rows = np.array([seen[int(f)] for f in forms], dtype=bool).reshape(len(forms), self.n_tags)
-        self.set_dictionary(forms, rows)
+            lows.append(x.attrs[LOWER, 1:])
+            tags.extend(self.tag_index.get(t, -1) for t in _column(x, self.attribute))
+        lows = np.concatenate(lows) if lows else np.zeros(0, dtype=np.uint64)
+        tags = np.asarray(tags, dtype=np.intp)
+        lows = lows[tags >= 0]  # a missing tag that is no tag of the chain is not counted
+        tags = tags[tags >= 0]
+        forms, which, counts = np.unique(lows, return_inverse=True, return_counts=True)
+        rows = np.zeros((len(forms), self.n_tags), dtype=bool)
+        rows[which, tags] = True
+        keep = counts >= self.dictionary_min_count
+        self.set_dictionary(forms[keep].astype(np.uint64), rows[keep])
 
     def set_dictionary(self, forms: np.ndarray, rows: np.ndarray) -> None:
         """Use the dictionary `forms` (sorted uint64 lowercase-form string ids) -> `rows` ((F, K) bool)."""
@@ -136,10 +134,9 @@ class LinearChain:
             raise ValueError("a tag dictionary needs a chain of order 1 with dictionary_min_count > 0")
         check_dictionary_forms(forms)
         forms, rows = np.asarray(forms), np.asarray(rows)
-        if (forms.dtype != np.uint64 or forms.ndim != 1 or rows.dtype != bool
-                or rows.shape != (len(forms), self.n_tags)):
-            raise ValueError(f"a tag dictionary is uint64 (F,) form ids and bool (F, {self.n_tags}) rows, got "
-                             f"{forms.dtype} {forms.shape} and {rows.dtype} {rows.shape}")
+        if rows.dtype != bool or rows.shape != (len(forms), self.n_tags):
+            raise ValueError(f"a tag dictionary's rows must be bool ({len(forms)}, {self.n_tags}), got "
+                             f"{rows.dtype} {rows.shape}")
         if len(forms) and not rows.any(axis=1).all():
             raise ValueError("every form of a tag dictionary must have a tag")
         self.dictionary = (forms, rows)
