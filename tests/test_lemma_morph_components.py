@@ -607,3 +607,146 @@ def test_a_tampered_lexicon_probability_is_a_clear_error(run, tmp_path, bad):
     (model / "meta.json").write_text(json.dumps(meta))
     with pytest.raises(ModelError, match="meta.json: lexicon_probs of feats must be two probabilities"):
         load(model)
+
+
+READING_LEMMAS = (FEATS_SECTION.replace("hash_bits = 16", "hash_bits = 16\nreads_lemma = true")
+                  + EXTRA[EXTRA.index("[components.lemma]"):])
+
+
+def test_a_morphologizer_reads_the_inflection_of_the_lemmatizers_lemmas(tmp_path, monkeypatch):
+    """reads_lemma = true: the morphologizer runs after the lemmatizer (listed after it in the
+    config), trains on the lemmatizer's jackknifed lemmas and their inflections, and reads the
+    lemmas the lemmatizer wrote into the batch at prediction (the batch path and the
+    one-sentence path agree); saved and loaded, and in spaCy, the same FEATS."""
+    from arborist.batch import spacy_pipeline
+    from arborist.confidence import upstream_inputs
+    from arborist.morph.morphologizer import LEMMA_TEMPLATES
+    from arborist.morph.values import INFL, SHARED, FormValues, inflection, sentence_lemmas
+    from arborist.sentence import LEMMA, ROOT, SentenceBatch
+    from arborist.strings import hash_strings
+
+    captured = captured_components(monkeypatch)
+    run_ = train_small(tmp_path, READING_LEMMAS)
+    pipeline = run_.pipeline
+    names = list(pipeline.components)
+    assert names.index("lemma") < names.index("feats")
+    feats, lemma = pipeline.components["feats"], pipeline.components["lemma"]
+    assert feats.reads == ("form", "upos", "lemma")
+    assert set(LEMMA_TEMPLATES) <= set(feats.structure.kinds["feature"])
+
+    # Training: the LEMMA rows and strings are the lemmatizer's jackknifed lemmas, and the
+    # inflection values are computed from them.
+    inputs = run_.train_inputs("feats", captured["feats"])
+    jackknifed = run_.jackknifed["lemma"]
+    assert [x.lemmas[1:] for x in inputs] != [conll_column(x, 2) for x in inputs]  # some differ from gold
+    for x, lemmas in zip(inputs, jackknifed):
+        assert x.lemmas == [ROOT] + lemmas
+        np.testing.assert_array_equal(x.attrs[LEMMA, 1:], hash_strings(lemmas))
+        values = SHARED.values(x.attrs[:, 1:], dict(zip(x.attrs[0, 1:].tolist(), x.forms[1:])).__getitem__,
+                               sentence_lemmas(x))
+        np.testing.assert_array_equal(values[:, INFL], hash_strings([inflection(f, m) for f, m in
+                                                                     zip(x.forms[1:], lemmas)]))
+
+    # Prediction: the batch path reads the lemmas the lemmatizer wrote, as the one-sentence
+    # path reads the sentence's.
+    dev = read_corpus(SAMPLE / "sample-dev.conllu", require_heads=True)
+    upstream = [pipeline.components[n] for n in names[:names.index("feats")]]
+    lemmatized = upstream_inputs(upstream, dev)
+    assert all(x.lemmas[1:] == lemma.structure.lemma_strings(x.forms[1:], lemma.predict(x)) for x in lemmatized)
+    # Each path gets its own inflection cache, so that it has to find the lemma strings itself
+    # (training's dev scores have cached every dev pair in the shared one).
+    feats.structure.form_values = FormValues()
+    expected = [feats.structure.feats_strings(feats.predict(x)) for x in lemmatized]
+    feats.structure.form_values = FormValues()
+    parsed = pipeline.annotate_many(dev)
+    for p, x, e in zip(parsed, lemmatized, expected):
+        assert p.columns["feats"] == e
+        assert p.sentence.lemmas == x.lemmas
+    batch = SentenceBatch.from_sentences(lemmatized)
+    assert batch.lemmas == {h: s for x in lemmatized for h, s in zip(x.attrs[LEMMA, 1:].tolist(), x.lemmas[1:])}
+    assert [batch.sentence(i).lemmas for i in range(3)] == [x.lemmas for x in lemmatized[:3]]
+    # ... and reads them: with every lemma the form itself (every inflection "/"), FEATS change
+    as_forms = [lemma.apply(x, x.forms[1:]) for x in lemmatized]
+    assert any(feats.predict(x).tolist() != feats.predict(u).tolist() for x, u in zip(lemmatized, as_forms))
+
+    # Saved and loaded, in CoNLL-U and in spaCy: the same FEATS.
+    again = load(tmp_path / "run")
+    assert list(again.components).index("lemma") < list(again.components).index("feats")
+    again.components["feats"].structure.form_values = FormValues()
+    assert [p.columns for p in again.annotate_many(dev)] == [p.columns for p in parsed]
+    again.components["feats"].structure.form_values = FormValues()
+    nlp = spacy_pipeline(again)
+    from spacy.tokens import Doc
+    for k in range(3):
+        doc = Doc(nlp.vocab, words=dev[k].forms[1:])
+        for _, proc in nlp.pipeline:
+            doc = proc(doc)
+        assert [str(t.morph) or "_" for t in doc] == parsed[k].columns["feats"]
+
+
+def test_inflection_values():
+    """`inflection`: the form and the lemma past their common prefix, lowercased; "?" without
+    a lemma. The cache keeps a pair only once its lemma's string is known."""
+    from arborist.morph.values import INFL, FormValues, inflection
+    from arborist.sentence import Sentence
+    from arborist.strings import hash_strings
+
+    assert inflection("evlerinde", "ev") == "lerinde/"
+    assert inflection("Went", "go") == "went/go"
+    assert inflection("Dogs", "dog") == "s/"
+    assert inflection("ran", "ran") == "/"
+    assert inflection("x", None) == "?" and inflection("x", "_") == "?"
+    s = Sentence.from_columns(["Evlerinde", "kaldı"], lemmas=["ev", "kal"])
+    assert s.lemmas[1:] == ["ev", "kal"] and Sentence.from_columns(["a"]).lemmas == []
+    values = FormValues()
+    text = dict(zip(s.attrs[0, 1:].tolist(), s.forms[1:])).__getitem__
+    known = dict(zip(hash_strings(["ev", "kal"]).tolist(), ["ev", "kal"]))
+    unknown = values.values(s.attrs[:, 1:], text, {}.get)
+    np.testing.assert_array_equal(unknown[:, INFL], hash_strings(["?", "?"]))
+    got = values.values(s.attrs[:, 1:], text, known.get)  # not the cached "?"
+    np.testing.assert_array_equal(got[:, INFL], hash_strings(["lerinde/", "dı/"]))
+    np.testing.assert_array_equal(values.values(s.attrs[:, 1:], text, {}.get)[:, INFL], got[:, INFL])  # now cached
+    assert (values.values(s.attrs[:, 1:], text)[:, INFL] == 0).all()  # not asked for
+
+
+def test_lemma_strings_are_read_only_where_they_match_the_lemma_row():
+    """A Sentence whose LEMMA row was changed without its strings (the gold lemmas of a dev
+    file blanked before prediction) gives no lemma string for those words: the inflection is
+    then "?", never one made from a lemma the row does not hold."""
+    from dataclasses import replace
+
+    from arborist.morph.values import known_lemmas, sentence_lemmas
+    from arborist.sentence import LEMMA, Sentence, SentenceBatch
+    from arborist.strings import hash_strings
+
+    s = Sentence.from_columns(["Evlerinde", "kaldı"], lemmas=["ev", "kal"])
+    assert known_lemmas(s) == dict(zip(hash_strings(["ev", "kal"]).tolist(), ["ev", "kal"]))
+    attrs = s.attrs.copy()
+    attrs[LEMMA, 1] = hash_strings(["_"])[0]
+    blanked = replace(s, attrs=attrs)
+    assert known_lemmas(blanked) == {int(hash_strings(["kal"])[0]): "kal"}
+    assert sentence_lemmas(blanked)(int(hash_strings(["_"])[0])) is None
+    assert SentenceBatch.from_sentences([blanked]).lemmas == known_lemmas(blanked)
+
+
+def test_a_lemma_reading_morphologizer_and_a_feats_reading_lemmatizer_are_refused(tmp_path):
+    """Two components that read each other's column have no order in which both train on
+    predictions (before, the config order was taken and one trained on the gold column); a
+    lemmatizer reading the inflection would read its own column."""
+    import arborist.train as train_module
+
+    def config(sections):
+        text = (REPO / "configs" / "quickstart.cfg").read_text().replace("\n[components.parser]\n",
+                                                                         sections + "\n[components.parser]\n", 1)
+        (tmp_path / "x.cfg").write_text(text)
+        return load_config(tmp_path / "x.cfg", {"paths.train": str(SAMPLE / "sample-train.conllu")})
+
+    feats_reading_lemma = FEATS_SECTION.replace("hash_bits = 16", "hash_bits = 16\nreads_lemma = true")
+    lemma = EXTRA[EXTRA.index("[components.lemma]"):]
+    assert list(train_module.component_specs(config(feats_reading_lemma + lemma)))[2:4] == ["lemma", "feats"]
+    lemma_reading_feats = lemma.replace("hash_bits = 16", 'hash_bits = 16\nscript_templates = ["upos", "upos|feats"]')
+    with pytest.raises(ValueError, match=r"\[components.feats\].*\[components.lemma\].* read each other's columns"):
+        train_module.component_specs(config(feats_reading_lemma + lemma_reading_feats))
+    lemma_reading_infl = lemma.replace("hash_bits = 16", 'hash_bits = 16\nscript_templates = ["upos", "infl"]')
+    with pytest.raises(ValueError, match=r"\[components.lemma\] \(lemmatizer\) reads lemma, which it predicts"):
+        train_module.component_specs(config(lemma_reading_infl))

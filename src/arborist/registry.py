@@ -203,15 +203,20 @@ def ranking(hash_bits: int = 18):
 def morphologizer(hash_bits: int = 22, feature_templates: list[str] | None = None,
                   bundle_templates: list[str] | None = None, known_min_count: int = 10, joint: bool = False,
                   upos_templates: list[str] | None = None, joint_min_count: int = 3, suffix_length: int = 5,
-                  suffix_min_count: int = 3, reads_draft: bool = False):
+                  suffix_min_count: int = 3, reads_draft: bool = False, reads_lemma: bool = False):
     """FEATS, one bundle per word (`arborist.morph.Morphologizer`); the bundles, candidate sets
     and lexicons are learned from the training data and saved beside the weights.
     `reads_draft`: the feature templates (the default ones unless given) also read the FEATS
-    that a `morphologizer_draft` component before it predicted (`DRAFT_TEMPLATES`: stacking)."""
-    from .morph.morphologizer import Morphologizer, reading_drafts
+    that a `morphologizer_draft` component before it predicted (`DRAFT_TEMPLATES`: stacking).
+    `reads_lemma`: they also read the inflection of the word and its neighbours, from the
+    lemmas a lemmatizer before it predicted (`LEMMA_TEMPLATES`; the lemmatizer's templates
+    must then not read FEATS)."""
+    from .morph.morphologizer import Morphologizer, reading_drafts, reading_lemmas
 
     if reads_draft:
         feature_templates = reading_drafts(feature_templates)
+    if reads_lemma:
+        feature_templates = reading_lemmas(feature_templates)
     return Morphologizer(hash_bits, feature_templates, bundle_templates, known_min_count, joint, upos_templates,
                          joint_min_count, suffix_length, suffix_min_count)
 

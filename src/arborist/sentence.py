@@ -42,6 +42,9 @@ class Sentence:
     source: str = "<memory>"
     first_line: int = 1
     xpos: list[str] = field(default_factory=list)  # like upos (xpos[0] is the root), the tagger's input/gold
+    # The LEMMA row's strings (lemmas[0] is the root), where known: the input's column, or a
+    # lemmatizer's prediction; empty when unknown. A morphologizer reading the inflection needs them.
+    lemmas: list[str] = field(default_factory=list)
 
     @property
     def n(self) -> int:
@@ -90,6 +93,7 @@ class Sentence:
             deprels=[""] + list(deprels or ["_"] * n),
             upos=[ROOT] + list(upos),
             xpos=[ROOT] + list(xpos),
+            lemmas=[ROOT] + list(lemmas) if lemmas else [],
             **provenance,
         )
 
@@ -114,6 +118,16 @@ class Sentence:
         return out
 
 
+def known_lemmas(sentence: Sentence) -> dict:
+    """{LEMMA id: string} of the sentence's words whose `lemmas` entry is the string of its
+    LEMMA row (a row changed without its strings, e.g. blanked, is not matched to them)."""
+    if len(sentence.lemmas) != sentence.attrs.shape[1] or len(sentence.lemmas) < 2:
+        return {}
+    ids = sentence.attrs[LEMMA, 1:]
+    same = (hash_strings(sentence.lemmas[1:]) == ids).tolist()
+    return {i: text for i, text, ok in zip(ids.tolist(), sentence.lemmas[1:], same) if ok}
+
+
 @dataclass
 class SentenceBatch:
     """Many sentences in one set of arrays, for the kernels that tag, parse and label a
@@ -129,6 +143,9 @@ class SentenceBatch:
     text_of: object  # Callable[[int], str]
     heads: np.ndarray | None = None  # int32 (N,)
     origins: list | None = None  # (file, first line) of each sentence, where known: for messages
+    # The string of each LEMMA id the batch holds, where known (the input sentences' `lemmas`, and
+    # what a lemmatizer writes): a morphologizer reading the inflection reads them.
+    lemmas: dict = field(default_factory=dict)
 
     @classmethod
     def from_sentences(cls, sentences: list["Sentence"]) -> "SentenceBatch":
@@ -136,12 +153,15 @@ class SentenceBatch:
             return cls(np.zeros((len(ATTR_NAMES), 0), dtype=np.uint64), np.zeros(1, dtype=np.int64), {}.__getitem__,
                        np.zeros(0, dtype=np.int32))
         forms: dict[int, str] = {}
+        lemmas: dict[int, str] = {}
         for s in sentences:
             forms.update(zip(s.attrs[FORM].tolist(), s.forms))
+            if s.lemmas:
+                lemmas.update(known_lemmas(s))
         return cls(np.ascontiguousarray(np.concatenate([s.attrs for s in sentences], axis=1), dtype=np.uint64),
                    np.concatenate([[0], np.cumsum([s.n + 1 for s in sentences])]).astype(np.int64),
                    forms.__getitem__, np.concatenate([s.heads for s in sentences]).astype(np.int32),
-                   [(s.source, s.first_line) for s in sentences])
+                   [(s.source, s.first_line) for s in sentences], lemmas)
 
     def pieces(self, length: int) -> tuple["SentenceBatch", list]:
         """The batch with every sentence longer than `length` words cut into pieces of at
@@ -160,7 +180,7 @@ class SentenceBatch:
         index = np.asarray(columns, dtype=np.int64)
         heads = self.heads[index] if self.heads is not None else None
         return SentenceBatch(np.ascontiguousarray(self.attrs[:, index]), np.asarray(starts, dtype=np.int64),
-                             self.text_of, heads), where
+                             self.text_of, heads, lemmas=self.lemmas), where
 
     @property
     def n_sentences(self) -> int:
@@ -185,6 +205,8 @@ class SentenceBatch:
         n = b - a - 1
         heads = self.heads[a:b].copy() if self.heads is not None else np.full(n + 1, -1, dtype=np.int32)
         heads[0] = -1
+        # "" where a lemma's string is unknown: `known_lemmas` then leaves that word out only
+        lemmas = [ROOT] + [self.lemmas.get(m, "") for m in self.attrs[LEMMA, a + 1:b].tolist()]
         return Sentence(forms=[ROOT] + [self.text_of(f) for f in self.attrs[FORM, a + 1:b].tolist()],
                         attrs=self.attrs[:, a:b], heads=heads, deprels=[""] + ["_"] * n, upos=[ROOT] + ["_"] * n,
-                        xpos=[ROOT] + ["_"] * n)
+                        xpos=[ROOT] + ["_"] * n, lemmas=lemmas)

@@ -272,9 +272,19 @@ def component_specs(config: Config) -> dict[str, ComponentSpec]:
             writers[column] = spec
     ordered: list[ComponentSpec] = []
     pending = list(specs)
+    for spec in specs:
+        own = set(spec.probe.reads) & set(spec.probe.writes)
+        if own:
+            raise ValueError(f"[components.{spec.name}] ({spec.kind}) reads {', '.join(sorted(own))}, which it "
+                             "predicts: its templates must not read it (a morphologizer_draft's must not read feats, "
+                             "a lemmatizer's must not read infl)")
     while pending:  # a stable topological order: the first pending spec whose inputs are ready
-        ready = next((s for s in pending if all(writers[c] in ordered or writers[c] is s
-                                                for c in s.probe.reads if c in writers)), pending[0])
+        ready = next((s for s in pending if all(writers[c] in ordered for c in s.probe.reads if c in writers)), None)
+        if ready is None:  # each reads what another predicts: no order trains them on predictions
+            raise ValueError("the components " + ", ".join(f"[components.{s.name}] (reads {', '.join(s.probe.reads)})"
+                                                            for s in pending)
+                             + " read each other's columns: one of them must not (e.g. a lemmatizer reading feats "
+                             "and a morphologizer with reads_lemma = true)")
         ordered.append(ready)
         pending.remove(ready)
     for i, spec in enumerate(ordered):
@@ -283,9 +293,6 @@ def component_specs(config: Config) -> dict[str, ComponentSpec]:
         # on the training set's gold values (FEATS) and predict from an empty row.
         missing = [c for c in spec.probe.reads if c not in INPUT_COLUMNS
                    and not any(c in s.probe.writes for s in ordered[:i])]
-        if set(missing) & set(spec.probe.writes):
-            raise ValueError(f"[components.{spec.name}] ({spec.kind}) reads {', '.join(missing)}, which it predicts: "
-                             "its templates must not read it (a morphologizer_draft's must not read feats)")
         if missing:
             raise ValueError(f"[components.{spec.name}] reads {', '.join(missing)}, which no component before it "
                              "writes: add the component that predicts it (for feats_draft, a [components.NAME] "

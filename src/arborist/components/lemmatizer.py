@@ -1,7 +1,11 @@
 """The lemmatizer kind: LEMMA, one edit script per word (`arborist.lemma.Lemmatizer`)."""
 from __future__ import annotations
 
-from ..sentence import FORM, LEMMA, SentenceBatch
+from dataclasses import replace
+
+import numpy as np
+
+from ..sentence import FORM, LEMMA, ROOT, Sentence, SentenceBatch
 from .word_choice import WordChoice
 
 
@@ -13,7 +17,21 @@ class Lemmatizer(WordChoice):
 
     def write_batch(self, batch: SentenceBatch, predicted) -> None:
         words = batch.words
-        batch.attrs[LEMMA, words] = self.structure.lemma_hashes(batch.attrs[FORM, words], predicted, batch.text_of)
+        form_ids = batch.attrs[FORM, words]
+        ids = self.structure.lemma_hashes(form_ids, predicted, batch.text_of)
+        batch.attrs[LEMMA, words] = ids
+        # the strings of the lemmas, for a morphologizer after it that reads the inflection
+        # (one string per distinct lemma, from the (form, script) cache of `lemma_strings`)
+        lemma_ids, first = np.unique(ids, return_index=True)
+        texts = self.structure.lemma_strings([batch.text_of(f) for f in form_ids[first].tolist()],
+                                             np.asarray(predicted)[first])
+        batch.lemmas.update(zip(lemma_ids.tolist(), texts))
+
+    def apply(self, sentence: Sentence, value: list[str]) -> Sentence:
+        return replace(super().apply(sentence, value), lemmas=[ROOT] + list(value))
+
+    def sentence_fields(self, value: list[str]) -> dict:
+        return {"lemmas": [ROOT] + list(value)}
 
     def value(self, batch: SentenceBatch, predicted, i: int) -> list[str]:
         a, b = int(batch.starts[i]), int(batch.starts[i + 1])

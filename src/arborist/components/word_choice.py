@@ -35,12 +35,15 @@ class WordChoice(Component):
         The FEATS row a morphologizer's templates read is the one a `morphologizer_draft`
         before it leaves (stacking), so it reads "feats_draft" and trains on the draft's
         jackknifed bundles; a lemmatizer's read the morphologizer's "feats". Without a
-        component writing the column, the templates read the input's row."""
+        component writing the column, the templates read the input's row. LEMMA when a
+        template reads the inflection (`arborist.morph.values.inflection`): a lemmatizer then
+        runs before it, and it trains on the lemmatizer's jackknifed lemmas."""
         reads = self.structure.reads
         # (a draft's templates reading FEATS then read its own column, which train.py refuses:
         # in training they would read the input's gold row)
         feats = "feats_draft" if self.column in ("feats", "feats_draft") else "feats"
-        return ("form", "upos") + (("xpos",) if "xpos" in reads else ()) + ((feats,) if "feats" in reads else ())
+        return (("form", "upos") + (("xpos",) if "xpos" in reads else ()) + ((feats,) if "feats" in reads else ())
+                + (("lemma",) if "infl" in reads else ()))
 
     @property
     def score_key(self) -> str:

@@ -26,7 +26,7 @@ from ..sentence import FORM as FORM_ROW
 from ..structure import take_positions
 from .atoms import AtomTables, U64Map, segment_argmax
 from . import values as _values
-from .values import reads_attrs, template_table
+from .values import reads_attrs, sentence_lemmas, template_table
 
 
 @dataclass
@@ -256,7 +256,8 @@ class CandidateModel(AtomChoice):
         self._ready()
         text = dict(zip(sentence.attrs[FORM_ROW, 1:].tolist(), sentence.forms[1:]))
         attrs = sentence.attrs[:, 1:]
-        values = self.form_values.values(attrs, text.__getitem__)
+        values = self.form_values.values(attrs, text.__getitem__,
+                                         sentence_lemmas(sentence) if "infl" in self.reads else None)
         keys = self.tables.keys(values)
         cand_set, set_start, set_classes, forced, _ = self._candidates(attrs, text.__getitem__, training, forced_sets)
         try:
@@ -294,7 +295,7 @@ class CandidateModel(AtomChoice):
         by one kernel call without the GIL (`AtomTables.predict_many`)."""
         self._ready()
         attrs = batch.attrs[:, batch.words]
-        values = self.form_values.values(attrs, batch.text_of)
+        values = self.form_values.values(attrs, batch.text_of, batch.lemmas.get if "infl" in self.reads else None)
         cand_set, set_start, set_classes, forced, _ = self._candidates(attrs, batch.text_of, False, forced_sets=False)
         return self.tables.predict_many(values, np.ascontiguousarray(batch.word_starts, dtype=np.int64),
                                         cand_set, set_start, set_classes, forced, w.array)
@@ -305,7 +306,7 @@ class CandidateModel(AtomChoice):
         GIL (`AtomTables.softmax_many`)."""
         self._ready()
         attrs = batch.attrs[:, batch.words]
-        values = self.form_values.values(attrs, batch.text_of)
+        values = self.form_values.values(attrs, batch.text_of, batch.lemmas.get if "infl" in self.reads else None)
         cand_set, set_start, set_classes, forced, set_values = self._candidates(attrs, batch.text_of, False,
                                                                                 forced_sets=False)
         classes, cand_start, probs = self.tables.softmax_many(

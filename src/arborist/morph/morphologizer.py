@@ -56,6 +56,19 @@ def reading_drafts(feature_templates: Sequence[str] | None = None) -> tuple[str,
     base = tuple(FEATURE_TEMPLATES if feature_templates is None else feature_templates)
     return base + tuple(t for t in DRAFT_TEMPLATES if t not in base)
 
+# `reads_lemma`: the templates that read the inflection of the word and its neighbours, the
+# form past its common prefix with the lemma a lemmatizer before the morphologizer predicted
+# (`arborist.morph.values.inflection`: "evlerinde" / "ev" -> "lerinde/"), where the suffix
+# templates read a fixed number of characters (notes/lemma_morph.md, "A morphologizer that
+# reads the lemma").
+LEMMA_TEMPLATES = ("infl", "upos|infl", "infl-1", "infl+1")
+
+
+def reading_lemmas(feature_templates: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The feature templates (the default ones unless given) and the LEMMA_TEMPLATES they lack."""
+    base = tuple(FEATURE_TEMPLATES if feature_templates is None else feature_templates)
+    return base + tuple(t for t in LEMMA_TEMPLATES if t not in base)
+
 BUNDLE_TEMPLATES = ("bias", "upos", "lower", "upos|suffix2", "upos|suffix3", "upos-1|upos", "upos|upos+1")
 # The UPOS atoms of joint classes: the tagger's own evidence, and its tag.
 UPOS_TEMPLATES = ("bias", "upos", "lower", "form", "suffix1", "suffix2", "suffix3", "suffix4", "prefix1", "prefix2",

@@ -7,20 +7,25 @@ XPOS ids (VALUE_ATTRS, from the Sentence's rows: the taggers' and morphologizer'
 predictions at prediction time). String values are computed in Python once per
 distinct form (a cache shared by threads, as the tagger's); the kernels combine them.
 
+The inflection of a word (VALUE_DERIVED, "infl") is computed from its form and the string of
+its LEMMA row (`inflection`): a model whose templates read it needs a lemmatizer before it,
+and is given the lemma strings (`values(..., lemma_of=)`).
+
 Template names, as the tagger's: "bias"; "<value>"; "<value><offset>" (the value of
 the word at that offset, BOS/EOS outside the sentence); "a|b|c" conjunctions.
 """
 from __future__ import annotations
 
+import os
 import re
 import threading
 
 import numpy as np
 
-from ..sentence import FEATS, FORM, UPOS, XPOS
+from ..sentence import FEATS, FORM, LEMMA, UPOS, XPOS, known_lemmas
 from ..strings import hash_strings
 from ..tagger.features import word_shape
-from .atoms import U64Map
+from .atoms import U64Map, pair_keys
 
 NOT_FOUND = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -30,7 +35,9 @@ VALUE_STRINGS = (("form", "lower") + tuple(f"prefix{k}" for k in PREFIX_LENGTHS)
                  + tuple(f"suffix{k}" for k in SUFFIX_LENGTHS) + ("shape",))
 VALUE_FLAGS = ("has_digit", "has_hyphen", "upper_initial", "all_upper")
 VALUE_ATTRS = ("upos", "feats", "xpos")  # appended: a new one must not move the columns of the others
-VALUES = VALUE_STRINGS + VALUE_FLAGS + VALUE_ATTRS
+VALUE_DERIVED = ("infl",)  # from the form and the lemma: `inflection`
+VALUES = VALUE_STRINGS + VALUE_FLAGS + VALUE_ATTRS + VALUE_DERIVED
+INFL = VALUES.index("infl")
 N_FORM_VALUES = len(VALUE_STRINGS) + len(VALUE_FLAGS)
 ATTR_ROWS = {"upos": UPOS, "feats": FEATS, "xpos": XPOS}
 MAX_PARTS = 3
@@ -46,6 +53,18 @@ def form_strings(word: str) -> list[str]:
 
 def form_flags(word: str) -> tuple[int, ...]:
     return (int(any(ch.isdigit() for ch in word)), int("-" in word), int(word[:1].isupper()), int(word.isupper()))
+
+
+def inflection(form: str, lemma: str | None) -> str:
+    """What inflection does to the lemma: the lowercase form and lemma past their common
+    prefix ("evlerinde", "ev" -> "lerinde/"; "went", "go" -> "went/go"). Suffix templates read a
+    fixed number of characters; this reads the ending wherever the stem ends. "?" when the
+    lemma is not known (an input without lemmas)."""
+    if lemma is None or lemma == "_":
+        return "?"
+    f, l = form.lower(), lemma.lower()
+    k = len(os.path.commonprefix((f, l)))
+    return f"{f[k:]}/{l[k:]}"
 
 
 def template_parts(name: str) -> tuple[tuple[int, int], ...]:
@@ -81,11 +100,12 @@ def template_table(templates, namespace: str):
 
 
 def reads_attrs(templates) -> set[str]:
-    """The token attributes (VALUE_ATTRS: "upos", "feats", "xpos") some template reads."""
+    """The token attributes (VALUE_ATTRS: "upos", "feats", "xpos") and derived values
+    (VALUE_DERIVED: "infl") some template reads."""
     out = set()
     for name in templates:
         for column, _ in template_parts(name):
-            if VALUES[column] in VALUE_ATTRS:
+            if VALUES[column] in VALUE_ATTRS + VALUE_DERIVED:
                 out.add(VALUES[column])
     return out
 
@@ -99,6 +119,7 @@ class FormValues:
     def __init__(self):
         self.lock = threading.Lock()
         self._state = (U64Map(), np.zeros((64, N_FORM_VALUES), dtype=np.uint64), 0)  # map, table, rows used
+        self._inflections = U64Map()  # pair_keys(FORM id, LEMMA id) -> string id of the inflection
 
     def __reduce__(self):
         # A copy (Ray tasks and actors) is a cache of the receiving process, whose values follow
@@ -139,17 +160,47 @@ class FormValues:
         self._state = (index, table, used + len(missing))
         return self._state
 
-    def values(self, attrs: np.ndarray, text_of) -> np.ndarray:
-        """(words, len(VALUES)) uint64 of the words whose attribute columns are `attrs` (7, words)."""
+    def values(self, attrs: np.ndarray, text_of, lemma_of=None) -> np.ndarray:
+        """(words, len(VALUES)) uint64 of the words whose attribute columns are `attrs` (7, words).
+        `lemma_of(LEMMA id)`: the lemma's string or None, for the inflections (0 without)."""
         out = np.empty((attrs.shape[1], len(VALUES)), dtype=np.uint64)
         out[:, :N_FORM_VALUES] = self.rows(attrs[FORM], text_of)
         for k, name in enumerate(VALUE_ATTRS):
             out[:, N_FORM_VALUES + k] = attrs[ATTR_ROWS[name]]
+        out[:, INFL] = self.inflections(attrs[FORM], attrs[LEMMA], text_of, lemma_of) if lemma_of is not None else 0
         return out
 
-    def sentence_values(self, sentence) -> np.ndarray:
+    def sentence_values(self, sentence, inflections: bool = False) -> np.ndarray:
+        """`values` of a Sentence's words (with the inflections of its `lemmas` if asked)."""
         text = dict(zip(sentence.attrs[FORM, 1:].tolist(), sentence.forms[1:]))
-        return self.values(sentence.attrs[:, 1:], text.__getitem__)
+        return self.values(sentence.attrs[:, 1:], text.__getitem__, sentence_lemmas(sentence) if inflections else None)
+
+    def inflections(self, form_ids, lemma_ids, text_of, lemma_of) -> np.ndarray:
+        """String ids of `inflection(form, lemma)`, cached per (FORM id, LEMMA id) pair in a
+        nogil map; a pair whose lemma string is unknown is not cached (a later batch may know it)."""
+        keys = pair_keys(np.ascontiguousarray(form_ids, dtype=np.uint64), np.ascontiguousarray(lemma_ids, dtype=np.uint64))
+        cache = self._inflections
+        out = cache.get_many(keys)
+        missing = np.flatnonzero(out == NOT_FOUND)
+        if len(missing):
+            new, first = np.unique(keys[missing], return_index=True)
+            rows = missing[first]
+            lemmas = [lemma_of(m) for m in np.asarray(lemma_ids)[rows].tolist()]
+            ids = hash_strings([inflection(text_of(f), l) for f, l in zip(np.asarray(form_ids)[rows].tolist(), lemmas)])
+            known = np.array([l is not None for l in lemmas], dtype=bool)
+            with self.lock:
+                if len(cache) > VOCAB_LIMIT:
+                    cache.clear()
+                cache.put_many(new[known], ids[known])
+            found = dict(zip(new.tolist(), ids.tolist()))
+            out[missing] = [found[k] for k in keys[missing].tolist()]
+        return out
+
+
+
+def sentence_lemmas(sentence):
+    """`lemma_of` of a Sentence: the string of each LEMMA id of its words (None where unknown)."""
+    return known_lemmas(sentence).get
 
 
 SHARED = FormValues()
