@@ -20,6 +20,15 @@ With --stacked, a draft morphologizer trained first gives the morphologizer its 
 and `speed_without_draft` is the draft and the lemmatizer alone (what the pipeline runs without
 stacking), the two alternated three times in the run (medians).
 
+With --morph-reads-lemma, the morphologizers (the draft too) read the inflection of the
+lemmatizer's lemmas (`reads_lemma = true`): the lemmatizer trains first, its lemmas are
+`--folds`-fold jackknifed on the training set and predicted on dev, and the speed runs the
+lemmatizer first, as the pipeline does.
+
+With --morph-seeds N, each morphologizer (the draft, each of its jackknife folds, the second
+one) is the mean of N runs' weights, run k with trainer seed k kept at its best epoch on dev,
+as `seeds = N` in a pipeline config trains it (`Training.train_members`, `train._fold`).
+
 Writes scripts/results/lemma_morph_<treebank>.json. Jackknifed tags are cached in
 --cache (reused only with the same tagger settings).
 """
@@ -43,10 +52,11 @@ from arborist.corpus import read_corpus
 from arborist.learn.perceptron import MarginPerceptron
 from arborist.lemma.lemmatizer import Lemmatizer
 from arborist.morph.choice import conll_column, format_columns
-from arborist.morph.morphologizer import Morphologizer, reading_drafts
+from arborist.morph.morphologizer import Morphologizer, reading_drafts, reading_lemmas
 from arborist.sentence import FEATS, FORM, LEMMA, ROOT, UPOS, SentenceBatch
 from arborist.strings import hash_strings
 from arborist.tagger.chain import LinearChain
+from arborist.weights import Weights
 
 ROOT_DIR = Path(__file__).resolve().parent.parent
 UD = Path(os.environ.get("ARBORIST_UD", "/work/shared/corpora/ud"))
@@ -86,15 +96,32 @@ def with_feats(sentence, bundles):
     return replace(sentence, attrs=attrs)
 
 
-def by_sentence(predict_batch, strings, sentences):
-    """The strings of each sentence's predicted ids, predicted in batches of 256 sentences."""
+def with_lemmas(sentence, lemmas):
+    """The sentence with these lemmas in its LEMMA row and strings (a lemmatizer's, for a
+    morphologizer reading the inflection)."""
+    attrs = sentence.attrs.copy()
+    attrs[LEMMA, 1:] = hash_strings(list(lemmas))
+    return replace(sentence, attrs=attrs, lemmas=[ROOT] + list(lemmas))
+
+
+def feature_templates(args, drafts=False):
+    """The morphologizer's feature templates: the default ones, with LEMMA_TEMPLATES
+    (`--morph-reads-lemma`) and DRAFT_TEMPLATES (`drafts`)."""
+    templates = reading_lemmas() if args.morph_reads_lemma else None
+    return reading_drafts(templates) if drafts else templates
+
+
+def by_sentence(predict_batch, strings, sentences, part_strings=None):
+    """The strings of each sentence's predicted ids, predicted in batches of 256 sentences
+    (`part_strings(part, ids)`: the strings of a batch's ids at once, for a lemmatizer)."""
     out = []
     for k in range(0, len(sentences), 256):
         part = sentences[k:k + 256]
         ids = predict_batch(SentenceBatch.from_sentences(part))
+        texts = part_strings(part, ids) if part_strings is not None else strings(ids)
         pos = 0
         for s in part:
-            out.append(strings(ids[pos:pos + s.n]))
+            out.append(list(texts[pos:pos + s.n]))
             pos += s.n
     return out
 
@@ -122,22 +149,19 @@ def draft_bundles(args, train_p, dev_p, score):
     morphologizer with reads_draft = true. Returns (model, weights, train drafts, dev drafts,
     report)."""
     make = lambda: Morphologizer(hash_bits=args.bits, known_min_count=args.known_min_count,
-                                 suffix_length=args.suffix_length, suffix_min_count=args.suffix_min_count)
+                                 suffix_length=args.suffix_length, suffix_min_count=args.suffix_min_count,
+                                 feature_templates=feature_templates(args))
     draft = make()
     draft.initialize(train_p)
     w, epoch, history, seconds = train_component(draft, train_p, dev_p, None, args.epochs,
                                                  lambda ids: score(draft.feats_strings(ids)),
-                                                 margin=args.morph_margin)
+                                                 margin=args.morph_margin, seeds=args.morph_seeds)
 
     def fit_predict(rest, held):
         model = make()
         model.initialize(rest)
-        examples = model.examples(rest, training=True)
-        trainer = make_trainer(args.morph_margin, seed=0)
-        trainer.begin(model, examples, model.hash_bits)
-        for _ in range(epoch):
-            trainer.epoch(model, examples)
-        return predict_bundles(model, trainer.prediction_weights(), held)
+        return predict_bundles(model, trained_for(model, model.examples(rest, training=True), epoch,
+                                                  args.morph_margin), held)
 
     start = time.perf_counter()
     jack = jackknife(train_p, args.folds, fit_predict)
@@ -155,21 +179,32 @@ def upos_accuracy(tags, sentences):
     return right / sum(s.n for s in sentences)
 
 
-def train_tagger(train, dev, epochs, fixed=False, margin=0.0, dictionary=0):
-    """(chain, weights, best epoch, dev accuracy): best epoch on dev unless `fixed`."""
+def train_tagger(train, dev, epochs, fixed=False, margin=0.0, dictionary=0, seeds=1):
+    """(chain, weights, best epoch, dev accuracy): best epoch on dev unless `fixed`. `seeds`:
+    the mean of that many runs' weights (run k with trainer seed k at its best epoch, or at
+    `epochs[k]` epochs when `fixed`: `epochs` is then the list of the runs' best epochs), and
+    the list of their best epochs."""
     chain = LinearChain.from_sentences(train, "upos", order=1, hash_bits=22, dictionary_min_count=dictionary)
-    trainer = make_trainer(margin, seed=0)
-    trainer.begin(chain, train, chain.hash_bits)
-    best = (None, 0, -1.0)
-    for epoch in range(1, epochs + 1):
-        trainer.epoch(chain, train)
-        if fixed and epoch < epochs:
-            continue
-        w = trainer.prediction_weights()
-        acc = upos_accuracy(tag_sentences(chain, w, dev), dev) if dev else 0.0
-        if acc > best[2] or fixed:
-            best = (w, epoch, acc)
-    return chain, best[0], best[1], best[2]
+    total, best_epochs = None, []
+    for seed in range(seeds):
+        n = epochs[seed] if isinstance(epochs, list) else epochs
+        trainer = make_trainer(margin, seed=seed)
+        trainer.begin(chain, train, chain.hash_bits)
+        best = (None, 0, -1.0)
+        for epoch in range(1, n + 1):
+            trainer.epoch(chain, train)
+            if fixed and epoch < n:
+                continue
+            w = trainer.prediction_weights()
+            acc = upos_accuracy(tag_sentences(chain, w, dev), dev) if dev else 0.0
+            if acc > best[2] or fixed:
+                best = (w, epoch, acc)
+        if seeds == 1:
+            return chain, best[0], best[1], best[2]
+        total = best[0].array.copy() if total is None else total + best[0].array
+        best_epochs.append(best[1])
+    w = Weights(chain.hash_bits, False, total / seeds)
+    return chain, w, best_epochs, upos_accuracy(tag_sentences(chain, w, dev), dev) if dev else 0.0
 
 
 def upos_tags(name, train, dev, args):
@@ -181,6 +216,8 @@ def upos_tags(name, train, dev, args):
         key += f"_d{args.tagger_dictionary}"
     if args.max_train:
         key += f"_n{args.max_train}"
+    if args.tagger_seeds > 1:
+        key += f"_s{args.tagger_seeds}"
     cache = Path(args.cache) / f"{key}.json"
     if cache.exists():
         cached = json.loads(cache.read_text(encoding="utf-8"))
@@ -190,44 +227,70 @@ def upos_tags(name, train, dev, args):
         return cached
     start = time.perf_counter()
     chain, w, best_epoch, dev_acc = train_tagger(train, dev, args.tagger_epochs, margin=args.tagger_margin,
-                                                 dictionary=args.tagger_dictionary)
+                                                 dictionary=args.tagger_dictionary, seeds=args.tagger_seeds)
     tagger_seconds = time.perf_counter() - start
     dev_tags = tag_sentences(chain, w, dev)
     start = time.perf_counter()
 
     def fit_predict(rest, held):
         c, wf, _, _ = train_tagger(rest, [], best_epoch, fixed=True, margin=args.tagger_margin,
-                                   dictionary=args.tagger_dictionary)
+                                   dictionary=args.tagger_dictionary, seeds=args.tagger_seeds)
         return tag_sentences(c, wf, held)
 
     jack = jackknife(train, args.folds, fit_predict)
     out = {"dev": dev_tags, "train": jack, "tagger_best_epoch": best_epoch, "tagger_dev_upos": dev_acc,
            "tagger_train_seconds": tagger_seconds, "jackknife_seconds": time.perf_counter() - start,
            "jackknife_train_upos": upos_accuracy(jack, train), "tagger_margin": args.tagger_margin,
-           "tagger_dictionary": args.tagger_dictionary}
+           "tagger_dictionary": args.tagger_dictionary, "tagger_seeds": args.tagger_seeds}
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(out), encoding="utf-8")
     return out
 
 
-def train_component(model, train, dev, dev_gold, epochs, score, margin=0.0):
-    """Perceptron epochs (`make_trainer`) on `train` examples; keep the weights of the best dev score."""
+def train_component(model, train, dev, dev_gold, epochs, score, margin=0.0, seeds=1):
+    """Perceptron epochs (`make_trainer`) on `train` examples; keep the weights of the best dev
+    score. With `seeds` > 1, as a component trained with `seeds` in a pipeline config: run k
+    with trainer seed k, each kept at its best epoch on dev, and the mean of their weights
+    returned; the best epoch is then the list of the runs' and the history one list per run."""
     start = time.perf_counter()
     examples = model.examples(train, training=True)
-    trainer = make_trainer(margin, seed=0)
-    trainer.begin(model, examples, model.hash_bits)
-    best = (None, 0, -1.0)
-    history = []
     batch_dev = [SentenceBatch.from_sentences(dev[k:k + 256]) for k in range(0, len(dev), 256)]
-    for epoch in range(1, epochs + 1):
-        metrics = trainer.epoch(model, examples)
+    total, best_epochs, histories = None, [], []
+    for seed in range(seeds):
+        trainer = make_trainer(margin, seed=seed)
+        trainer.begin(model, examples, model.hash_bits)
+        best = (None, 0, -1.0)
+        history = []
+        for epoch in range(1, epochs + 1):
+            metrics = trainer.epoch(model, examples)
+            w = trainer.prediction_weights()
+            ids = np.concatenate([model.predict_batch(b, w) for b in batch_dev])
+            acc = score(ids)
+            history.append({"epoch": epoch, "train_accuracy": metrics["train_accuracy"], "dev": acc})
+            if acc > best[2]:
+                best = (w, epoch, acc)
+        if seeds == 1:
+            return best[0], best[1], history, time.perf_counter() - start
+        total = best[0].array.copy() if total is None else total + best[0].array
+        best_epochs.append(best[1])
+        histories.append(history)
+    return Weights(model.hash_bits, False, total / seeds), best_epochs, histories, time.perf_counter() - start
+
+
+def trained_for(model, examples, epochs, margin):
+    """The prediction weights after `epochs` epochs (a list: the mean of as many runs, run k
+    with trainer seed k for epochs[k] epochs, as `train_component` with seeds)."""
+    total = None
+    for seed, n in enumerate(epochs if isinstance(epochs, list) else [epochs]):
+        trainer = make_trainer(margin, seed=seed)
+        trainer.begin(model, examples, model.hash_bits)
+        for _ in range(n):
+            trainer.epoch(model, examples)
         w = trainer.prediction_weights()
-        ids = np.concatenate([model.predict_batch(b, w) for b in batch_dev])
-        acc = score(ids)
-        history.append({"epoch": epoch, "train_accuracy": metrics["train_accuracy"], "dev": acc})
-        if acc > best[2]:
-            best = (w, epoch, acc)
-    return best[0], best[1], history, time.perf_counter() - start
+        if not isinstance(epochs, list):
+            return w
+        total = w.array.copy() if total is None else total + w.array
+    return Weights(model.hash_bits, False, total / len(epochs))
 
 
 def universal(feats: str) -> str:
@@ -241,6 +304,8 @@ def run(name, args):
         train = train[:args.max_train]
     if args.stacked and args.joint:
         raise SystemExit("--stacked and --joint: a draft of joint classes is not measured here")
+    if args.morph_reads_lemma and args.joint:
+        raise SystemExit("--morph-reads-lemma and --joint: the lemmatizer would run before the joint UPOS it reads")
     tags = upos_tags(name, train, dev, args)
     train_p = [with_upos(s, t) for s, t in zip(train, tags["train"])]
     dev_p = [with_upos(s, t, blank=True) for s, t in zip(dev, tags["dev"])]
@@ -252,22 +317,57 @@ def run(name, args):
     unseen = np.array([f not in seen for f in forms])
 
     bundles_score = lambda bundles: float(np.mean([universal(b) == g for b, g in zip(bundles, gold_ufeats)]))
-    draft = w_draft = draft_report = None
+    lem = Lemmatizer(hash_bits=args.bits, min_count=args.min_count, lexicon_min_count=args.lexicon_min_count,
+                     upos_candidates=args.upos_candidates, lexicon_share=args.lexicon_share,
+                     known_lemmas=args.known_lemmas)
+    lemma_ok = lambda pred: [p == g or g == "_" for p, g in zip(pred, gold_lemmas)]
+    lemma_score = lambda ids: float(np.mean(lemma_ok(lem.lemma_strings(forms, ids))))
+
+    def train_lemmatizer(dev_sentences):
+        lem.initialize(train_p)
+        return train_component(lem, train_p, dev_sentences, gold_lemmas, args.epochs, lemma_score,
+                               margin=args.lemma_margin)
+
+    draft = w_draft = draft_report = lemma_jackknife = None
     morph_train, morph_dev = train_p, dev_p
+    if args.morph_reads_lemma:
+        # The lemmatizer first (it reads UPOS only), its lemmas on dev and its --folds-fold
+        # jackknifed lemmas on the training set, for the morphologizers' inflection templates.
+        w_lem, lem_epoch, lem_history, lem_seconds = train_lemmatizer(dev_p)
+        lemmas_of = lambda model, w, sentences: by_sentence(
+            lambda b: model.predict_batch(b, w), None, sentences, lambda part, ids: model.lemma_strings(
+                [f for x in part for f in x.forms[1:]], ids))
+
+        def fit_predict(rest, held):
+            model = Lemmatizer(**{k: v for k, v in lem.config().items() if k in (
+                "hash_bits", "min_count", "lexicon_min_count", "upos_candidates", "lexicon_share", "known_lemmas")})
+            model.initialize(rest)
+            return lemmas_of(model, trained_for(model, model.examples(rest, training=True), lem_epoch,
+                                                args.lemma_margin), held)
+
+        start = time.perf_counter()
+        jack = jackknife(train_p, args.folds, fit_predict)
+        lemma_jackknife = {"seconds": time.perf_counter() - start,
+                           "train_lemmas": 100 * float(np.mean([a == b for x, j in zip(train_p, jack)
+                                                                for a, b in zip(conll_column(x, 2), j)]))}
+        morph_train = [with_lemmas(x, j) for x, j in zip(train_p, jack)]
+        morph_dev = [with_lemmas(x, j) for x, j in zip(dev_p, lemmas_of(lem, w_lem, dev_p))]
     if args.stacked:
-        draft, w_draft, train_drafts, dev_drafts, draft_report = draft_bundles(args, train_p, dev_p, bundles_score)
+        draft, w_draft, train_drafts, dev_drafts, draft_report = draft_bundles(args, morph_train, morph_dev,
+                                                                               bundles_score)
         draft_report["dev_ufeats"] = 100 * bundles_score([b for d in dev_drafts for b in d])
-        morph_train = [with_feats(s, d) for s, d in zip(train_p, train_drafts)]
-        morph_dev = [with_feats(s, d) for s, d in zip(dev_p, dev_drafts)]
+        morph_train = [with_feats(s, d) for s, d in zip(morph_train, train_drafts)]
+        morph_dev = [with_feats(s, d) for s, d in zip(morph_dev, dev_drafts)]
     morph = Morphologizer(hash_bits=args.bits, known_min_count=args.known_min_count, joint=args.joint,
                           suffix_length=args.suffix_length, suffix_min_count=args.suffix_min_count,
-                          feature_templates=reading_drafts() if args.stacked else None)
+                          feature_templates=feature_templates(args, drafts=args.stacked))
     start = time.perf_counter()
     morph.initialize(morph_train)
     feats_score = lambda ids: bundles_score(morph.feats_strings(ids))
     w_morph, morph_epoch, morph_history, morph_seconds = train_component(morph, morph_train, morph_dev, gold_feats,
                                                                          args.epochs, feats_score,
-                                                                         margin=args.morph_margin)
+                                                                         margin=args.morph_margin,
+                                                                         seeds=args.morph_seeds)
     morph_seconds += 0.0
     if args.joint:
         # The lemmatizer reads the joint morphologizer's UPOS on dev (trained on the jackknifed tagger's).
@@ -278,15 +378,8 @@ def run(name, args):
             retagged.append(with_upos(s, morph.upos_strings(dev_ids[pos:pos + s.n]), blank=True))
             pos += s.n
         dev_p = retagged
-    lem = Lemmatizer(hash_bits=args.bits, min_count=args.min_count, lexicon_min_count=args.lexicon_min_count,
-                     upos_candidates=args.upos_candidates, lexicon_share=args.lexicon_share,
-                     known_lemmas=args.known_lemmas)
-    start = time.perf_counter()
-    lem.initialize(train_p)
-    lemma_ok = lambda pred: [p == g or g == "_" for p, g in zip(pred, gold_lemmas)]
-    lemma_score = lambda ids: float(np.mean(lemma_ok(lem.lemma_strings(forms, ids))))
-    w_lem, lem_epoch, lem_history, lem_seconds = train_component(lem, train_p, dev_p, gold_lemmas, args.epochs,
-                                                                 lemma_score, margin=args.lemma_margin)
+    if not args.morph_reads_lemma:
+        w_lem, lem_epoch, lem_history, lem_seconds = train_lemmatizer(dev_p)
 
     # Predictions on dev, the official scorer.
     batch = SentenceBatch.from_sentences(morph_dev)
@@ -310,21 +403,25 @@ def run(name, args):
 
     # Diagnostic: the same models on dev with gold UPOS rows (how much the tagger's errors cost).
     gold_upos = [with_upos(s, s.upos[1:], blank=True) for s in dev]
+    if args.morph_reads_lemma:
+        gold_upos = [with_lemmas(x, l) for x, l in zip(gold_upos, lemmas_of(lem, w_lem, gold_upos))]
     if args.stacked:
         gold_upos = [with_feats(s, d) for s, d in zip(gold_upos, predict_bundles(draft, w_draft, gold_upos))]
     gold_batch = SentenceBatch.from_sentences(gold_upos)
     oracle = {"ufeats_all": 100 * feats_score(morph.predict_batch(gold_batch, w_morph)),
               "lemmas_all": 100 * lemma_score(lem.predict_batch(gold_batch, w_lem))}
-    speed = measure_speed(dev_p, morph, w_morph, lem, w_lem, draft=draft, w_draft=w_draft)
+    speed = measure_speed(dev_p, morph, w_morph, lem, w_lem, draft=draft, w_draft=w_draft,
+                          lemma_first=args.morph_reads_lemma)
     speed_without_draft = None
     if args.stacked:
         # The same run without stacking (the draft alone is the default morphologizer): the two
         # alternated three times, the median of each kept (the machine is shared).
         with_runs, without_runs = [speed], []
         for k in range(3):
-            without_runs.append(measure_speed(dev_p, draft, w_draft, lem, w_lem))
+            without_runs.append(measure_speed(dev_p, draft, w_draft, lem, w_lem, lemma_first=args.morph_reads_lemma))
             if k < 2:
-                with_runs.append(measure_speed(dev_p, morph, w_morph, lem, w_lem, draft=draft, w_draft=w_draft))
+                with_runs.append(measure_speed(dev_p, morph, w_morph, lem, w_lem, draft=draft, w_draft=w_draft,
+                                               lemma_first=args.morph_reads_lemma))
         median = lambda runs: sorted(runs, key=lambda r: r["words_per_second"])[len(runs) // 2]
         speed, speed_without_draft = median(with_runs), median(without_runs)
         speed["runs_words_per_second"] = [r["words_per_second"] for r in with_runs]
@@ -346,7 +443,8 @@ def run(name, args):
                           "train_seconds": morph_seconds, "history": morph_history, "draft": draft_report},
         "lemmatizer": {"config": {k: v for k, v in lem.config().items() if k != "scripts"},
                        "scripts": len(lem.scripts), "lexicon": int(len(lem.arrays()["lexicon_keys"])),
-                       "best_epoch": lem_epoch, "train_seconds": lem_seconds, "history": lem_history},
+                       "best_epoch": lem_epoch, "train_seconds": lem_seconds, "history": lem_history,
+                       "jackknife": lemma_jackknife},
         "speed": speed,
         "speed_without_draft": speed_without_draft,
         "settings": vars(args),
@@ -355,25 +453,40 @@ def run(name, args):
     return result
 
 
-def measure_speed(sentences, morph, w_morph, lem, w_lem, passes=3, draft=None, w_draft=None):
+def measure_speed(sentences, morph, w_morph, lem, w_lem, passes=3, draft=None, w_draft=None, lemma_first=False):
     """Words/s of morphologizer + lemmatizer on batches of BATCH sentences (UPOS already in the
     rows), ids written back as string ids; the first pass warms the form caches and is reported
-    apart. With a `draft` morphologizer (stacking), it runs first and writes the FEATS row."""
+    apart. With a `draft` morphologizer (stacking), it runs first and writes the FEATS row.
+    `lemma_first` (morphologizers reading the inflection): the lemmatizer runs first and writes
+    its lemmas' ids and strings into the batch, as the lemmatizer component does."""
     batches = [SentenceBatch.from_sentences(sentences[k:k + BATCH]) for k in range(0, len(sentences), BATCH)]
     words = sum(s.n for s in sentences)
+
+    def lemmatize(b, kernel_only):
+        mask = b.words
+        lids = lem.predict_batch(b, w_lem)
+        if not kernel_only or lemma_first:
+            form_ids = b.attrs[FORM, mask]
+            hashes = lem.lemma_hashes(form_ids, lids, b.text_of)
+            b.attrs[LEMMA, mask] = hashes
+            if lemma_first:
+                unique, first = np.unique(hashes, return_index=True)
+                b.lemmas.update(zip(unique.tolist(), lem.lemma_strings([b.text_of(f) for f in form_ids[first].tolist()],
+                                                                       lids[first])))
 
     def one_pass(kernel_only=False, clock=time.perf_counter):
         start = clock()
         for b in batches:
             mask = b.words
+            if lemma_first:
+                lemmatize(b, kernel_only)
             if draft is not None:
                 b.attrs[FEATS, mask] = draft.feats_hashes(draft.predict_batch(b, w_draft))
             ids = morph.predict_batch(b, w_morph)
             if not kernel_only:
                 b.attrs[FEATS, mask] = morph.feats_hashes(ids)
-            lids = lem.predict_batch(b, w_lem)
-            if not kernel_only:
-                b.attrs[LEMMA, mask] = lem.lemma_hashes(b.attrs[FORM, mask], lids, b.text_of)
+            if not lemma_first:
+                lemmatize(b, kernel_only)
         return clock() - start
 
     cold = one_pass()
@@ -441,6 +554,14 @@ def main():
                         help="UPOS tagger (and its jackknife folds): the perceptron's margin, as the pipeline configs (0: the plain perceptron)")
     parser.add_argument("--morph-margin", type=float, default=20.0,
                         help="morphologizers (draft, its folds, stacked): the perceptron's margin (0: plain)")
+    parser.add_argument("--morph-reads-lemma", action="store_true",
+                        help="the morphologizers read the inflection of the lemmatizer's lemmas (reads_lemma = "
+                             "true): the lemmatizer trains first, jackknifed on the training set")
+    parser.add_argument("--tagger-seeds", type=int, default=1,
+                        help="runs averaged for the UPOS tagger (and each of its jackknife folds)")
+    parser.add_argument("--morph-seeds", type=int, default=1,
+                        help="runs averaged for each morphologizer (the draft, its jackknife folds and the "
+                             "second one), as `seeds` in a pipeline config; 1: one run")
     parser.add_argument("--lemma-margin", type=float, default=20.0,
                         help="lemmatizer: the perceptron's margin (0: plain)")
     parser.add_argument("--cache", default="/tmp/arborist_lemma_morph_cache")

@@ -9,6 +9,10 @@ parsing, labeling, CoNLL-U), and scores the output with `../shared/tools/conll18
 MODEL first; without one, a model without a tokenizer uses spaCy's. Writes
 scripts/results/raw_text_<treebank>.json with every metric's F1, words/s, and UDPipe 1's
 published UD 2.5 figures for comparison (test sets, raw text).
+
+`--gold-tokens`: parse the dev CoNLL-U file itself instead (the treebank's tokens and
+sentences, every other column predicted: UPOS, XPOS, lemmas, FEATS, the tree), as issue 24's
+"gold tokens" figures are; default output scripts/results/gold_tokens_<treebank>.json.
 """
 from __future__ import annotations
 
@@ -50,14 +54,20 @@ def main() -> None:
     ap.add_argument("model")
     ap.add_argument("--treebank", default="en_ewt")
     ap.add_argument("--tokenizer", help="a model whose tokenizer component to use")
-    ap.add_argument("--output", help="default: scripts/results/raw_text_<treebank>.json")
+    ap.add_argument("--gold-tokens", action="store_true",
+                    help="parse the dev CoNLL-U file (the treebank's tokens) instead of its raw text")
+    ap.add_argument("--output", help="default: scripts/results/raw_text_<treebank>.json "
+                                     "(gold_tokens_<treebank>.json with --gold-tokens)")
     args = ap.parse_args()
     gold = SHARED / "corpora" / "ud" / args.treebank / f"{args.treebank}-ud-dev.conllu"
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        text = tmp / f"{args.treebank}-dev.txt"
-        subprocess.run([sys.executable, str(SHARED / "tools" / "ud_raw_text.py"), str(gold), str(text)], check=True,
-                       capture_output=True)
+        if args.gold_tokens:
+            text = gold
+        else:
+            text = tmp / f"{args.treebank}-dev.txt"
+            subprocess.run([sys.executable, str(SHARED / "tools" / "ud_raw_text.py"), str(gold), str(text)],
+                           check=True, capture_output=True)
         model = assemble(args.model, args.tokenizer, tmp) if args.tokenizer else args.model
         start = time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "arborist.cli", "parse", model, str(text), "--output-dir",
@@ -67,15 +77,17 @@ def main() -> None:
             raise SystemExit(done.stderr[-2000:])
         speed = re.search(r"([\d,]+) words, ([\d,]+) words/s", done.stderr)
         scored = subprocess.run([sys.executable, str(SHARED / "tools" / "conll18_ud_eval.py"), "-v", str(gold),
-                                 str(tmp / "out" / f"{args.treebank}-dev.conllu")], capture_output=True, text=True,
+                                 str(tmp / "out" / f"{text.stem}.conllu")], capture_output=True, text=True,
                                 check=True)
     f1 = {line.split("|")[0].strip(): float(line.split("|")[3]) for line in scored.stdout.splitlines()[2:]
           if "|" in line}
     result = {"treebank": args.treebank, "model": args.model, "tokenizer": args.tokenizer or "the model's own "
               "(spaCy's rule tokenizer and sentencizer when it has none)", "f1": f1,
               "words": int(speed.group(1).replace(",", "")), "words_per_second": int(speed.group(2).replace(",", "")),
-              "wall_s": round(wall, 1), "udpipe1_ud25_test": UDPIPE1.get(args.treebank)}
-    output = Path(args.output or HERE / "results" / f"raw_text_{args.treebank}.json")
+              "wall_s": round(wall, 1), "udpipe1_ud25_test": UDPIPE1.get(args.treebank),
+              "input": "the dev CoNLL-U (gold tokens)" if args.gold_tokens else "the dev raw text"}
+    name = "gold_tokens" if args.gold_tokens else "raw_text"
+    output = Path(args.output or HERE / "results" / f"{name}_{args.treebank}.json")
     output.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 
