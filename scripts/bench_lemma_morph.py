@@ -48,6 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
+from arborist.components.lemmatizer import add_lemma_strings
 from arborist.corpus import read_corpus
 from arborist.learn.perceptron import MarginPerceptron
 from arborist.lemma.lemmatizer import Lemmatizer
@@ -458,7 +459,8 @@ def measure_speed(sentences, morph, w_morph, lem, w_lem, passes=3, draft=None, w
     rows), ids written back as string ids; the first pass warms the form caches and is reported
     apart. With a `draft` morphologizer (stacking), it runs first and writes the FEATS row.
     `lemma_first` (morphologizers reading the inflection): the lemmatizer runs first and writes
-    its lemmas' ids and strings into the batch, as the lemmatizer component does."""
+    its lemmas' ids into the batch, and the source of their strings, as the lemmatizer
+    component does."""
     batches = [SentenceBatch.from_sentences(sentences[k:k + BATCH]) for k in range(0, len(sentences), BATCH)]
     words = sum(s.n for s in sentences)
 
@@ -470,9 +472,7 @@ def measure_speed(sentences, morph, w_morph, lem, w_lem, passes=3, draft=None, w
             hashes = lem.lemma_hashes(form_ids, lids, b.text_of)
             b.attrs[LEMMA, mask] = hashes
             if lemma_first:
-                unique, first = np.unique(hashes, return_index=True)
-                b.lemmas.update(zip(unique.tolist(), lem.lemma_strings([b.text_of(f) for f in form_ids[first].tolist()],
-                                                                       lids[first])))
+                add_lemma_strings(b, lem, form_ids, lids, hashes)
 
     def one_pass(kernel_only=False, clock=time.perf_counter):
         start = clock()

@@ -750,3 +750,22 @@ def test_a_lemma_reading_morphologizer_and_a_feats_reading_lemmatizer_are_refuse
     lemma_reading_infl = lemma.replace("hash_bits = 16", 'hash_bits = 16\nscript_templates = ["upos", "infl"]')
     with pytest.raises(ValueError, match=r"\[components.lemma\] \(lemmatizer\) reads lemma, which it predicts"):
         train_module.component_specs(config(lemma_reading_infl))
+
+
+def test_a_batch_makes_its_lemma_strings_when_one_is_asked_for():
+    """`SentenceBatch.lemma_of`: the strings a lemmatizer left as a source are made at the first
+    id the batch does not know, once; an id no source has is None."""
+    from arborist.sentence import Sentence, SentenceBatch
+
+    batch = SentenceBatch.from_sentences([Sentence.from_columns(["a", "b"], lemmas=["x", "y"])])
+    calls = []
+
+    def source():
+        calls.append(1)
+        return [(7, "seven"), (8, "eight")]
+
+    batch.lemma_sources.append(source)
+    known = next(iter(batch.lemmas))
+    assert batch.lemma_of(known) in ("x", "y") and not calls  # known: the source is not made
+    assert batch.lemma_of(8) == "eight" and batch.lemma_of(7) == "seven" and len(calls) == 1
+    assert batch.lemma_of(9) is None and len(calls) == 1

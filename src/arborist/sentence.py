@@ -144,8 +144,21 @@ class SentenceBatch:
     heads: np.ndarray | None = None  # int32 (N,)
     origins: list | None = None  # (file, first line) of each sentence, where known: for messages
     # The string of each LEMMA id the batch holds, where known (the input sentences' `lemmas`, and
-    # what a lemmatizer writes): a morphologizer reading the inflection reads them.
+    # what a lemmatizer writes): a morphologizer reading the inflection reads them (`lemma_of`).
     lemmas: dict = field(default_factory=dict)
+    # Callables giving (LEMMA id, string) pairs, added by a lemmatizer that wrote the LEMMA row:
+    # made only when a string is asked for, since a reader's cache of inflections rarely needs one.
+    lemma_sources: list = field(default_factory=list)
+
+    def lemma_of(self, lemma_id: int) -> str | None:
+        """The string of a LEMMA id of the batch, None when unknown."""
+        text = self.lemmas.get(lemma_id)
+        if text is None and self.lemma_sources:
+            sources, self.lemma_sources = self.lemma_sources, []
+            for source in sources:
+                self.lemmas.update(source())
+            text = self.lemmas.get(lemma_id)
+        return text
 
     @classmethod
     def from_sentences(cls, sentences: list["Sentence"]) -> "SentenceBatch":
@@ -180,7 +193,7 @@ class SentenceBatch:
         index = np.asarray(columns, dtype=np.int64)
         heads = self.heads[index] if self.heads is not None else None
         return SentenceBatch(np.ascontiguousarray(self.attrs[:, index]), np.asarray(starts, dtype=np.int64),
-                             self.text_of, heads, lemmas=self.lemmas), where
+                             self.text_of, heads, lemmas=self.lemmas, lemma_sources=self.lemma_sources), where
 
     @property
     def n_sentences(self) -> int:
@@ -206,7 +219,7 @@ class SentenceBatch:
         heads = self.heads[a:b].copy() if self.heads is not None else np.full(n + 1, -1, dtype=np.int32)
         heads[0] = -1
         # "" where a lemma's string is unknown: `known_lemmas` then leaves that word out only
-        lemmas = [ROOT] + [self.lemmas.get(m, "") for m in self.attrs[LEMMA, a + 1:b].tolist()]
+        lemmas = [ROOT] + [self.lemma_of(m) or "" for m in self.attrs[LEMMA, a + 1:b].tolist()]
         return Sentence(forms=[ROOT] + [self.text_of(f) for f in self.attrs[FORM, a + 1:b].tolist()],
                         attrs=self.attrs[:, a:b], heads=heads, deprels=[""] + ["_"] * n, upos=[ROOT] + ["_"] * n,
                         xpos=[ROOT] + ["_"] * n, lemmas=lemmas)

@@ -20,12 +20,7 @@ class Lemmatizer(WordChoice):
         form_ids = batch.attrs[FORM, words]
         ids = self.structure.lemma_hashes(form_ids, predicted, batch.text_of)
         batch.attrs[LEMMA, words] = ids
-        # the strings of the lemmas, for a morphologizer after it that reads the inflection
-        # (one string per distinct lemma, from the (form, script) cache of `lemma_strings`)
-        lemma_ids, first = np.unique(ids, return_index=True)
-        texts = self.structure.lemma_strings([batch.text_of(f) for f in form_ids[first].tolist()],
-                                             np.asarray(predicted)[first])
-        batch.lemmas.update(zip(lemma_ids.tolist(), texts))
+        add_lemma_strings(batch, self.structure, form_ids, predicted, ids)
 
     def apply(self, sentence: Sentence, value: list[str]) -> Sentence:
         return replace(super().apply(sentence, value), lemmas=[ROOT] + list(value))
@@ -41,3 +36,16 @@ class Lemmatizer(WordChoice):
 
     def candidate_values(self, forms, classes) -> list[str]:
         return self.structure.lemma_strings(forms, classes)
+
+
+def add_lemma_strings(batch: SentenceBatch, lemmatizer, form_ids, classes, lemma_ids) -> None:
+    """Let the batch find the strings of the lemmas a lemmatizer wrote (`SentenceBatch.lemma_of`),
+    for a morphologizer after it that reads the inflection: one string per distinct lemma, from
+    the (form, script) cache of `lemma_strings`, made the first time one is asked for."""
+    def strings():
+        unique, first = np.unique(lemma_ids, return_index=True)
+        texts = lemmatizer.lemma_strings([batch.text_of(f) for f in np.asarray(form_ids)[first].tolist()],
+                                         np.asarray(classes)[first])
+        return zip(unique.tolist(), texts)
+
+    batch.lemma_sources.append(strings)

@@ -295,7 +295,7 @@ class CandidateModel(AtomChoice):
         by one kernel call without the GIL (`AtomTables.predict_many`)."""
         self._ready()
         attrs = batch.attrs[:, batch.words]
-        values = self.form_values.values(attrs, batch.text_of, batch.lemmas.get if "infl" in self.reads else None)
+        values = self.form_values.values(attrs, batch.text_of, batch.lemma_of if "infl" in self.reads else None)
         cand_set, set_start, set_classes, forced, _ = self._candidates(attrs, batch.text_of, False, forced_sets=False)
         return self.tables.predict_many(values, np.ascontiguousarray(batch.word_starts, dtype=np.int64),
                                         cand_set, set_start, set_classes, forced, w.array)
@@ -306,7 +306,7 @@ class CandidateModel(AtomChoice):
         GIL (`AtomTables.softmax_many`)."""
         self._ready()
         attrs = batch.attrs[:, batch.words]
-        values = self.form_values.values(attrs, batch.text_of, batch.lemmas.get if "infl" in self.reads else None)
+        values = self.form_values.values(attrs, batch.text_of, batch.lemma_of if "infl" in self.reads else None)
         cand_set, set_start, set_classes, forced, set_values = self._candidates(attrs, batch.text_of, False,
                                                                                 forced_sets=False)
         classes, cand_start, probs = self.tables.softmax_many(
