@@ -53,7 +53,7 @@ from arborist.corpus import read_corpus
 from arborist.learn.perceptron import MarginPerceptron
 from arborist.lemma.lemmatizer import Lemmatizer
 from arborist.morph.choice import conll_column, format_columns
-from arborist.morph.morphologizer import Morphologizer, reading_drafts, reading_lemmas
+from arborist.morph.morphologizer import DRAFT_TEMPLATES, LEMMA_TEMPLATES, Morphologizer, with_templates
 from arborist.sentence import FEATS, FORM, LEMMA, ROOT, UPOS, SentenceBatch
 from arborist.strings import hash_strings
 from arborist.tagger.chain import LinearChain
@@ -108,23 +108,28 @@ def with_lemmas(sentence, lemmas):
 def feature_templates(args, drafts=False):
     """The morphologizer's feature templates: the default ones, with LEMMA_TEMPLATES
     (`--morph-reads-lemma`) and DRAFT_TEMPLATES (`drafts`)."""
-    templates = reading_lemmas() if args.morph_reads_lemma else None
-    return reading_drafts(templates) if drafts else templates
+    if not (args.morph_reads_lemma or drafts):
+        return None
+    return with_templates(None, LEMMA_TEMPLATES if args.morph_reads_lemma else (), DRAFT_TEMPLATES if drafts else ())
 
 
-def by_sentence(predict_batch, strings, sentences, part_strings=None):
-    """The strings of each sentence's predicted ids, predicted in batches of 256 sentences
-    (`part_strings(part, ids)`: the strings of a batch's ids at once, for a lemmatizer)."""
+def by_sentence(predict_batch, strings, sentences):
+    """The strings of each sentence's predicted ids, predicted in batches of 256 sentences."""
     out = []
     for k in range(0, len(sentences), 256):
         part = sentences[k:k + 256]
         ids = predict_batch(SentenceBatch.from_sentences(part))
-        texts = part_strings(part, ids) if part_strings is not None else strings(ids)
         pos = 0
         for s in part:
-            out.append(list(texts[pos:pos + s.n]))
+            out.append(strings(ids[pos:pos + s.n]))
             pos += s.n
     return out
+
+
+def predict_lemmas(model, w, sentences):
+    """The lemma strings of each sentence, predicted in batches."""
+    ids = by_sentence(lambda b: model.predict_batch(b, w), lambda x: x, sentences)
+    return [model.lemma_strings(s.forms[1:], i) for s, i in zip(sentences, ids)]
 
 
 def predict_bundles(model, w, sentences):
@@ -186,7 +191,7 @@ def train_tagger(train, dev, epochs, fixed=False, margin=0.0, dictionary=0, seed
     `epochs[k]` epochs when `fixed`: `epochs` is then the list of the runs' best epochs), and
     the list of their best epochs."""
     chain = LinearChain.from_sentences(train, "upos", order=1, hash_bits=22, dictionary_min_count=dictionary)
-    total, best_epochs = None, []
+    runs, best_epochs = [], []
     for seed in range(seeds):
         n = epochs[seed] if isinstance(epochs, list) else epochs
         trainer = make_trainer(margin, seed=seed)
@@ -202,9 +207,9 @@ def train_tagger(train, dev, epochs, fixed=False, margin=0.0, dictionary=0, seed
                 best = (w, epoch, acc)
         if seeds == 1:
             return chain, best[0], best[1], best[2]
-        total = best[0].array.copy() if total is None else total + best[0].array
+        runs.append(best[0])
         best_epochs.append(best[1])
-    w = Weights(chain.hash_bits, False, total / seeds)
+    w = mean_weights(runs)
     return chain, w, best_epochs, upos_accuracy(tag_sentences(chain, w, dev), dev) if dev else 0.0
 
 
@@ -248,6 +253,17 @@ def upos_tags(name, train, dev, args):
     return out
 
 
+def mean_weights(runs) -> Weights:
+    """The mean of the runs' weights, summed in run order and divided once (as `arborist
+    average` and a component trained with `seeds` do)."""
+    total, n = None, 0
+    for w in runs:
+        total = w.array.copy() if total is None else total + w.array
+        n += 1
+        bits = w.bits
+    return Weights(bits, False, total / n)
+
+
 def train_component(model, train, dev, dev_gold, epochs, score, margin=0.0, seeds=1):
     """Perceptron epochs (`make_trainer`) on `train` examples; keep the weights of the best dev
     score. With `seeds` > 1, as a component trained with `seeds` in a pipeline config: run k
@@ -256,7 +272,7 @@ def train_component(model, train, dev, dev_gold, epochs, score, margin=0.0, seed
     start = time.perf_counter()
     examples = model.examples(train, training=True)
     batch_dev = [SentenceBatch.from_sentences(dev[k:k + 256]) for k in range(0, len(dev), 256)]
-    total, best_epochs, histories = None, [], []
+    runs, best_epochs, histories = [], [], []
     for seed in range(seeds):
         trainer = make_trainer(margin, seed=seed)
         trainer.begin(model, examples, model.hash_bits)
@@ -272,26 +288,25 @@ def train_component(model, train, dev, dev_gold, epochs, score, margin=0.0, seed
                 best = (w, epoch, acc)
         if seeds == 1:
             return best[0], best[1], history, time.perf_counter() - start
-        total = best[0].array.copy() if total is None else total + best[0].array
+        runs.append(best[0])
         best_epochs.append(best[1])
         histories.append(history)
-    return Weights(model.hash_bits, False, total / seeds), best_epochs, histories, time.perf_counter() - start
+    return mean_weights(runs), best_epochs, histories, time.perf_counter() - start
 
 
 def trained_for(model, examples, epochs, margin):
     """The prediction weights after `epochs` epochs (a list: the mean of as many runs, run k
     with trainer seed k for epochs[k] epochs, as `train_component` with seeds)."""
-    total = None
-    for seed, n in enumerate(epochs if isinstance(epochs, list) else [epochs]):
+    def run(seed, n):
         trainer = make_trainer(margin, seed=seed)
         trainer.begin(model, examples, model.hash_bits)
         for _ in range(n):
             trainer.epoch(model, examples)
-        w = trainer.prediction_weights()
-        if not isinstance(epochs, list):
-            return w
-        total = w.array.copy() if total is None else total + w.array
-    return Weights(model.hash_bits, False, total / len(epochs))
+        return trainer.prediction_weights()
+
+    if not isinstance(epochs, list):
+        return run(0, epochs)
+    return mean_weights(run(seed, n) for seed, n in enumerate(epochs))
 
 
 def universal(feats: str) -> str:
@@ -318,9 +333,11 @@ def run(name, args):
     unseen = np.array([f not in seen for f in forms])
 
     bundles_score = lambda bundles: float(np.mean([universal(b) == g for b, g in zip(bundles, gold_ufeats)]))
-    lem = Lemmatizer(hash_bits=args.bits, min_count=args.min_count, lexicon_min_count=args.lexicon_min_count,
-                     upos_candidates=args.upos_candidates, lexicon_share=args.lexicon_share,
-                     known_lemmas=args.known_lemmas)
+    make_lemmatizer = lambda: Lemmatizer(hash_bits=args.bits, min_count=args.min_count,
+                                         lexicon_min_count=args.lexicon_min_count,
+                                         upos_candidates=args.upos_candidates, lexicon_share=args.lexicon_share,
+                                         known_lemmas=args.known_lemmas)
+    lem = make_lemmatizer()
     lemma_ok = lambda pred: [p == g or g == "_" for p, g in zip(pred, gold_lemmas)]
     lemma_score = lambda ids: float(np.mean(lemma_ok(lem.lemma_strings(forms, ids))))
 
@@ -335,16 +352,12 @@ def run(name, args):
         # The lemmatizer first (it reads UPOS only), its lemmas on dev and its --folds-fold
         # jackknifed lemmas on the training set, for the morphologizers' inflection templates.
         w_lem, lem_epoch, lem_history, lem_seconds = train_lemmatizer(dev_p)
-        lemmas_of = lambda model, w, sentences: by_sentence(
-            lambda b: model.predict_batch(b, w), None, sentences, lambda part, ids: model.lemma_strings(
-                [f for x in part for f in x.forms[1:]], ids))
 
         def fit_predict(rest, held):
-            model = Lemmatizer(**{k: v for k, v in lem.config().items() if k in (
-                "hash_bits", "min_count", "lexicon_min_count", "upos_candidates", "lexicon_share", "known_lemmas")})
+            model = make_lemmatizer()
             model.initialize(rest)
-            return lemmas_of(model, trained_for(model, model.examples(rest, training=True), lem_epoch,
-                                                args.lemma_margin), held)
+            return predict_lemmas(model, trained_for(model, model.examples(rest, training=True), lem_epoch,
+                                                     args.lemma_margin), held)
 
         start = time.perf_counter()
         jack = jackknife(train_p, args.folds, fit_predict)
@@ -352,7 +365,7 @@ def run(name, args):
                            "train_lemmas": 100 * float(np.mean([a == b for x, j in zip(train_p, jack)
                                                                 for a, b in zip(conll_column(x, 2), j)]))}
         morph_train = [with_lemmas(x, j) for x, j in zip(train_p, jack)]
-        morph_dev = [with_lemmas(x, j) for x, j in zip(dev_p, lemmas_of(lem, w_lem, dev_p))]
+        morph_dev = [with_lemmas(x, j) for x, j in zip(dev_p, predict_lemmas(lem, w_lem, dev_p))]
     if args.stacked:
         draft, w_draft, train_drafts, dev_drafts, draft_report = draft_bundles(args, morph_train, morph_dev,
                                                                                bundles_score)
@@ -405,7 +418,7 @@ def run(name, args):
     # Diagnostic: the same models on dev with gold UPOS rows (how much the tagger's errors cost).
     gold_upos = [with_upos(s, s.upos[1:], blank=True) for s in dev]
     if args.morph_reads_lemma:
-        gold_upos = [with_lemmas(x, l) for x, l in zip(gold_upos, lemmas_of(lem, w_lem, gold_upos))]
+        gold_upos = [with_lemmas(x, l) for x, l in zip(gold_upos, predict_lemmas(lem, w_lem, gold_upos))]
     if args.stacked:
         gold_upos = [with_feats(s, d) for s, d in zip(gold_upos, predict_bundles(draft, w_draft, gold_upos))]
     gold_batch = SentenceBatch.from_sentences(gold_upos)

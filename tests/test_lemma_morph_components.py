@@ -621,8 +621,8 @@ def test_a_morphologizer_reads_the_inflection_of_the_lemmatizers_lemmas(tmp_path
     from arborist.batch import spacy_pipeline
     from arborist.confidence import upstream_inputs
     from arborist.morph.morphologizer import LEMMA_TEMPLATES
-    from arborist.morph.values import INFL, SHARED, FormValues, inflection, sentence_lemmas
-    from arborist.sentence import LEMMA, ROOT, SentenceBatch
+    from arborist.morph.values import INFL, SHARED, FormValues, inflection
+    from arborist.sentence import LEMMA, ROOT, SentenceBatch, known_lemmas
     from arborist.strings import hash_strings
 
     captured = captured_components(monkeypatch)
@@ -643,7 +643,7 @@ def test_a_morphologizer_reads_the_inflection_of_the_lemmatizers_lemmas(tmp_path
         assert x.lemmas == [ROOT] + lemmas
         np.testing.assert_array_equal(x.attrs[LEMMA, 1:], hash_strings(lemmas))
         values = SHARED.values(x.attrs[:, 1:], dict(zip(x.attrs[0, 1:].tolist(), x.forms[1:])).__getitem__,
-                               sentence_lemmas(x))
+                               known_lemmas(x).get)
         np.testing.assert_array_equal(values[:, INFL], hash_strings([inflection(f, m) for f, m in
                                                                      zip(x.forms[1:], lemmas)]))
 
@@ -715,8 +715,7 @@ def test_lemma_strings_are_read_only_where_they_match_the_lemma_row():
     then "?", never one made from a lemma the row does not hold."""
     from dataclasses import replace
 
-    from arborist.morph.values import known_lemmas, sentence_lemmas
-    from arborist.sentence import LEMMA, Sentence, SentenceBatch
+    from arborist.sentence import LEMMA, Sentence, SentenceBatch, known_lemmas
     from arborist.strings import hash_strings
 
     s = Sentence.from_columns(["Evlerinde", "kaldı"], lemmas=["ev", "kal"])
@@ -725,7 +724,7 @@ def test_lemma_strings_are_read_only_where_they_match_the_lemma_row():
     attrs[LEMMA, 1] = hash_strings(["_"])[0]
     blanked = replace(s, attrs=attrs)
     assert known_lemmas(blanked) == {int(hash_strings(["kal"])[0]): "kal"}
-    assert sentence_lemmas(blanked)(int(hash_strings(["_"])[0])) is None
+    assert known_lemmas(blanked).get(int(hash_strings(["_"])[0])) is None
     assert SentenceBatch.from_sentences([blanked]).lemmas == known_lemmas(blanked)
 
 
@@ -769,3 +768,29 @@ def test_a_batch_makes_its_lemma_strings_when_one_is_asked_for():
     assert batch.lemma_of(known) in ("x", "y") and not calls  # known: the source is not made
     assert batch.lemma_of(8) == "eight" and batch.lemma_of(7) == "seven" and len(calls) == 1
     assert batch.lemma_of(9) is None and len(calls) == 1
+
+
+def test_a_string_id_cache_keeps_what_it_found_when_it_is_cleared():
+    """`cached_string_ids`, the cache of the lemmatizer's lemma ids and of the inflections: the
+    ids of the keys found before a clear are returned too (the lemmatizer's own copy of it read
+    the map again after clearing it, and returned NOT_FOUND for them), and a string marked
+    not cacheable is returned but not kept."""
+    import threading
+
+    from arborist.morph.atoms import U64Map
+    from arborist.morph.values import NOT_FOUND, cached_string_ids
+    from arborist.strings import hash_strings
+
+    cache, lock = U64Map(), threading.Lock()
+    text = {1: "a", 2: "b", 3: "c"}
+    make = lambda keys: (lambda rows: ([text[k] for k in keys[rows].tolist()], None))
+    first = np.array([1, 2], dtype=np.uint64)
+    np.testing.assert_array_equal(cached_string_ids(cache, lock, first, 1, make(first)), hash_strings(["a", "b"]))
+    both = np.array([1, 3, 2, 3], dtype=np.uint64)  # 2 entries > limit 1: cleared before 3 is put
+    np.testing.assert_array_equal(cached_string_ids(cache, lock, both, 1, make(both)), hash_strings(["a", "c", "b", "c"]))
+    assert len(cache) == 1 and (cache.get_many(np.array([1, 2], dtype=np.uint64)) == NOT_FOUND).all()
+    fresh = U64Map()
+    keys = np.array([1, 2], dtype=np.uint64)
+    kept = lambda rows: ([text[k] for k in keys[rows].tolist()], np.array([True, False]))
+    np.testing.assert_array_equal(cached_string_ids(fresh, lock, keys, 10, kept), hash_strings(["a", "b"]))
+    assert (fresh.get_many(keys) == np.array([hash_strings(["a"])[0], NOT_FOUND], dtype=np.uint64)).all()

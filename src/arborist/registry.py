@@ -211,12 +211,11 @@ def morphologizer(hash_bits: int = 22, feature_templates: list[str] | None = Non
     `reads_lemma`: they also read the inflection of the word and its neighbours, from the
     lemmas a lemmatizer before it predicted (`LEMMA_TEMPLATES`; the lemmatizer's templates
     must then not read FEATS)."""
-    from .morph.morphologizer import Morphologizer, reading_drafts, reading_lemmas
+    from .morph.morphologizer import DRAFT_TEMPLATES, LEMMA_TEMPLATES, Morphologizer, with_templates
 
-    if reads_draft:
-        feature_templates = reading_drafts(feature_templates)
-    if reads_lemma:
-        feature_templates = reading_lemmas(feature_templates)
+    if reads_draft or reads_lemma:
+        feature_templates = with_templates(feature_templates, DRAFT_TEMPLATES if reads_draft else (),
+                                           LEMMA_TEMPLATES if reads_lemma else ())
     return Morphologizer(hash_bits, feature_templates, bundle_templates, known_min_count, joint, upos_templates,
                          joint_min_count, suffix_length, suffix_min_count)
 

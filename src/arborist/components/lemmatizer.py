@@ -23,7 +23,7 @@ class Lemmatizer(WordChoice):
         add_lemma_strings(batch, self.structure, form_ids, predicted, ids)
 
     def apply(self, sentence: Sentence, value: list[str]) -> Sentence:
-        return replace(super().apply(sentence, value), lemmas=[ROOT] + list(value))
+        return replace(super().apply(sentence, value), **self.sentence_fields(value))
 
     def sentence_fields(self, value: list[str]) -> dict:
         return {"lemmas": [ROOT] + list(value)}

@@ -32,7 +32,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..morph.atoms import U64Map, pair_keys
-from ..morph.values import NOT_FOUND
+from ..morph.values import NOT_FOUND, cached_string_ids
 from ..morph.choice import CandidateModel, KeyIndex, conll_column, csr
 from ..sentence import FORM, LEMMA, ROOT, UPOS, Sentence
 from ..strings import hash_string, hash_strings
@@ -382,20 +382,12 @@ class Lemmatizer(CandidateModel):
         """uint64 string ids of the lemmas (as a LEMMA row holds them) of the words with FORM ids
         `form_ids` and scripts `ids`; cached per (form, script) in a nogil map."""
         form_ids = np.ascontiguousarray(form_ids, dtype=np.uint64)
-        keys = pair_keys(form_ids, np.ascontiguousarray(ids, dtype=np.uint64))
-        cache = self._lemma_ids
-        out = cache.get_many(keys)
-        missing = out == NOT_FOUND
-        if missing.any():
-            new, first = np.unique(keys[missing], return_index=True)
-            rows = np.flatnonzero(missing)[first]
-            texts = [self.lemma(text_of(f), k) for f, k in zip(form_ids[rows].tolist(), np.asarray(ids)[rows].tolist())]
-            with self._lock:
-                if len(cache) > (1 << 21):
-                    cache.clear()
-                cache.put_many(new, hash_strings(texts))
-            out = cache.get_many(keys)
-        return out
+        ids = np.ascontiguousarray(ids, dtype=np.uint64)
+
+        def strings_of(rows):
+            return [self.lemma(text_of(f), k) for f, k in zip(form_ids[rows].tolist(), ids[rows].tolist())], None
+
+        return cached_string_ids(self._lemma_ids, self._lock, pair_keys(form_ids, ids), 1 << 21, strings_of)
 
     def with_lemmas(self, sentence: Sentence, ids) -> tuple[Sentence, list[str]]:
         """(a copy of the sentence whose LEMMA row holds the predicted lemmas, the lemma strings)."""

@@ -22,11 +22,11 @@ from typing import Sequence
 
 import numpy as np
 
-from ..sentence import FORM as FORM_ROW
+from ..sentence import FORM as FORM_ROW, known_lemmas
 from ..structure import take_positions
 from .atoms import AtomTables, U64Map, segment_argmax
 from . import values as _values
-from .values import reads_attrs, sentence_lemmas, template_table
+from .values import reads_attrs, template_table
 
 
 @dataclass
@@ -257,7 +257,7 @@ class CandidateModel(AtomChoice):
         text = dict(zip(sentence.attrs[FORM_ROW, 1:].tolist(), sentence.forms[1:]))
         attrs = sentence.attrs[:, 1:]
         values = self.form_values.values(attrs, text.__getitem__,
-                                         sentence_lemmas(sentence) if "infl" in self.reads else None)
+                                         known_lemmas(sentence).get if "infl" in self.reads else None)
         keys = self.tables.keys(values)
         cand_set, set_start, set_classes, forced, _ = self._candidates(attrs, text.__getitem__, training, forced_sets)
         try:

@@ -51,10 +51,14 @@ FEATURE_TEMPLATES = (
 DRAFT_TEMPLATES = ("feats", "feats-1", "feats+1", "upos|feats-1", "upos|feats+1", "feats-1|feats+1")
 
 
-def reading_drafts(feature_templates: Sequence[str] | None = None) -> tuple[str, ...]:
-    """The feature templates (the default ones unless given) and the DRAFT_TEMPLATES they lack."""
-    base = tuple(FEATURE_TEMPLATES if feature_templates is None else feature_templates)
-    return base + tuple(t for t in DRAFT_TEMPLATES if t not in base)
+def with_templates(feature_templates: Sequence[str] | None, *extra: Sequence[str]) -> tuple[str, ...]:
+    """The feature templates (the default ones unless given) and, in order, those of each
+    `extra` set they lack (DRAFT_TEMPLATES for `reads_draft`, LEMMA_TEMPLATES for `reads_lemma`)."""
+    out = tuple(FEATURE_TEMPLATES if feature_templates is None else feature_templates)
+    for templates in extra:
+        out += tuple(t for t in templates if t not in out)
+    return out
+
 
 # `reads_lemma`: the templates that read the inflection of the word and its neighbours, the
 # form past its common prefix with the lemma a lemmatizer before the morphologizer predicted
@@ -62,12 +66,6 @@ def reading_drafts(feature_templates: Sequence[str] | None = None) -> tuple[str,
 # templates read a fixed number of characters (notes/lemma_morph.md, "A morphologizer that
 # reads the lemma").
 LEMMA_TEMPLATES = ("infl", "upos|infl", "infl-1", "infl+1")
-
-
-def reading_lemmas(feature_templates: Sequence[str] | None = None) -> tuple[str, ...]:
-    """The feature templates (the default ones unless given) and the LEMMA_TEMPLATES they lack."""
-    base = tuple(FEATURE_TEMPLATES if feature_templates is None else feature_templates)
-    return base + tuple(t for t in LEMMA_TEMPLATES if t not in base)
 
 BUNDLE_TEMPLATES = ("bias", "upos", "lower", "upos|suffix2", "upos|suffix3", "upos-1|upos", "upos|upos+1")
 # The UPOS atoms of joint classes: the tagger's own evidence, and its tag.

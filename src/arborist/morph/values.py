@@ -22,7 +22,7 @@ import threading
 
 import numpy as np
 
-from ..sentence import FEATS, FORM, LEMMA, UPOS, XPOS, known_lemmas
+from ..sentence import FEATS, FORM, LEMMA, UPOS, XPOS
 from ..strings import hash_strings
 from ..tagger.features import word_shape
 from .atoms import U64Map, pair_keys
@@ -170,37 +170,42 @@ class FormValues:
         out[:, INFL] = self.inflections(attrs[FORM], attrs[LEMMA], text_of, lemma_of) if lemma_of is not None else 0
         return out
 
-    def sentence_values(self, sentence, inflections: bool = False) -> np.ndarray:
-        """`values` of a Sentence's words (with the inflections of its `lemmas` if asked)."""
+    def sentence_values(self, sentence) -> np.ndarray:
         text = dict(zip(sentence.attrs[FORM, 1:].tolist(), sentence.forms[1:]))
-        return self.values(sentence.attrs[:, 1:], text.__getitem__, sentence_lemmas(sentence) if inflections else None)
+        return self.values(sentence.attrs[:, 1:], text.__getitem__)
 
     def inflections(self, form_ids, lemma_ids, text_of, lemma_of) -> np.ndarray:
-        """String ids of `inflection(form, lemma)`, cached per (FORM id, LEMMA id) pair in a
-        nogil map; a pair whose lemma string is unknown is not cached (a later batch may know it)."""
-        keys = pair_keys(np.ascontiguousarray(form_ids, dtype=np.uint64), np.ascontiguousarray(lemma_ids, dtype=np.uint64))
-        cache = self._inflections
-        out = cache.get_many(keys)
-        missing = np.flatnonzero(out == NOT_FOUND)
-        if len(missing):
-            new, first = np.unique(keys[missing], return_index=True)
-            rows = missing[first]
-            lemmas = [lemma_of(m) for m in np.asarray(lemma_ids)[rows].tolist()]
-            ids = hash_strings([inflection(text_of(f), l) for f, l in zip(np.asarray(form_ids)[rows].tolist(), lemmas)])
-            known = np.array([l is not None for l in lemmas], dtype=bool)
-            with self.lock:
-                if len(cache) > VOCAB_LIMIT:
-                    cache.clear()
-                cache.put_many(new[known], ids[known])
-            found = dict(zip(new.tolist(), ids.tolist()))
-            out[missing] = [found[k] for k in keys[missing].tolist()]
-        return out
+        """String ids of `inflection(form, lemma)`, cached per (FORM id, LEMMA id) pair; a pair
+        whose lemma string is unknown is not cached (a later batch may know it)."""
+        form_ids = np.ascontiguousarray(form_ids, dtype=np.uint64)
+        lemma_ids = np.ascontiguousarray(lemma_ids, dtype=np.uint64)
+
+        def strings_of(rows):
+            lemmas = [lemma_of(m) for m in lemma_ids[rows].tolist()]
+            texts = [inflection(text_of(f), m) for f, m in zip(form_ids[rows].tolist(), lemmas)]
+            return texts, np.array([m is not None for m in lemmas], dtype=bool)
+
+        return cached_string_ids(self._inflections, self.lock, pair_keys(form_ids, lemma_ids), VOCAB_LIMIT,
+                                 strings_of)
 
 
-
-def sentence_lemmas(sentence):
-    """`lemma_of` of a Sentence: the string of each LEMMA id of its words (None where unknown)."""
-    return known_lemmas(sentence).get
+def cached_string_ids(cache: U64Map, lock, keys: np.ndarray, limit: int, strings_of) -> np.ndarray:
+    """The string ids `cache` (a nogil map, read without the lock, written under it) holds for
+    `keys`; the missing ones are made by `strings_of(rows)`, rows the first position of each
+    distinct missing key, which returns their strings and which of them may be cached (None:
+    all). The cache is cleared once it holds more than `limit` entries."""
+    out = cache.get_many(keys)
+    missing = np.flatnonzero(out == NOT_FOUND)
+    if len(missing):
+        new, first = np.unique(keys[missing], return_index=True)
+        texts, cacheable = strings_of(missing[first])
+        ids = hash_strings(texts)
+        with lock:
+            if len(cache) > limit:
+                cache.clear()
+            cache.put_many(new, ids) if cacheable is None else cache.put_many(new[cacheable], ids[cacheable])
+        out[missing] = ids[np.searchsorted(new, keys[missing])]
+    return out
 
 
 SHARED = FormValues()
