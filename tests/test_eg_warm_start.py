@@ -266,3 +266,39 @@ def test_fast_growth_applies_only_to_steps_accepted_at_the_first_rate():
     assert seen == {True, False}
     with pytest.raises(ValueError, match="eta_fast_growth"):
         EG(eta_fast_growth=0.5)
+
+
+@pytest.mark.parametrize("objective", ["crf", "m3n"])
+def test_primal_scale_search_certifies_the_best_point_on_the_ray(objective):
+    """The primal reported is the enumerated P(t w(alpha)/C) at the reported t, no point of a
+    grid on the ray is lower, the model predicts with t w(alpha)/C, and its trees are those
+    of w(alpha)/C."""
+    structure, examples = make_dataset()
+    C = 0.5
+    eg = EG(objective, C=C, eta=0.5, seed=3, primal_scale_search=True)
+    eg.begin(structure, examples, BITS)
+    for _ in range(2):  # far from the optimum, where w(alpha) is off its best length
+        eg.epoch(structure, examples)
+    brute = Brute(structure, examples, C, objective)
+    w = eg.weights.array.copy()  # w(alpha); the model is w(alpha) / C
+    m = eg.objectives(structure, examples)
+    t = m["primal_scale"]
+    assert t == eg.primal_scale and t != 1.0
+    assert abs(m["primal_unscaled"] - brute.primal(w)) < 1e-9 * abs(brute.primal(w))
+    assert abs(m["primal"] - brute.primal(t * w)) < 1e-9 * abs(m["primal"])
+    assert m["primal"] < m["primal_unscaled"]
+    grid = min(brute.primal(k * w) for k in np.geomspace(1e-3, 1e3, 601))
+    assert m["primal"] <= grid + 1e-4 * abs(grid)
+    assert m["duality_gap"] == m["primal"] - m["dual"] and m["duality_gap"] >= 0
+    np.testing.assert_allclose(eg.prediction_weights().array, t * w / C, rtol=1e-12)
+    for x in examples:
+        scaled = structure.argmax(x, structure.scores(x, eg.prediction_weights()))
+        np.testing.assert_array_equal(scaled, structure.argmax(x, structure.scores(x, Weights(BITS, False, w / C))))
+    # the scale is part of the checkpoint; without the option it stays 1
+    arrays, meta = eg.state()
+    resumed = EG(objective, C=C, seed=3, primal_scale_search=True)
+    resumed.restore(structure, examples, arrays, meta)
+    assert resumed.primal_scale == t
+    plain = EG(objective, C=C, eta=0.5, seed=3)
+    plain.begin(structure, examples, BITS)
+    assert "primal_scale" not in plain.objectives(structure, examples) and plain.primal_scale == 1.0

@@ -28,6 +28,16 @@ when the first rate tried was accepted) costs one feature pass per rate tried.
 Reported objectives follow the paper: primal P(w(alpha)/C), dual -Q(alpha)
 (a lower bound on the primal minimum), gap = P + Q >= 0.
 
+The best point on w(alpha)'s ray (`primal_scale_search`, issue 26). Any w bounds the
+primal minimum from above, so P(t w(alpha)/C) + Q >= 0 is a certified gap for every
+t > 0. For M3N the hinge makes P(w(alpha)/C) lag far behind the dual: near the optimum
+w(alpha) is too short (its margins are slightly violated everywhere), and one scalar
+fixes most of that. With the option, `objectives` minimizes the primal over t (P is
+convex along the ray; scipy's bounded Brent search over log t, one decoding pass per
+value, on scores computed once), reports the minimum as the primal and t as primal_scale, and the
+model predicts with t w(alpha)/C, the point the primal was certified at. The
+arg-maxes, and so every prediction, are those of w(alpha)/C.
+
 Warm start (`warm_start`, issue 26). Any theta is a valid dual point, so the dual may
 start from the Gibbs distributions of a trained model's scores instead of theta = 0
 (uniform alpha_i, whose w(alpha) / C is huge at small C). With w0 the model's weights,
@@ -95,6 +105,7 @@ class EG(Trainer):
         warm_start_scale: float | None = None,
         warm_start_margin: float | None = None,
         warm_start_fraction: float = 0.1,
+        primal_scale_search: bool = False,
     ):
         if objective not in OBJECTIVES:
             raise ValueError(f"EG objective must be one of {OBJECTIVES}, got {objective!r}")
@@ -132,6 +143,8 @@ class EG(Trainer):
         self.warm_start_scale = warm_start_scale
         self.warm_start_margin = warm_start_margin
         self.warm_start_fraction = warm_start_fraction
+        self.primal_scale_search = bool(primal_scale_search)
+        self.primal_scale = 1.0  # t of the last certificate (module docstring); 1 without the search
         self.warm_weights: np.ndarray | None = None  # w0 (set directly, or loaded from warm_start)
         self.warm_layout: str | None = None  # the warm model's parser distance_features, when it names one
         self.warm_start_result: dict | None = None
@@ -442,27 +455,27 @@ class EG(Trainer):
 
     # -- objectives ----------------------------------------------------------
     def objectives(self, structure: Structure, examples: list) -> dict:
-        """Primal P(w(alpha)/C), dual -Q(alpha), their gap, and training accuracy (one pass)."""
+        """Primal P(w(alpha)/C), dual -Q(alpha), their gap, and training accuracy (one pass).
+        With primal_scale_search, the primal is the minimum of P(t w(alpha)/C) over t > 0."""
         C = self.C
-        loss = 0.0
         correct = total = 0.0
+        ray = []  # (x, s, gold, gold part indicator) of every example
         for x in examples:
             gold = structure.gold(x)
             s = structure.scores(x, self.weights) / C
-            g = structure.indicator(x, gold)
-            gold_score = float((s * g).sum())
-            if self.objective == "crf":
-                loss += structure.marginals(x, s)[1] - gold_score
-            else:
-                y = structure.cost_augmented_argmax(x, s, gold)
-                ind = structure.indicator(x, y)
-                loss += float(((s + structure.part_cost(x, gold)) * ind).sum()) - gold_score
+            ray.append((x, s, gold, structure.indicator(x, gold)))
             right, positions = structure.hits(x, gold, structure.argmax(x, s))
             correct += right
             total += positions
         # Re-sync the running ||w||^2 with the array (it drifts by rounding only).
         self.sq_norm = self.weights.sq_norm()
-        primal = loss + self.sq_norm / (2.0 * C)
+        primal = self._primal_on_ray(structure, ray, 1.0)
+        out = {}
+        if self.primal_scale_search:
+            t, best = self._best_scale(structure, ray, primal)
+            self.primal_scale = t
+            out = {"primal_unscaled": primal, "primal_scale": t}
+            primal = best
         dual = -self.dual_value()
         gap = primal - dual
         return {
@@ -471,7 +484,33 @@ class EG(Trainer):
             "duality_gap": gap,
             "relative_gap": gap / abs(primal) if primal else 0.0,
             "train_accuracy": correct / max(total, 1.0),
+            **out,
         }
+
+    def _primal_on_ray(self, structure, ray, t: float) -> float:
+        """P(t w(alpha)/C): the loss at scores t s_i plus t^2 ||w(alpha)||^2 / (2C)."""
+        loss = 0.0
+        for x, s, gold, g in ray:
+            ts = t * s
+            gold_score = float((ts * g).sum())
+            if self.objective == "crf":
+                loss += structure.marginals(x, ts)[1] - gold_score
+            else:
+                y = structure.cost_augmented_argmax(x, ts, gold)
+                loss += float(((ts + structure.part_cost(x, gold)) * structure.indicator(x, y)).sum()) - gold_score
+        return loss + t * t * self.sq_norm / (2.0 * self.C)
+
+    def _best_scale(self, structure, ray, at_one: float) -> tuple[float, float]:
+        """(t, P) minimizing P(t w(alpha)/C) over t in [1e-3, 1e3]; t = 1 unless lower. P is
+        convex in t, so unimodal in log t, where the bounded Brent search runs (its tolerance
+        is then relative: 0.1% of t)."""
+        from scipy.optimize import minimize_scalar
+
+        found = minimize_scalar(lambda u: self._primal_on_ray(structure, ray, math.exp(u)),
+                                bounds=(math.log(1e-3), math.log(1e3)), method="bounded", options={"xatol": 1e-3})
+        if found.fun < at_one:
+            return math.exp(float(found.x)), float(found.fun)
+        return 1.0, at_one
 
     def finish_epoch(self, metrics: dict) -> bool:
         """C-annealing (§7.1.2): once the gap is within tolerance x primal, record the row
@@ -496,12 +535,14 @@ class EG(Trainer):
         if self.C * self.anneal_factor < self.C_min:
             return True
         self.C *= self.anneal_factor
+        self.primal_scale = 1.0  # certified at the old C
         self.sq_norm = self.weights.sq_norm()
         return False
 
     def prediction_weights(self) -> Weights:
-        """The primal solution w = S w(alpha) / C (S = 1 unless `set_scale`)."""
-        return Weights(self.weights.bits, False, self.weights.array / self.C)
+        """The primal solution w = t S w(alpha) / C (S = 1 unless `set_scale`, t = 1 unless
+        primal_scale_search)."""
+        return Weights(self.weights.bits, False, self.weights.array * (self.primal_scale / self.C))
 
     def set_scale(self, structure: Structure, examples: list, scale: np.ndarray | None) -> None:
         """Make S = diag(scale) the dual's metric, keeping the dual state (a warm start).
@@ -559,6 +600,7 @@ class EG(Trainer):
             "eta_ini": self.eta_ini, "visits": self.visits, "halvings": self.halvings, "stalls": self.stalls,
             "iterations_at_C": self.iterations_at_C, "epochs_done": self.epochs_done,
             "annealing_table": self.annealing_table, "rng": self.rng.bit_generator.state,
+            "primal_scale": self.primal_scale,
         }
         return arrays, meta
 
@@ -591,6 +633,7 @@ class EG(Trainer):
         for key in ("C", "batch_eta", "eta_ini", "visits", "halvings", "stalls", "iterations_at_C", "epochs_done",
                     "annealing_table"):
             setattr(self, key, meta[key])
+        self.primal_scale = float(meta.get("primal_scale", 1.0))  # checkpoints before issue 26's search
         self.rng.bit_generator.state = meta["rng"]
 
 
