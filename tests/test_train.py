@@ -124,6 +124,9 @@ C_min = 4.0
     assert all(row["relative_gap"] <= 0.01 and row["dev_uas"] is not None for row in table)
     written = json.loads((tmp_path / "run" / "training.json").read_text())
     assert written["components"]["parser"]["annealing"] == table
+    # the set-up's searches (charged as effective iterations) are in the record
+    setup = written["components"]["parser"]["setup"]
+    assert setup["eta_search_visits"] > 0 and setup["eta_ini"] > 0 and setup["seconds"] >= 0
     assert written == json.loads(json.dumps(report))
     markdown = annealing_markdown(table)
     assert markdown.splitlines()[0] == "| C | Iterations | Total Iterations | Dev UAS |"

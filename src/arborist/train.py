@@ -958,7 +958,9 @@ def _train_epochs(name: str, component: Component, trainer, train_x: list, dev_x
             members.append({**_new_entry(component), "seed": component.trainer_call.get("seed")})
         entry = members[member]
         run.tracker.start_component(f"{name}.seed{entry['seed']}", (entry["key"],) + tuple(trainer.columns))
-    first_epoch = _begin(component, trainer, train_x, run.tracker, arrays, state)
+    first_epoch, setup_seconds = _begin(component, trainer, train_x, run.tracker, arrays, state)
+    if setup_seconds is not None:  # what the trainer's set-up searched, and its cost (EG's are charged)
+        entry["setup"] = {"seconds": setup_seconds, **trainer.setup_report()}
     best_score = -1.0 if entry["best"] is None else entry["best"]
     for epoch in range(first_epoch, limits["max_epochs"] + 1):
         # The folds that follow it may be one epoch ahead: a busy machine slows this training
@@ -1005,8 +1007,10 @@ def _train_epochs(name: str, component: Component, trainer, train_x: list, dev_x
         (run.output / "training.json").write_text(json.dumps(run.report, indent=2) + "\n", encoding="utf-8")
 
 
-def _begin(component: Component, trainer, train_x: list, tracker, arrays: dict | None, state: dict | None) -> int:
-    """Start (or restore) the trainer; the first epoch to run."""
+def _begin(component: Component, trainer, train_x: list, tracker, arrays: dict | None,
+           state: dict | None) -> tuple[int, float | None]:
+    """Start (or restore) the trainer: the first epoch to run, and the set-up's seconds (None
+    when restored)."""
     if arrays is not None:
         recorded = state["trainer"].get("workers", 1)
         running = trainer.workers if isinstance(trainer, ParameterMixing) else 1
@@ -1023,14 +1027,14 @@ def _begin(component: Component, trainer, train_x: list, tracker, arrays: dict |
         except (KeyError, ValueError, TypeError, IndexError) as e:
             raise ValueError(f"{CHECKPOINT}: the checkpoint's trainer state does not fit {component.name}'s trainer "
                              f"({type(e).__name__}: {e}); train again without --resume") from None
-        return state["epoch"] + 1
+        return state["epoch"] + 1, None
     start = time.perf_counter()
     trainer.begin(component.structure, train_x, component.structure.hash_bits)
     setup = time.perf_counter() - start
     if setup > 1.0:
         tracker.message(f"trainer set-up: {setup:.1f} s" + "".join(
             f"; {k} {v}" for k, v in trainer.setup_report().items()))
-    return 1
+    return 1, setup
 
 
 def _epoch(component: Component, trainer, train_x: list, dev_x: list, run: Training, epoch: int,
