@@ -302,3 +302,33 @@ def test_primal_scale_search_certifies_the_best_point_on_the_ray(objective):
     plain = EG(objective, C=C, eta=0.5, seed=3)
     plain.begin(structure, examples, BITS)
     assert "primal_scale" not in plain.objectives(structure, examples) and plain.primal_scale == 1.0
+
+
+def test_m3n_margin_without_a_model_starts_near_the_gold_trees():
+    """warm_start_margin alone (M3N): theta_i = a e_i; a < 0 puts alpha_i near the gold tree,
+    so w(alpha) and the dual approach 0 as a falls, and EG still lowers Q from there."""
+    structure, examples = make_dataset()
+    C = 1.0
+    brute = Brute(structure, examples, C, "m3n")
+    duals = []
+    for a in (-2.0, -8.0, -16.0):
+        eg = EG("m3n", C=C, eta=0.5, seed=2, warm_start_margin=a)
+        eg.begin(structure, examples, BITS)
+        for x, theta in zip(examples, eg.theta):
+            np.testing.assert_array_equal(theta, a * structure.part_cost(x, structure.gold(x)))
+        alphas = brute.alpha_from_theta(eg.theta)
+        np.testing.assert_allclose(eg.weights.array, brute.w(alphas), atol=1e-9)
+        assert abs(eg.dual_value() - brute.Q(alphas)) < 1e-9
+        assert eg.setup_report()["warm_start_margin"] == a
+        duals.append(eg.dual_value())
+    assert abs(duals[-1]) < 1e-4 < abs(duals[0])  # Q -> 0 at the gold trees
+    q0 = eg.dual_value()
+    for _ in range(3):
+        eg.epoch(structure, examples)
+    assert eg.dual_value() < q0
+    # the CRF has no margin: the same setting leaves theta = 0
+    crf = EG("crf", C=C, eta=0.5, warm_start_margin=-8.0)
+    crf.begin(structure, examples, BITS)
+    assert all(not t.any() for t in crf.theta)
+    with pytest.raises(ValueError, match="warm_start_margin"):
+        EG("m3n", warm_start_margin=float("nan"))

@@ -54,6 +54,9 @@ neither moves, on a fixed random subset of m examples, with C
 replaced by C m / n (the subset's terms sum like m/n of the full sum and its w(alpha)
 like m/n of the full one, so C m / n keeps w(alpha)/C and Q per example at their
 full-data sizes). eta_ini is then searched from the warm point, on the same terms.
+For M3N the margin may be given without a model (w0 = 0): theta_i = a e_i. A negative a
+starts alpha_i near the gold tree (exactly on it as a -> -inf, where w(alpha) = 0 and the
+dual is 0, the start of SMO-style and Frank-Wolfe solvers), with no model to train first.
 
 An optional diagonal metric S (`set_scale`; Laplace MaxEnDNet, seeds/003 eq. 9)
 replaces ||w(alpha)||^2 by w(alpha).S w(alpha) and the primal's ||w||^2 by
@@ -119,9 +122,10 @@ class EG(Trainer):
             raise ValueError(f"anneal_factor must be in (0, 1), got {anneal_factor}")
         if not stop_gap >= 0:
             raise ValueError(f"stop_gap must be >= 0, got {stop_gap}")
-        for key, value in (("warm_start_scale", warm_start_scale), ("warm_start_margin", warm_start_margin)):
-            if value is not None and not value >= 0:
-                raise ValueError(f"{key} must be >= 0, got {value}")
+        if warm_start_scale is not None and not warm_start_scale >= 0:
+            raise ValueError(f"warm_start_scale must be >= 0, got {warm_start_scale}")
+        if warm_start_margin is not None and not math.isfinite(warm_start_margin):
+            raise ValueError(f"warm_start_margin must be finite, got {warm_start_margin}")
         self.objective = objective
         self.C = float(C)
         self.schedule = schedule
@@ -208,17 +212,24 @@ class EG(Trainer):
         self.warm_weights = np.asarray(array, dtype=np.float64).copy()
         return self.warm_weights
 
-    def warm_theta(self, structure, x, w0: Weights, a: float, b: float) -> np.ndarray:
-        """theta_i = a e_i + b w0 . phi(x_i, r) (a = 0 for the CRF)."""
-        theta = b * np.asarray(structure.scores(x, w0), dtype=np.float64)
+    def warm_theta(self, structure, x, w0: Weights | None, a: float, b: float) -> np.ndarray:
+        """theta_i = a e_i + b w0 . phi(x_i, r) (a = 0 for the CRF; w0 None: theta_i = a e_i)."""
+        if w0 is None:
+            theta = np.zeros_like(structure.part_cost(x, structure.gold(x)), dtype=np.float64)
+        else:
+            theta = b * np.asarray(structure.scores(x, w0), dtype=np.float64)
         if self.objective == "m3n" and a:
             theta = theta + a * structure.part_cost(x, structure.gold(x))
         return theta
 
     def _warm_coefficients(self, structure, examples, hash_bits):
-        """(w0 as Weights, a, b), searched where not given; None without a warm start."""
+        """(w0 as Weights, a, b), searched where not given; None without a warm start. An M3N
+        margin without a model gives (None, a, 0): theta_i = a e_i."""
         array = self._load_warm_weights(hash_bits)
         if array is None:
+            if self.objective == "m3n" and self.warm_start_margin:
+                self.warm_start_result = {"scale": 0.0, "margin": self.warm_start_margin}
+                return None, float(self.warm_start_margin), 0.0
             return None
         ours = getattr(getattr(structure, "features", None), "distance_features", None)
         theirs = self.warm_layout
