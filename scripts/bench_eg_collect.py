@@ -52,6 +52,8 @@ def collect(name: str, directory: Path, command: str, n_train: int | None) -> di
            "annealing": entry.get("annealing", []), "epochs": epochs}
     if n_train and "eta_ini" in setup:
         # begin(): one pass builds w(alpha) (+ the searches, counted in visits over subsets)
+        # (logs before 2026-11-27 printed eta_search_visits as the running total of both
+        # searches, so this sum counts their warm-start search twice; the README says so)
         setup_visits = setup.get("eta_search_visits", 0) + setup.get("warm_start_search_visits", 0)
         out["setup_effective_iterations"] = 1.0 + setup_visits / n_train
         for row in epochs:

@@ -274,10 +274,10 @@ def test_primal_scale_search_certifies_the_best_point_on_the_ray(objective):
     grid on the ray is lower, the model predicts with t w(alpha)/C, and its trees are those
     of w(alpha)/C."""
     structure, examples = make_dataset()
-    C = 0.5
+    C = 50.0  # w(alpha) off its best length, with the best inside the search's bounds
     eg = EG(objective, C=C, eta=0.5, seed=3, primal_scale_search=True)
     eg.begin(structure, examples, BITS)
-    for _ in range(2):  # far from the optimum, where w(alpha) is off its best length
+    for _ in range(2):  # far from the optimum
         eg.epoch(structure, examples)
     brute = Brute(structure, examples, C, objective)
     w = eg.weights.array.copy()  # w(alpha); the model is w(alpha) / C
@@ -287,7 +287,7 @@ def test_primal_scale_search_certifies_the_best_point_on_the_ray(objective):
     assert abs(m["primal_unscaled"] - brute.primal(w)) < 1e-9 * abs(brute.primal(w))
     assert abs(m["primal"] - brute.primal(t * w)) < 1e-9 * abs(m["primal"])
     assert m["primal"] < m["primal_unscaled"]
-    grid = min(brute.primal(k * w) for k in np.geomspace(1e-3, 1e3, 601))
+    grid = min(brute.primal(k * w) for k in np.geomspace(1 / 16, 16.0, 601))  # the search's bounds
     assert m["primal"] <= grid + 1e-4 * abs(grid)
     assert m["duality_gap"] == m["primal"] - m["dual"] and m["duality_gap"] >= 0
     np.testing.assert_allclose(eg.prediction_weights().array, t * w / C, rtol=1e-12)
@@ -299,9 +299,40 @@ def test_primal_scale_search_certifies_the_best_point_on_the_ray(objective):
     resumed = EG(objective, C=C, seed=3, primal_scale_search=True)
     resumed.restore(structure, examples, arrays, meta)
     assert resumed.primal_scale == t
+    off = EG(objective, C=C, seed=3)  # the same checkpoint resumed without the search: t = 1
+    off.restore(structure, examples, arrays, meta)
+    assert off.primal_scale == 1.0
     plain = EG(objective, C=C, eta=0.5, seed=3)
     plain.begin(structure, examples, BITS)
     assert "primal_scale" not in plain.objectives(structure, examples) and plain.primal_scale == 1.0
+
+
+def test_primal_scale_applies_only_where_it_was_certified():
+    """An epoch without objectives (objectives_every = 2) and a new C (annealing) predict with
+    w(alpha)/C: the last t was certified for another w(alpha) or C."""
+    structure, examples = make_dataset()
+    eg = EG("m3n", C=0.5, eta=0.5, seed=3, primal_scale_search=True, objectives_every=2)
+    eg.begin(structure, examples, BITS)
+    scales = [(eg.epoch(structure, examples), eg.primal_scale)[1] for _ in range(4)]
+    assert scales[0] == scales[2] == 1.0 and scales[1] != 1.0 and scales[3] != 1.0
+    annealed = EG("m3n", C=0.5, eta=0.5, seed=3, primal_scale_search=True, anneal=True, anneal_tolerance=1e9)
+    annealed.begin(structure, examples, BITS)
+    metrics = annealed.epoch(structure, examples)
+    assert annealed.primal_scale == metrics["primal_scale"] != 1.0
+    annealed.finish_epoch(metrics)
+    assert annealed.C == 0.5 * annealed.anneal_factor and annealed.primal_scale == 1.0
+
+
+def test_eta_search_visits_count_the_eta_search_only():
+    """The set-up report splits the searches' visits: eta's and the warm start's sum to all."""
+    structure, examples = make_dataset()
+    eg = EG("m3n", C=1.0, seed=5, warm_start_fraction=0.5)  # a, b and eta_ini searched
+    eg.warm_weights = some_weights(structure, examples)
+    eg.begin(structure, examples, BITS)
+    report = eg.setup_report()
+    assert report["warm_start_search_visits"] > 0 and report["eta_search_visits"] > 0
+    assert report["eta_search_visits"] + report["warm_start_search_visits"] == eg.search_visits
+    assert report["eta_search_visits"] % report["eta_search_subset"] == 0
 
 
 def test_m3n_margin_without_a_model_starts_near_the_gold_trees():
@@ -326,6 +357,10 @@ def test_m3n_margin_without_a_model_starts_near_the_gold_trees():
     for _ in range(3):
         eg.epoch(structure, examples)
     assert eg.dual_value() < q0
+    # eta_ini searched from that start, as the config does
+    searched = EG("m3n", C=C, seed=2, warm_start_margin=-8.0)
+    searched.begin(structure, examples, BITS)
+    assert searched.setup_report()["eta_search_visits"] == searched.search_visits > 0
     # the CRF has no margin: the same setting leaves theta = 0
     crf = EG("crf", C=C, eta=0.5, warm_start_margin=-8.0)
     crf.begin(structure, examples, BITS)

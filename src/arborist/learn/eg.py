@@ -35,8 +35,10 @@ w(alpha) is too short (its margins are slightly violated everywhere), and one sc
 fixes most of that. With the option, `objectives` minimizes the primal over t (P is
 convex along the ray; scipy's bounded Brent search over log t, one decoding pass per
 value, on scores computed once), reports the minimum as the primal and t as primal_scale, and the
-model predicts with t w(alpha)/C, the point the primal was certified at. The
-arg-maxes, and so every prediction, are those of w(alpha)/C.
+model predicts with t w(alpha)/C, the point the primal was certified at (an epoch
+without objectives, `objectives_every` > 1, predicts with w(alpha)/C). This model's
+arg-maxes are those of w(alpha)/C; its probabilities are sharper or flatter by t (the
+confidence temperature absorbs that), and a mean of several such models weighs each by its t.
 
 Warm start (`warm_start`, issue 26). Any theta is a valid dual point, so the dual may
 start from the Gibbs distributions of a trained model's scores instead of theta = 0
@@ -413,6 +415,7 @@ class EG(Trainer):
             "epoch_seconds": seconds,
             "examples_per_second": n / max(seconds, 1e-9),
         }
+        self.primal_scale = 1.0  # until this epoch's objectives certify a multiple (none: w(alpha)/C)
         if self.epochs_done % self.objectives_every == 0:
             start = time.perf_counter()
             metrics.update(self.objectives(structure, examples))
@@ -512,13 +515,14 @@ class EG(Trainer):
         return loss + t * t * self.sq_norm / (2.0 * self.C)
 
     def _best_scale(self, structure, ray, at_one: float) -> tuple[float, float]:
-        """(t, P) minimizing P(t w(alpha)/C) over t in [1e-3, 1e3]; t = 1 unless lower. P is
+        """(t, P) minimizing P(t w(alpha)/C) over t in [1/16, 16]; t = 1 unless lower. P is
         convex in t, so unimodal in log t, where the bounded Brent search runs (its tolerance
-        is then relative: 0.1% of t)."""
+        is then relative: 0.1% of t). The bounds keep the model within what a confidence
+        temperature absorbs (e^+-6); beyond them the gap is far from small anyway."""
         from scipy.optimize import minimize_scalar
 
         found = minimize_scalar(lambda u: self._primal_on_ray(structure, ray, math.exp(u)),
-                                bounds=(math.log(1e-3), math.log(1e3)), method="bounded", options={"xatol": 1e-3})
+                                bounds=(math.log(1 / 16), math.log(16.0)), method="bounded", options={"xatol": 1e-3})
         if found.fun < at_one:
             return math.exp(float(found.x)), float(found.fun)
         return 1.0, at_one
@@ -576,6 +580,7 @@ class EG(Trainer):
         size = max(1, int(round(self.eta_search_fraction * n)))
         subset = [examples[i] for i in sorted(self.rng.choice(n, size=size, replace=False))]
         chosen = ETA_CANDIDATES[-1]
+        before = self.search_visits  # the warm start's search, when there is one, came first
         seed = int(self.rng.integers(2**31))
         for eta in ETA_CANDIDATES:
             share = self.improvement_share(structure, subset, hash_bits, eta, seed, warm,
@@ -584,7 +589,7 @@ class EG(Trainer):
             if share >= self.eta_search_share:
                 chosen = eta
                 break
-        self.eta_search_result = {"eta": chosen, "subset": size, "visits": self.search_visits}
+        self.eta_search_result = {"eta": chosen, "subset": size, "visits": self.search_visits - before}
         return chosen
 
     def improvement_share(self, structure, examples, hash_bits, eta, seed, warm=None, C=None) -> float:
@@ -644,7 +649,8 @@ class EG(Trainer):
         for key in ("C", "batch_eta", "eta_ini", "visits", "halvings", "stalls", "iterations_at_C", "epochs_done",
                     "annealing_table"):
             setattr(self, key, meta[key])
-        self.primal_scale = float(meta.get("primal_scale", 1.0))  # checkpoints before issue 26's search
+        # checkpoints before issue 26's search have none; without the search it stays 1
+        self.primal_scale = float(meta.get("primal_scale", 1.0)) if self.primal_scale_search else 1.0
         self.rng.bit_generator.state = meta["rng"]
 
 
