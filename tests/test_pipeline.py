@@ -620,6 +620,7 @@ def comparable(report: dict) -> dict:
     """The report without timings."""
     report = json.loads(json.dumps(report))
     for entry in report["components"].values():
+        entry.get("setup", {}).pop("seconds", None)
         for row in entry["history"]:
             for key in [k for k in row if k.endswith("seconds") or k.endswith("per_second")]:
                 del row[key]

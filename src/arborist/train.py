@@ -959,8 +959,9 @@ def _train_epochs(name: str, component: Component, trainer, train_x: list, dev_x
         entry = members[member]
         run.tracker.start_component(f"{name}.seed{entry['seed']}", (entry["key"],) + tuple(trainer.columns))
     first_epoch, setup_seconds = _begin(component, trainer, train_x, run.tracker, arrays, state)
-    if setup_seconds is not None:  # what the trainer's set-up searched, and its cost (EG's are charged)
-        entry["setup"] = {"seconds": setup_seconds, **trainer.setup_report()}
+    if setup_seconds is not None and (setup := trainer.setup_report()):
+        # what the trainer's set-up searched (EG's searches count as effective iterations)
+        entry["setup"] = {"seconds": setup_seconds, **setup}
     best_score = -1.0 if entry["best"] is None else entry["best"]
     for epoch in range(first_epoch, limits["max_epochs"] + 1):
         # The folds that follow it may be one epoch ahead: a busy machine slows this training
