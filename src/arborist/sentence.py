@@ -154,7 +154,9 @@ class SentenceBatch:
         """The string of a LEMMA id of the batch, None when unknown."""
         text = self.lemmas.get(lemma_id)
         if text is None and self.lemma_sources:
-            sources, self.lemma_sources = self.lemma_sources, []
+            # emptied in place: a batch cut from this one (`pieces`) shares the list and the dict
+            sources = list(self.lemma_sources)
+            self.lemma_sources.clear()
             for source in sources:
                 self.lemmas.update(source())
             text = self.lemmas.get(lemma_id)

@@ -958,10 +958,9 @@ def _train_epochs(name: str, component: Component, trainer, train_x: list, dev_x
             members.append({**_new_entry(component), "seed": component.trainer_call.get("seed")})
         entry = members[member]
         run.tracker.start_component(f"{name}.seed{entry['seed']}", (entry["key"],) + tuple(trainer.columns))
-    first_epoch, setup_seconds = _begin(component, trainer, train_x, run.tracker, arrays, state)
-    if setup_seconds is not None and (setup := trainer.setup_report()):
-        # what the trainer's set-up searched (EG's searches count as effective iterations)
-        entry["setup"] = {"seconds": setup_seconds, **setup}
+    first_epoch, setup = _begin(component, trainer, train_x, run.tracker, arrays, state)
+    if setup is not None:  # what the trainer's set-up searched (EG's searches count as effective iterations)
+        entry["setup"] = setup
     best_score = -1.0 if entry["best"] is None else entry["best"]
     for epoch in range(first_epoch, limits["max_epochs"] + 1):
         # The folds that follow it may be one epoch ahead: a busy machine slows this training
@@ -1009,9 +1008,9 @@ def _train_epochs(name: str, component: Component, trainer, train_x: list, dev_x
 
 
 def _begin(component: Component, trainer, train_x: list, tracker, arrays: dict | None,
-           state: dict | None) -> tuple[int, float | None]:
-    """Start (or restore) the trainer: the first epoch to run, and the set-up's seconds (None
-    when restored)."""
+           state: dict | None) -> tuple[int, dict | None]:
+    """Start (or restore) the trainer: the first epoch to run, and its set-up report with the
+    seconds it took (None when restored, or when the trainer reports nothing)."""
     if arrays is not None:
         recorded = state["trainer"].get("workers", 1)
         running = trainer.workers if isinstance(trainer, ParameterMixing) else 1
@@ -1031,11 +1030,11 @@ def _begin(component: Component, trainer, train_x: list, tracker, arrays: dict |
         return state["epoch"] + 1, None
     start = time.perf_counter()
     trainer.begin(component.structure, train_x, component.structure.hash_bits)
-    setup = time.perf_counter() - start
-    if setup > 1.0:
-        tracker.message(f"trainer set-up: {setup:.1f} s" + "".join(
-            f"; {k} {v}" for k, v in trainer.setup_report().items()))
-    return 1, setup
+    seconds = time.perf_counter() - start
+    report = trainer.setup_report()
+    if seconds > 1.0:
+        tracker.message(f"trainer set-up: {seconds:.1f} s" + "".join(f"; {k} {v}" for k, v in report.items()))
+    return 1, {"seconds": seconds, **report} if report else None
 
 
 def _epoch(component: Component, trainer, train_x: list, dev_x: list, run: Training, epoch: int,

@@ -473,11 +473,11 @@ class EG(Trainer):
         With primal_scale_search, the primal is the minimum of P(t w(alpha)/C) over t > 0."""
         C = self.C
         correct = total = 0.0
-        ray = []  # (x, s, gold, gold part indicator) of every example
+        ray = []  # (x, s, gold, gold part indicator, e_i for M3N) of every example
         for x in examples:
             gold = structure.gold(x)
             s = structure.scores(x, self.weights) / C
-            ray.append((x, s, gold, structure.indicator(x, gold)))
+            ray.append((x, s, gold, structure.indicator(x, gold), self._cost(structure, x)))
             right, positions = structure.hits(x, gold, structure.argmax(x, s))
             correct += right
             total += positions
@@ -504,14 +504,14 @@ class EG(Trainer):
     def _primal_on_ray(self, structure, ray, t: float) -> float:
         """P(t w(alpha)/C): the loss at scores t s_i plus t^2 ||w(alpha)||^2 / (2C)."""
         loss = 0.0
-        for x, s, gold, g in ray:
+        for x, s, gold, g, cost in ray:
             ts = t * s
             gold_score = float((ts * g).sum())
             if self.objective == "crf":
                 loss += structure.marginals(x, ts)[1] - gold_score
             else:
                 y = structure.cost_augmented_argmax(x, ts, gold)
-                loss += float(((ts + structure.part_cost(x, gold)) * structure.indicator(x, y)).sum()) - gold_score
+                loss += float(((ts + cost) * structure.indicator(x, y)).sum()) - gold_score
         return loss + t * t * self.sq_norm / (2.0 * self.C)
 
     def _best_scale(self, structure, ray, at_one: float) -> tuple[float, float]:
