@@ -367,3 +367,216 @@ def test_m3n_margin_without_a_model_starts_near_the_gold_trees():
     assert all(not t.any() for t in crf.theta)
     with pytest.raises(ValueError, match="warm_start_margin"):
         EG("m3n", warm_start_margin=float("nan"))
+
+
+def _in_plane(brute, w, a, u, v):
+    return brute.primal(u * w + v * a)
+
+
+@pytest.mark.parametrize("objective", ["crf", "m3n"])
+def test_primal_average_certifies_the_best_point_in_the_plane(objective):
+    """With primal_average, the primal reported is the enumerated P((u w(alpha) + v a) / C) at
+    the reported (u, v), no point of a grid over the plane (nor the ray search's point) is
+    lower, the cutting planes' lower bound lies below it, the model predicts with that point,
+    and the gap stays a gap (the enumerated dual is below every primal)."""
+    structure, examples = make_dataset()
+    C = 50.0
+    eg = EG(objective, C=C, eta=0.5, seed=3, primal_average=True)
+    assert eg.primal_scale_search  # the plane holds the ray
+    eg.begin(structure, examples, BITS)
+    ray_search = EG(objective, C=C, eta=0.5, seed=3, primal_scale_search=True)
+    ray_search.begin(structure, examples, BITS)
+    for _ in range(3):  # the same dual path: the search does not move alpha
+        m = eg.epoch(structure, examples)
+        on_ray = ray_search.epoch(structure, examples)
+    np.testing.assert_array_equal(eg.weights.array, ray_search.weights.array)
+    brute = Brute(structure, examples, C, objective)
+    w, a = eg.weights.array.copy(), eg.average.copy()
+    u, v = m["primal_scale"], m["primal_average_weight"]
+    assert (u, v) == (eg.primal_scale, eg.average_weight) and v > 0
+    assert abs(m["primal"] - _in_plane(brute, w, a, u, v)) < 1e-9 * abs(m["primal"])
+    assert abs(m["primal_unscaled"] - brute.primal(w)) < 1e-9 * abs(m["primal_unscaled"])
+    assert m["primal_search_lower"] <= m["primal"] * (1 + 1e-9)
+    assert m["primal"] - m["primal_search_lower"] <= eg.plane_tolerance * abs(m["primal"]) * (1 + 1e-9)
+    assert m["primal"] < on_ray["primal"] - 1e-3 * abs(on_ray["primal"])  # the average helps here
+    grid = min(_in_plane(brute, w, a, p, q) for p in np.linspace(0, 3, 61) for q in np.linspace(0, 3, 61)
+               if 1 / 16 <= p + q <= 16)
+    assert m["primal"] <= grid + 1e-9 * abs(grid)
+    alphas = brute.alpha_from_theta(eg.theta)
+    assert abs(m["dual"] + brute.Q(alphas)) < 1e-9 * abs(m["dual"]) and m["duality_gap"] >= 0
+    np.testing.assert_allclose(eg.prediction_weights().array, (u * w + v * a) / C, rtol=1e-12, atol=1e-15)
+    # train_accuracy is the predicting model's
+    hits = [structure.hits(x, structure.gold(x), structure.argmax(x, structure.scores(x, eg.prediction_weights())))
+            for x in examples]
+    assert m["train_accuracy"] == sum(h for h, _ in hits) / sum(p for _, p in hits)
+
+
+@pytest.mark.parametrize("objective", ["crf", "m3n"])
+def test_train_accuracy_is_that_of_the_certified_point(objective):
+    """Where the mean's point parses the training set otherwise than w(alpha)/C (here it
+    does), train_accuracy is the point's."""
+    structure, examples = make_dataset()
+    eg = EG(objective, C=2.0, eta=0.5, seed=3, primal_average=True)
+    eg.begin(structure, examples, BITS)
+    for _ in range(3):
+        m = eg.epoch(structure, examples)
+
+    def accuracy(w):
+        hits = [structure.hits(x, structure.gold(x), structure.argmax(x, structure.scores(x, w))) for x in examples]
+        return sum(h for h, _ in hits) / sum(p for _, p in hits)
+
+    assert m["primal_average_weight"] > 0
+    assert m["train_accuracy"] == accuracy(eg.prediction_weights())
+    assert m["train_accuracy"] != accuracy(Weights(BITS, False, eg.weights.array / 2.0))
+
+
+def test_a_failed_cutting_plane_step_ends_the_search_with_a_certified_point(monkeypatch):
+    """When SLSQP fails, the search keeps the best point it evaluated (a valid certificate)
+    and reports no lower bound."""
+    import arborist.learn.eg as eg_module
+
+    structure, examples = make_dataset()
+    eg = EG("m3n", C=50.0, eta=0.5, seed=3, primal_average=True)
+    eg.begin(structure, examples, BITS)
+    eg.epoch(structure, examples)
+    monkeypatch.setattr(eg_module, "_cutting_plane_step", lambda *args: (np.array([-5.0, 40.0]), -np.inf))
+    m = eg.epoch(structure, examples)
+    assert m["primal_search_evaluations"] == 1 and m["primal_search_lower"] is None
+    brute = Brute(structure, examples, 50.0, "m3n")
+    u, v = eg.primal_scale, eg.average_weight
+    assert abs(m["primal"] - brute.primal(u * eg.weights.array + v * eg.average)) < 1e-9 * abs(m["primal"])
+
+
+def test_the_average_halves_each_epoch_back_and_starts_again_at_a_new_C():
+    """a_k = sum_j d^(k-j) w_j / sum_j d^(k-j) over the epochs' w(alpha) (d = 1/2, a_1 = w_1);
+    epochs without objectives predict with w(alpha)/C; C-annealing drops the old C's average
+    and certified point."""
+    structure, examples = make_dataset()
+    eg = EG("m3n", C=0.5, eta=0.5, seed=3, primal_average=True, objectives_every=3)
+    eg.begin(structure, examples, BITS)
+    seen = []
+    for k in range(1, 5):
+        metrics = eg.epoch(structure, examples)
+        seen.append(eg.weights.array.copy())
+        weights = [0.5 ** (k - j) for j in range(1, k + 1)]
+        weights[0] *= 2  # a_1 = w_1 carries what the epochs before it would
+        expected = sum(c * s for c, s in zip(weights, seen)) / sum(weights)
+        np.testing.assert_allclose(eg.average, expected, rtol=1e-12, atol=1e-14)
+        if k == 3:
+            assert eg.average_weight == metrics["primal_average_weight"] and "primal_search_lower" in metrics
+        else:  # no objectives: no certificate to predict with
+            assert "primal" not in metrics and (eg.primal_scale, eg.average_weight) == (1.0, 0.0)
+            np.testing.assert_array_equal(eg.prediction_weights().array, eg.weights.array / eg.C)
+    annealed = EG("m3n", C=0.5, eta=0.5, seed=3, primal_average=True, anneal=True, anneal_tolerance=1e9)
+    annealed.begin(structure, examples, BITS)
+    for _ in range(2):
+        metrics = annealed.epoch(structure, examples)
+    assert annealed.average_weight == metrics["primal_average_weight"] > 0
+    annealed.finish_epoch(metrics)
+    assert annealed.C == 0.5 * annealed.anneal_factor
+    assert annealed.average is None and (annealed.primal_scale, annealed.average_weight) == (1.0, 0.0)
+    annealed.epoch(structure, examples)  # the new C's first epoch: its average is its w(alpha), a ray
+    np.testing.assert_array_equal(annealed.average, annealed.weights.array)
+
+
+def test_the_average_is_part_of_the_checkpoint():
+    """A run resumed from a checkpoint reports what the uninterrupted run reports; resumed
+    without the option, the average is dropped and the ray search goes on."""
+    structure, examples = make_dataset()
+    straight = EG("m3n", C=2.0, eta=0.5, seed=4, primal_average=True)
+    straight.begin(structure, examples, BITS)
+    for _ in range(3):
+        straight.epoch(structure, examples)
+    arrays, meta = straight.state()
+    arrays = {k: v.copy() for k, v in arrays.items()}  # the state's arrays are the live ones
+    expected = straight.epoch(structure, examples)
+    resumed = EG("m3n", C=2.0, eta=0.5, seed=4, primal_average=True)
+    resumed.restore(structure, examples, arrays, meta)
+    assert resumed.average_weight == meta["average_weight"] > 0
+    got = resumed.epoch(structure, examples)
+    timings = ("epoch_seconds", "examples_per_second", "objective_seconds", "primal_search_seconds")
+    assert {k: v for k, v in got.items() if k not in timings} == {k: v for k, v in expected.items() if k not in timings}
+    np.testing.assert_array_equal(resumed.prediction_weights().array, straight.prediction_weights().array)
+    without = EG("m3n", C=2.0, eta=0.5, seed=4, primal_scale_search=True)
+    without.restore(structure, examples, arrays, meta)
+    # u was certified together with the average: alone it certifies nothing
+    assert without.average is None and without.average_weight == 0.0 and without.primal_scale == 1.0
+    np.testing.assert_array_equal(without.prediction_weights().array, without.weights.array / 2.0)
+    metrics = without.epoch(structure, examples)
+    assert "primal_average_weight" not in metrics and "primal_scale" in metrics
+
+
+def test_a_cutting_plane_step_minimizes_the_model_over_the_feasible_set():
+    """Kelley's step on three planes and a quadratic, against a fine grid of the same model
+    over z >= 0, 1/16 <= z1 + z2 <= 16."""
+    from arborist.learn.eg import _cutting_plane_step
+
+    intercepts = np.array([3.0, -1.0, 0.5])
+    slopes = np.array([[-2.0, -1.0], [1.0, 0.5], [-0.5, 1.5]])
+    gram = np.array([[1.0, 0.3], [0.3, 0.5]])
+
+    def model(z):
+        return 0.5 * float(z @ gram @ z) + float(np.max(intercepts + slopes @ z))
+
+    p, q = np.meshgrid(np.linspace(0, 6, 1201), np.linspace(0, 6, 1201))
+    z_grid = np.stack([p.ravel(), q.ravel()])[:, (1 / 16 <= p.ravel() + q.ravel())]
+    values = 0.5 * np.einsum("in,ij,jn->n", z_grid, gram, z_grid) + (intercepts[:, None] + slopes @ z_grid).max(axis=0)
+    for size in (1.0, 1e6):  # a primal in the tens of thousands once stopped SLSQP at its start
+        z, low = _cutting_plane_step(size * intercepts, size * slopes, size * gram, np.array([1.0, 0.0]), (1 / 16, 16.0))
+        assert z.min() >= -1e-9 and 1 / 16 - 1e-9 <= z.sum() <= 16 + 1e-9
+        assert abs(model(z) - low / size) < 1e-7
+        assert low / size <= values.min() + 1e-9 and values.min() - low / size < 1e-3
+
+
+@pytest.mark.parametrize("objective,per_part", [("crf", False), ("m3n", False), ("m3n", True)])
+def test_gap_sampling_draws_examples_by_their_share_of_the_gap(objective, per_part):
+    """The examples' gaps sum to the certified gap at w(alpha)/C (P + Q = sum_i [loss_i + term_i
+    + (g_i - mu_i).s_i]); an epoch then draws its visits from gap_sampling x the gaps' shares
+    plus the rest uniformly; a checkpoint keeps the gaps."""
+    structure, examples = make_dataset()
+    eg = EG(objective, C=2.0, eta=0.5, seed=3, gap_sampling=0.75, gap_sampling_per_part=per_part)
+    eg.begin(structure, examples, BITS)
+    assert eg.example_gaps is None  # the first epoch is uniform
+    m = eg.epoch(structure, examples)
+    gaps = eg.example_gaps.copy()
+    assert gaps.min() >= 0 and gaps.max() > 0
+    assert abs(gaps.sum() - m["duality_gap"]) < 1e-9 * max(1.0, m["primal"])
+    drawn = []
+
+    class Recording:
+        def __init__(self, rng):
+            self.rng = rng
+
+        def choice(self, n, size, p):
+            drawn.append(p)
+            return self.rng.choice(n, size=size, p=p)
+
+    eg.rng = Recording(eg.rng)
+    parts = [t.size for t in eg.theta]
+    before, tries = eg.parts_visited, []
+    original = eg._try
+    eg._try = lambda structure, x, cost, i, *rest: (tries.append(i), original(structure, x, cost, i, *rest))[1]
+    m = eg.epoch(structure, examples)
+    n = len(examples)
+    weight = gaps / np.array(parts) if per_part else gaps  # per part: the gap per unit of a visit's cost
+    np.testing.assert_allclose(drawn[0], 0.75 * weight / weight.sum() + 0.25 / n, rtol=1e-12)
+    # every rate tried counts, weighed by its example's parts
+    assert eg.parts_visited - before == sum(parts[i] for i in tries) and len(tries) >= n
+    assert m["part_weighted_iterations"] == eg.parts_visited / sum(parts)
+    del eg._try
+    eg.rng = eg.rng.rng
+    arrays, meta = eg.state()
+    resumed = EG(objective, C=2.0, eta=0.5, seed=3, gap_sampling=0.75)
+    resumed.restore(structure, examples, {k: v.copy() for k, v in arrays.items()}, meta)
+    np.testing.assert_array_equal(resumed.example_gaps, eg.example_gaps)
+    for bad in (1.0, -0.1):
+        with pytest.raises(ValueError, match="gap_sampling"):
+            EG(objective, gap_sampling=bad)
+    with pytest.raises(ValueError, match="random schedule"):
+        EG(objective, schedule="cyclic", gap_sampling=0.5)
+    with pytest.raises(ValueError, match="gap_sampling_per_part"):
+        EG(objective, gap_sampling_per_part=True)
+    annealed = EG(objective, C=2.0, eta=0.5, seed=3, gap_sampling=0.5, anneal=True, anneal_tolerance=1e9)
+    annealed.begin(structure, examples, BITS)
+    annealed.finish_epoch(annealed.epoch(structure, examples))
+    assert annealed.example_gaps is None  # the old C's gaps

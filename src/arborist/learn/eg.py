@@ -40,6 +40,34 @@ without objectives, `objectives_every` > 1, predicts with w(alpha)/C). This mode
 arg-maxes are those of w(alpha)/C; its probabilities are sharper or flatter by t (the
 confidence temperature absorbs that), and a mean of several such models weighs each by its t.
 
+The best point of a plane (`primal_average`, which implies the scale search). Near the M3N
+optimum the last w(alpha) is noisy (each visit moves it), and a mean of the last epochs' w(alpha)
+sits closer to w*. On an en_ewt checkpoint at C = 100 (epoch 29, gap sampling), the best primal
+over the cone of the last three epochs' w(alpha) weighed them 0.49, 0.32, 0.17 from the newest
+back, and certified 1.69% where w(alpha) with a mean weighing epoch k by k (as Lacoste-Julien et
+al. 2013 average Frank-Wolfe iterates) certified 1.84%, giving that mean a weight of 0.09. So
+the mean is exponential, a_k = (a_{k-1} + w_k) / 2, and from the second epoch on `objectives`
+minimizes P((u w(alpha) + v a) / C) over u, v >= 0 (1/16 <= u + v <= 16), which is convex in
+(u, v): each value comes with a subgradient (the two score arrays' products with the
+loss-augmented tree, or the marginals, minus the gold tree), so Kelley's cutting planes with
+the quadratic kept exact find the minimum and bound it from below (on en_ewt at C = 100, 2 to
+15 decoding passes per epoch, median 10 to 12; at most plane_evaluations). The model predicts
+with that point, whose trees are no longer those of w(alpha)/C (train_accuracy is then
+measured at it); the mean restarts when C anneals, and it is kept in the checkpoint.
+
+Gap sampling (`gap_sampling` = m, issue 26). The certified gap at w(alpha)/C is a sum over the
+examples, P + Q = sum_i [loss_i + term_i + (g_i - mu_i).s_i] (as ||w(alpha)||^2 / C =
+sum_i (g_i - mu_i).s_i), each term >= 0: example i's Frank-Wolfe gap for M3N, KL(alpha_i ||
+Gibbs(s_i)) for the CRF. `objectives` keeps these terms, and the next epoch draws its n visits
+with probability m gap_i / sum gap + (1 - m) / n (Osokin et al. 2016 sample block Frank-Wolfe's
+blocks by their gaps). The gaps are those of the last objectives (stale for a while when
+`objectives_every` > 1; dropped when C anneals). Long sentences hold more of the gap, so an
+epoch then costs more time: `part_weighted_iterations` counts the visits weighed by their
+examples' parts, and train.py's train_words_per_second, which counts the corpus's words once
+per epoch, understates the words actually visited. `gap_sampling_per_part` draws by gap_i /
+parts_i instead, the gap per unit of a visit's feature pass (its inside-outside grows faster,
+with the cube of the words).
+
 Warm start (`warm_start`, issue 26). Any theta is a valid dual point, so the dual may
 start from the Gibbs distributions of a trained model's scores instead of theta = 0
 (uniform alpha_i, whose w(alpha) / C is huge at small C). With w0 the model's weights,
@@ -78,6 +106,8 @@ from . import Trainer
 OBJECTIVES = ("crf", "m3n")
 SCHEDULES = ("random", "cyclic", "batch")
 ETA_CANDIDATES = tuple(2.0 ** k for k in range(2, -13, -1))  # 4 ... 1/4096
+# primal_average's mean of the epochs' w(alpha): each epoch back weighs half as much (module docstring)
+AVERAGE_DECAY = 0.5
 
 
 class EG(Trainer):
@@ -111,6 +141,9 @@ class EG(Trainer):
         warm_start_margin: float | None = None,
         warm_start_fraction: float = 0.1,
         primal_scale_search: bool = False,
+        primal_average: bool = False,
+        gap_sampling: float = 0.0,
+        gap_sampling_per_part: bool = False,
     ):
         if objective not in OBJECTIVES:
             raise ValueError(f"EG objective must be one of {OBJECTIVES}, got {objective!r}")
@@ -149,8 +182,24 @@ class EG(Trainer):
         self.warm_start_scale = warm_start_scale
         self.warm_start_margin = warm_start_margin
         self.warm_start_fraction = warm_start_fraction
-        self.primal_scale_search = bool(primal_scale_search)
-        self.primal_scale = 1.0  # t of the last certificate (module docstring); 1 without the search
+        self.primal_average = bool(primal_average)
+        if not 0 <= gap_sampling < 1:
+            raise ValueError(f"gap_sampling must be in [0, 1), got {gap_sampling}")
+        if gap_sampling and schedule != "random":
+            raise ValueError(f"gap_sampling needs the random schedule, not {schedule!r}")
+        self.gap_sampling = float(gap_sampling)
+        if gap_sampling_per_part and not gap_sampling:
+            raise ValueError("gap_sampling_per_part needs gap_sampling > 0")
+        self.gap_sampling_per_part = bool(gap_sampling_per_part)  # draw by gap_i / parts_i
+        self.example_gaps: np.ndarray | None = None  # each example's term of the gap at w(alpha)/C
+        self.primal_scale_search = bool(primal_scale_search) or self.primal_average  # the plane holds the ray
+        self.primal_scale = 1.0  # t (u in the plane) of the last certificate (module docstring); 1 without the search
+        self.average: np.ndarray | None = None  # the exponential mean of w(alpha) at epoch ends
+        self.average_epochs = 0
+        self.average_weight = 0.0  # v of the last certificate: w = (u w(alpha) + v average) / C
+        self.search_start = (1.0, 0.0)  # the last certified (u, v), where the next plane search starts
+        self.plane_evaluations = 30  # at most, per plane search
+        self.plane_tolerance = 1e-5  # stop once P is within this share of the cutting planes' lower bound
         self.warm_weights: np.ndarray | None = None  # w0 (set directly, or loaded from warm_start)
         self.warm_layout: str | None = None  # the warm model's parser distance_features, when it names one
         self.warm_start_result: dict | None = None
@@ -315,6 +364,7 @@ class EG(Trainer):
         self.eta = np.full(n, float(eta))
         self.batch_eta = float(eta)
         self.visits = 0
+        self.parts_visited = 0  # the visits weighed by their examples' parts (long sentences cost more)
         self.halvings = 0
         self.stalls = 0
         self.iterations_at_C = 0.0
@@ -362,6 +412,8 @@ class EG(Trainer):
 
     def _try(self, structure, x, cost, i, s, eta) -> tuple[bool, float]:
         self.visits += 1
+        if self.parts_visited is not None:
+            self.parts_visited += self.theta[i].size
         theta = self._theta_update(cost, self.theta[i], s, eta)
         mu, logz = structure.marginals(x, theta)
         term = self._term(cost, theta, mu, logz)
@@ -397,7 +449,16 @@ class EG(Trainer):
         if self.schedule == "batch":
             self._batch_step(structure, examples, tracker)
         else:
-            order = self.rng.integers(n, size=n) if self.schedule == "random" else np.arange(n)
+            if self.schedule == "cyclic":
+                order = np.arange(n)
+            elif self.gap_sampling and self.example_gaps is not None and self.example_gaps.sum() > 0:
+                weight = self.example_gaps
+                if self.gap_sampling_per_part:
+                    weight = weight / np.array([t.size for t in self.theta], dtype=float)
+                share = self.gap_sampling * weight / weight.sum() + (1 - self.gap_sampling) / n
+                order = self.rng.choice(n, size=n, p=share / share.sum())
+            else:
+                order = self.rng.integers(n, size=n)
             for i in order:
                 self.visit(structure, examples[i], int(i))
                 if tracker is not None:
@@ -408,6 +469,9 @@ class EG(Trainer):
         metrics = {
             "C": self.C,
             "effective_iterations": self.effective_iterations(n),
+            # the same, each example weighing its share of all parts (gap_sampling favours long ones)
+            "part_weighted_iterations": (None if self.parts_visited is None
+                                         else self.parts_visited / sum(t.size for t in self.theta)),
             "visits": self.visits - visits_before,
             "halvings": self.halvings - halvings_before,
             "stalls": self.stalls - stalls_before,
@@ -415,7 +479,15 @@ class EG(Trainer):
             "epoch_seconds": seconds,
             "examples_per_second": n / max(seconds, 1e-9),
         }
-        self.primal_scale = 1.0  # until this epoch's objectives certify a multiple (none: w(alpha)/C)
+        # until this epoch's objectives certify a point (none: w(alpha)/C)
+        self.primal_scale, self.average_weight = 1.0, 0.0
+        if self.primal_average:  # a_k = d a_{k-1} + (1 - d) w_k: each epoch back weighs d times less
+            self.average_epochs += 1
+            if self.average is None:
+                self.average = self.weights.array.copy()
+            else:
+                self.average *= AVERAGE_DECAY
+                self.average += (1.0 - AVERAGE_DECAY) * self.weights.array
         if self.epochs_done % self.objectives_every == 0:
             start = time.perf_counter()
             metrics.update(self.objectives(structure, examples))
@@ -449,6 +521,8 @@ class EG(Trainer):
                 if tracker is not None:
                     tracker.advance(1)
             self.visits += len(examples)
+            if self.parts_visited is not None:
+                self.parts_visited += sum(t.size for t in self.theta)
             sq_norm = w_new.sq_norm()
             dq = d_terms + (sq_norm - self.sq_norm) / (2.0 * C)
             largest = max((t for t, _, _, _ in new_state), key=lambda t: float(np.abs(t).max(initial=0.0)))
@@ -483,11 +557,29 @@ class EG(Trainer):
             total += positions
         # Re-sync the running ||w||^2 with the array (it drifts by rounding only).
         self.sq_norm = self.weights.sq_norm()
-        primal = self._primal_on_ray(structure, ray, 1.0)
+        losses = self._losses_on_ray(structure, ray, 1.0)
+        primal = self._primal_from(losses, 1.0)
+        if self.gap_sampling:
+            # P(w(alpha)/C) + Q(alpha) = sum_i [loss_i + term_i + (g_i - mu_i).s_i], as
+            # ||w(alpha)||^2 / C = sum_i (g_i - mu_i).s_i; each summand is >= 0 (M3N: example i's
+            # Frank-Wolfe gap; CRF: KL(alpha_i || Gibbs(s_i)))
+            self.example_gaps = np.maximum(0.0, losses + self.term + np.array(
+                [float(((g - mu) * s).sum()) for (_, s, _, g, _), mu in zip(ray, self.mu)]))
         out = {}
-        if self.primal_scale_search:
+        if self.primal_average and self.average_epochs > 1:  # the first average is w(alpha): a ray
+            u, v, best, out, averaged = self._best_in_plane(structure, ray, primal)
+            self.primal_scale, self.average_weight, self.search_start = u, v, (u, v)
+            out.update({"primal_unscaled": primal, "primal_scale": u, "primal_average_weight": v})
+            primal = best
+            if v > 0:  # the model predicts with (u w(alpha) + v a) / C, whose trees are not w(alpha)'s
+                correct = total = 0.0
+                for (x, s, gold, _, _), sa in zip(ray, averaged):
+                    right, positions = structure.hits(x, gold, structure.argmax(x, u * s + v * sa))
+                    correct += right
+                    total += positions
+        elif self.primal_scale_search:
             t, best = self._best_scale(structure, ray, primal)
-            self.primal_scale = t
+            self.primal_scale, self.search_start = t, (t, 0.0)
             out = {"primal_unscaled": primal, "primal_scale": t}
             primal = best
         dual = -self.dual_value()
@@ -503,16 +595,80 @@ class EG(Trainer):
 
     def _primal_on_ray(self, structure, ray, t: float) -> float:
         """P(t w(alpha)/C): the loss at scores t s_i plus t^2 ||w(alpha)||^2 / (2C)."""
+        return self._primal_from(self._losses_on_ray(structure, ray, t), t)
+
+    def _primal_from(self, losses: np.ndarray, t: float) -> float:
         loss = 0.0
-        for x, s, gold, g, cost in ray:
+        for value in losses:  # in order, as the sum always was
+            loss += float(value)
+        return loss + t * t * self.sq_norm / (2.0 * self.C)
+
+    def _losses_on_ray(self, structure, ray, t: float) -> np.ndarray:
+        """Each example's loss at scores t s_i."""
+        losses = np.empty(len(ray))
+        for k, (x, s, gold, g, cost) in enumerate(ray):
             ts = t * s
             gold_score = float((ts * g).sum())
             if self.objective == "crf":
-                loss += structure.marginals(x, ts)[1] - gold_score
+                losses[k] = structure.marginals(x, ts)[1] - gold_score
             else:
                 y = structure.cost_augmented_argmax(x, ts, gold)
-                loss += float(((ts + cost) * structure.indicator(x, y)).sum()) - gold_score
-        return loss + t * t * self.sq_norm / (2.0 * self.C)
+                losses[k] = float(((ts + cost) * structure.indicator(x, y)).sum()) - gold_score
+        return losses
+
+    def _best_in_plane(self, structure, ray, at_one: float) -> tuple[float, float, float, dict, list]:
+        """(u, v, P, report, the examples' scores by the average) minimizing P((u w(alpha) + v average) / C) over u, v >= 0 with
+        1/16 <= u + v <= 16 (the ray's bounds); (1, 0) unless lower. P is convex in (u, v) and
+        each value comes with a subgradient (the scores' products with the loss-augmented tree,
+        or the marginals, minus the gold tree; plus the Gram matrix of the two vectors), so
+        Kelley's cutting planes, with the quadratic kept exact, find the minimum and bound it
+        from below: they stop once P is within plane_tolerance of that bound."""
+        if self.scale is not None:  # the Gram matrix below takes the plain inner product
+            raise ValueError("primal_average does not support a scaled dual metric (MaxEnDNet)")
+        C = self.C
+        start = time.perf_counter()
+        averaged = Weights(self.weights.bits, False, self.average)
+        plane = [(x, s, gold, g, cost, structure.scores(x, averaged) / C) for x, s, gold, g, cost in ray]
+        cross = float(np.dot(self.weights.array, self.average))
+        gram = np.array([[self.sq_norm, cross], [cross, float(np.dot(self.average, self.average))]]) / C
+
+        def loss_and_subgradient(z):
+            u, v = float(z[0]), float(z[1])
+            loss, grad = 0.0, np.zeros(2)
+            for x, s, gold, g, cost, sa in plane:
+                zs = u * s + v * sa
+                if self.objective == "crf":
+                    mu, logz = structure.marginals(x, zs)
+                    loss += logz - float((zs * g).sum())
+                else:
+                    mu = structure.indicator(x, structure.cost_augmented_argmax(x, zs, gold))
+                    loss += float(((zs + cost) * mu).sum()) - float((zs * g).sum())
+                d = mu - g
+                grad += (float((s * d).sum()), float((sa * d).sum()))
+            return loss, grad
+
+        z, best, best_z, lower = np.array(self.search_start, dtype=float), math.inf, None, -math.inf
+        intercepts, slopes = [], []
+        for evaluations in range(1, self.plane_evaluations + 1):
+            loss, grad = loss_and_subgradient(z)
+            value = loss + 0.5 * float(z @ gram @ z)
+            if value < best:
+                best, best_z = value, z
+            intercepts.append(loss - float(grad @ z))
+            slopes.append(grad)
+            if best - lower <= self.plane_tolerance * abs(best):
+                break
+            z, step_lower = _cutting_plane_step(np.array(intercepts), np.array(slopes), gram, z, (1 / 16, 16.0))
+            if not math.isfinite(step_lower):  # SLSQP failed: its point may be infeasible; keep the best
+                break
+            lower = max(lower, step_lower)
+        # the lower bound stays unknown (None) when no cutting-plane step succeeded
+        report = {"primal_search_evaluations": evaluations, "primal_search_lower": lower if math.isfinite(lower) else None,
+                  "primal_search_seconds": time.perf_counter() - start}
+        averaged_scores = [sa for *_, sa in plane]
+        if best < at_one:
+            return float(best_z[0]), float(best_z[1]), best, report, averaged_scores
+        return 1.0, 0.0, at_one, report, averaged_scores
 
     def _best_scale(self, structure, ray, at_one: float) -> tuple[float, float]:
         """(t, P) minimizing P(t w(alpha)/C) over t in [1/16, 16]; t = 1 unless lower. P is
@@ -550,14 +706,20 @@ class EG(Trainer):
         if self.C * self.anneal_factor < self.C_min:
             return True
         self.C *= self.anneal_factor
-        self.primal_scale = 1.0  # certified at the old C
+        # certified at the old C; the old C's w(alpha) do not average into the new one's
+        self.primal_scale, self.average_weight, self.search_start = 1.0, 0.0, (1.0, 0.0)
+        self.average, self.average_epochs = None, 0
+        self.example_gaps = None  # the old C's gaps: the new C's first epoch draws uniformly
         self.sq_norm = self.weights.sq_norm()
         return False
 
     def prediction_weights(self) -> Weights:
         """The primal solution w = t S w(alpha) / C (S = 1 unless `set_scale`, t = 1 unless
         primal_scale_search)."""
-        return Weights(self.weights.bits, False, self.weights.array * (self.primal_scale / self.C))
+        array = self.weights.array * (self.primal_scale / self.C)
+        if self.average_weight:
+            array += self.average * (self.average_weight / self.C)
+        return Weights(self.weights.bits, False, array)
 
     def set_scale(self, structure: Structure, examples: list, scale: np.ndarray | None) -> None:
         """Make S = diag(scale) the dual's metric, keeping the dual state (a warm start).
@@ -611,12 +773,19 @@ class EG(Trainer):
             "theta_sizes": sizes,
             "eta": self.eta,
         }
+        if self.average is not None:
+            arrays["average"] = self.average
+        if self.example_gaps is not None:
+            arrays["example_gaps"] = self.example_gaps
         meta = {
             "trainer": self.name, "objective": self.objective, "C": self.C, "batch_eta": self.batch_eta,
-            "eta_ini": self.eta_ini, "visits": self.visits, "halvings": self.halvings, "stalls": self.stalls,
+            "eta_ini": self.eta_ini, "visits": self.visits, "parts_visited": self.parts_visited,
+            "halvings": self.halvings, "stalls": self.stalls,
             "iterations_at_C": self.iterations_at_C, "epochs_done": self.epochs_done,
             "annealing_table": self.annealing_table, "rng": self.rng.bit_generator.state,
             "primal_scale": self.primal_scale,
+            "average_epochs": self.average_epochs, "average_weight": self.average_weight,
+            "search_start": list(self.search_start),
         }
         return arrays, meta
 
@@ -651,7 +820,44 @@ class EG(Trainer):
             setattr(self, key, meta[key])
         # checkpoints before issue 26's search have none; without the search it stays 1
         self.primal_scale = float(meta.get("primal_scale", 1.0)) if self.primal_scale_search else 1.0
+        if meta.get("average_weight") and not (self.primal_average and "average" in arrays):
+            self.primal_scale = 1.0  # u was certified with the average, which is not resumed
+        # None in checkpoints before it: the count would start from 0 where the visits do not
+        self.parts_visited = meta.get("parts_visited")
+        self.search_start = (self.primal_scale, 0.0)
+        self.average, self.average_epochs, self.average_weight = None, 0, 0.0
+        self.example_gaps = arrays["example_gaps"].copy() if self.gap_sampling and "example_gaps" in arrays else None
+        # the mean of w(alpha) goes on where it was kept; resumed without the option, it is dropped
+        if self.primal_average and "average" in arrays:
+            self.average = arrays["average"].copy()
+            self.average_epochs = int(meta["average_epochs"])
+            self.average_weight = float(meta["average_weight"])
+            self.search_start = tuple(float(c) for c in meta["search_start"])
         self.rng.bit_generator.state = meta["rng"]
+
+
+def _cutting_plane_step(intercepts, slopes, gram, z, total):
+    """Kelley's step: the minimum of 0.5 z.G.z + max_k (c_k + g_k.z) over z >= 0 with z_1 + z_2
+    in `total`, the exact quadratic plus the convex loss's cutting planes (which lie below it,
+    so the minimum bounds the true one from below). A QP in (z, r), solved by SLSQP on the
+    model divided by its size at z (SLSQP's tolerances are absolute: a primal in the tens of
+    thousands made it stop at its start). Returns (argmin, min), min = -inf if SLSQP failed."""
+    from scipy.optimize import minimize
+
+    r = float(np.max(intercepts + slopes @ z))
+    size = max(1.0, abs(0.5 * float(z @ gram @ z) + r))
+    c, g, q = intercepts / size, slopes / size, gram / size
+    ones = np.ones((len(c), 1))
+    found = minimize(lambda zr: 0.5 * float(zr[:2] @ q @ zr[:2]) + zr[2], np.array([z[0], z[1], r / size]),
+                     jac=lambda zr: np.concatenate([q @ zr[:2], [1.0]]), method="SLSQP",
+                     bounds=[(0.0, None), (0.0, None), (None, None)],
+                     constraints=[{"type": "ineq", "fun": lambda zr: zr[2] - c - g @ zr[:2],
+                                   "jac": lambda zr: np.hstack([-g, ones])},
+                                  {"type": "ineq", "fun": lambda zr: np.array([zr[0] + zr[1] - total[0],
+                                                                               total[1] - zr[0] - zr[1]]),
+                                   "jac": lambda zr: np.array([[1.0, 1.0, 0.0], [-1.0, -1.0, 0.0]])}],
+                     options={"ftol": 1e-12, "maxiter": 200})
+    return found.x[:2].copy(), float(found.fun) * size if found.success else -math.inf
 
 
 def _distance_layout(meta_path, weights_name: str) -> str | None:
