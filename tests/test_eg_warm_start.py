@@ -522,7 +522,8 @@ def test_a_cutting_plane_step_minimizes_the_model_over_the_feasible_set():
     z_grid = np.stack([p.ravel(), q.ravel()])[:, (1 / 16 <= p.ravel() + q.ravel())]
     values = 0.5 * np.einsum("in,ij,jn->n", z_grid, gram, z_grid) + (intercepts[:, None] + slopes @ z_grid).max(axis=0)
     for size in (1.0, 1e6):  # a primal in the tens of thousands once stopped SLSQP at its start
-        z, low = _cutting_plane_step(size * intercepts, size * slopes, size * gram, np.array([1.0, 0.0]), (1 / 16, 16.0))
+        z, low = _cutting_plane_step(size * intercepts, size * slopes, size * gram, np.array([1.0, 0.0]),
+                                     (1 / 16, 16.0))
         assert z.min() >= -1e-9 and 1 / 16 - 1e-9 <= z.sum() <= 16 + 1e-9
         assert abs(model(z) - low / size) < 1e-7
         assert low / size <= values.min() + 1e-9 and values.min() - low / size < 1e-3

@@ -617,8 +617,9 @@ class EG(Trainer):
         return losses
 
     def _best_in_plane(self, structure, ray, at_one: float) -> tuple[float, float, float, dict, list]:
-        """(u, v, P, report, the examples' scores by the average) minimizing P((u w(alpha) + v average) / C) over u, v >= 0 with
-        1/16 <= u + v <= 16 (the ray's bounds); (1, 0) unless lower. P is convex in (u, v) and
+        """(u, v, P, report, the examples' scores by the average) minimizing
+        P((u w(alpha) + v average) / C) over u, v >= 0 with 1/16 <= u + v <= 16 (the ray's
+        bounds); (1, 0) unless lower. P is convex in (u, v) and
         each value comes with a subgradient (the scores' products with the loss-augmented tree,
         or the marginals, minus the gold tree; plus the Gram matrix of the two vectors), so
         Kelley's cutting planes, with the quadratic kept exact, find the minimum and bound it
@@ -663,7 +664,8 @@ class EG(Trainer):
                 break
             lower = max(lower, step_lower)
         # the lower bound stays unknown (None) when no cutting-plane step succeeded
-        report = {"primal_search_evaluations": evaluations, "primal_search_lower": lower if math.isfinite(lower) else None,
+        report = {"primal_search_evaluations": evaluations,
+                  "primal_search_lower": lower if math.isfinite(lower) else None,
                   "primal_search_seconds": time.perf_counter() - start}
         averaged_scores = [sa for *_, sa in plane]
         if best < at_one:
