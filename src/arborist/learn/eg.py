@@ -605,16 +605,18 @@ class EG(Trainer):
 
     def _losses_on_ray(self, structure, ray, t: float) -> np.ndarray:
         """Each example's loss at scores t s_i."""
-        losses = np.empty(len(ray))
-        for k, (x, s, gold, g, cost) in enumerate(ray):
-            ts = t * s
-            gold_score = float((ts * g).sum())
-            if self.objective == "crf":
-                losses[k] = structure.marginals(x, ts)[1] - gold_score
-            else:
-                y = structure.cost_augmented_argmax(x, ts, gold)
-                losses[k] = float(((ts + cost) * structure.indicator(x, y)).sum()) - gold_score
-        return losses
+        return np.array([self._loss(structure, x, t * s, gold, g, cost)[0] for x, s, gold, g, cost in ray])
+
+    def _loss(self, structure, x, scores, gold, g, cost) -> tuple[float, np.ndarray]:
+        """(loss, mu) of one example at these scores: log Z - gold score and the marginals (CRF),
+        or the loss-augmented tree's score minus the gold's and that tree's indicator (M3N); the
+        loss's subgradient in the scores is mu - g."""
+        gold_score = float((scores * g).sum())
+        if self.objective == "crf":
+            mu, logz = structure.marginals(x, scores)
+            return logz - gold_score, mu
+        mu = structure.indicator(x, structure.cost_augmented_argmax(x, scores, gold))
+        return float(((scores + cost) * mu).sum()) - gold_score, mu
 
     def _best_in_plane(self, structure, ray, at_one: float) -> tuple[float, float, float, dict, list]:
         """(u, v, P, report, the examples' scores by the average) minimizing
@@ -637,13 +639,8 @@ class EG(Trainer):
             u, v = float(z[0]), float(z[1])
             loss, grad = 0.0, np.zeros(2)
             for x, s, gold, g, cost, sa in plane:
-                zs = u * s + v * sa
-                if self.objective == "crf":
-                    mu, logz = structure.marginals(x, zs)
-                    loss += logz - float((zs * g).sum())
-                else:
-                    mu = structure.indicator(x, structure.cost_augmented_argmax(x, zs, gold))
-                    loss += float(((zs + cost) * mu).sum()) - float((zs * g).sum())
+                value, mu = self._loss(structure, x, u * s + v * sa, gold, g, cost)
+                loss += value
                 d = mu - g
                 grad += (float((s * d).sum()), float((sa * d).sum()))
             return loss, grad
