@@ -37,7 +37,7 @@ def test_warm_theta_w_and_objectives_follow_the_formulas(objective):
     eg.begin(structure, examples, BITS)
     brute = Brute(structure, examples, C, objective)
     for k, x in enumerate(examples):
-        # theta_i over parts, by hand: b * w0 . phi(x, r) (+ a * e_r for M3N)
+        # theta_i over parts, by hand: b * w0 . phi(x, r) + a * e_r (a given margin applies to both)
         expected = np.zeros_like(eg.theta[k])
         heads = x.heads
         for h in range(x.n + 1):
@@ -48,7 +48,7 @@ def test_warm_theta_w_and_objectives_follow_the_formulas(objective):
                 part = np.zeros_like(eg.theta[k])
                 part[h, m] = 1.0
                 structure.add_features(x, part, probe, 1.0)
-                expected[h, m] = b * float(probe.array @ w0) + (a * float(heads[m] != h) if objective == "m3n" else 0.0)
+                expected[h, m] = b * float(probe.array @ w0) + a * float(heads[m] != h)
         mask = np.ones_like(expected, dtype=bool)
         mask[:, 0] = False
         np.fill_diagonal(mask, False)
@@ -335,15 +335,17 @@ def test_eta_search_visits_count_the_eta_search_only():
     assert report["eta_search_visits"] % report["eta_search_subset"] == 0
 
 
-def test_m3n_margin_without_a_model_starts_near_the_gold_trees():
-    """warm_start_margin alone (M3N): theta_i = a e_i; a < 0 puts alpha_i near the gold tree,
-    so w(alpha) and the dual approach 0 as a falls, and EG still lowers Q from there."""
+@pytest.mark.parametrize("objective", ["m3n", "crf"])
+def test_margin_without_a_model_starts_near_the_gold_trees(objective):
+    """warm_start_margin alone: theta_i = a e_i; a < 0 puts alpha_i near the gold tree, so
+    w(alpha) and the dual approach 0 as a falls (for the CRF the entropy term too), and EG
+    still lowers Q from there."""
     structure, examples = make_dataset()
     C = 1.0
-    brute = Brute(structure, examples, C, "m3n")
+    brute = Brute(structure, examples, C, objective)
     duals = []
     for a in (-2.0, -8.0, -16.0):
-        eg = EG("m3n", C=C, eta=0.5, seed=2, warm_start_margin=a)
+        eg = EG(objective, C=C, eta=0.5, seed=2, warm_start_margin=a)
         eg.begin(structure, examples, BITS)
         for x, theta in zip(examples, eg.theta):
             np.testing.assert_array_equal(theta, a * structure.part_cost(x, structure.gold(x)))
@@ -358,15 +360,11 @@ def test_m3n_margin_without_a_model_starts_near_the_gold_trees():
         eg.epoch(structure, examples)
     assert eg.dual_value() < q0
     # eta_ini searched from that start, as the config does
-    searched = EG("m3n", C=C, seed=2, warm_start_margin=-8.0)
+    searched = EG(objective, C=C, seed=2, warm_start_margin=-8.0)
     searched.begin(structure, examples, BITS)
     assert searched.setup_report()["eta_search_visits"] == searched.search_visits > 0
-    # the CRF has no margin: the same setting leaves theta = 0
-    crf = EG("crf", C=C, eta=0.5, warm_start_margin=-8.0)
-    crf.begin(structure, examples, BITS)
-    assert all(not t.any() for t in crf.theta)
     with pytest.raises(ValueError, match="warm_start_margin"):
-        EG("m3n", warm_start_margin=float("nan"))
+        EG(objective, warm_start_margin=float("nan"))
 
 
 def _in_plane(brute, w, a, u, v):

@@ -84,9 +84,12 @@ neither moves, on a fixed random subset of m examples, with C
 replaced by C m / n (the subset's terms sum like m/n of the full sum and its w(alpha)
 like m/n of the full one, so C m / n keeps w(alpha)/C and Q per example at their
 full-data sizes). eta_ini is then searched from the warm point, on the same terms.
-For M3N the margin may be given without a model (w0 = 0): theta_i = a e_i. A negative a
-starts alpha_i near the gold tree (exactly on it as a -> -inf, where w(alpha) = 0 and the
-dual is 0, the start of SMO-style and Frank-Wolfe solvers), with no model to train first.
+The margin may be given without a model (w0 = 0): theta_i = a e_i, for either objective. A
+negative a starts alpha_i near the gold tree (exactly on it as a -> -inf, where w(alpha) = 0
+and the dual is 0: for M3N the start of SMO-style and Frank-Wolfe solvers, for the CRF a start
+whose w(alpha) / C is 0 instead of theta = 0's huge one), with no model to train first. With a
+model the CRF's margin is 0 unless given (it is not searched: at the CRF optimum theta_i has no
+e_i term).
 
 An optional diagonal metric S (`set_scale`; Laplace MaxEnDNet, seeds/003 eq. 9)
 replaces ||w(alpha)||^2 by w(alpha).S w(alpha) and the primal's ||w||^2 by
@@ -264,21 +267,21 @@ class EG(Trainer):
         return self.warm_weights
 
     def warm_theta(self, structure, x, w0: Weights | None, a: float, b: float) -> np.ndarray:
-        """theta_i = a e_i + b w0 . phi(x_i, r) (a = 0 for the CRF; w0 None: theta_i = a e_i)."""
+        """theta_i = a e_i + b w0 . phi(x_i, r) (w0 None: theta_i = a e_i)."""
         if w0 is None:
             theta = np.zeros_like(structure.part_cost(x, structure.gold(x)), dtype=np.float64)
         else:
             theta = b * np.asarray(structure.scores(x, w0), dtype=np.float64)
-        if self.objective == "m3n" and a:
+        if a:
             theta = theta + a * structure.part_cost(x, structure.gold(x))
         return theta
 
     def _warm_coefficients(self, structure, examples, hash_bits):
-        """(w0 as Weights, a, b), searched where not given; None without a warm start. An M3N
-        margin without a model gives (None, a, 0): theta_i = a e_i."""
+        """(w0 as Weights, a, b), searched where not given; None without a warm start. A margin
+        without a model gives (None, a, 0): theta_i = a e_i."""
         array = self._load_warm_weights(hash_bits)
         if array is None:
-            if self.objective == "m3n" and self.warm_start_margin:
+            if self.warm_start_margin:
                 self.warm_start_result = {"scale": 0.0, "margin": self.warm_start_margin}
                 return None, float(self.warm_start_margin), 0.0
             return None
@@ -288,7 +291,7 @@ class EG(Trainer):
             raise ValueError(f"warm_start {self.warm_start}: its parser's distance_features are {theirs!r}, "
                              f"this one's {ours!r}: the weights would be read at other slots")
         w0 = Weights(hash_bits, False, array)
-        a = 0.0 if self.objective == "crf" else self.warm_start_margin
+        a = (self.warm_start_margin or 0.0) if self.objective == "crf" else self.warm_start_margin
         b = self.warm_start_scale
         result = {}
         if a is None or b is None:
@@ -336,7 +339,7 @@ class EG(Trainer):
         w = Weights(hash_bits, False, scale=self.scale)
         terms = 0.0
         for x, s0, e in cache:
-            theta = b * s0 + (a * e if self.objective == "m3n" and a else 0.0)
+            theta = b * s0 + (a * e if a else 0.0)
             mu, logz = structure.marginals(x, theta)
             terms += self._term(e if self.objective == "m3n" else None, theta, mu, logz)
             structure.add_features(x, structure.indicator(x, structure.gold(x)) - mu, w, 1.0)
