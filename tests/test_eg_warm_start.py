@@ -145,6 +145,34 @@ def test_searched_scale_minimizes_q_over_the_grid(objective):
         assert r["margin"] == 0.0
 
 
+def test_crf_given_margin_is_kept_and_the_scale_searched_with_it():
+    """The CRF with a model and a given margin: a is not searched, and b minimizes the
+    brute-force Q at theta_i = a e_i + b w0 . phi over the grid, the margin included (a search
+    that left the margin out of its Q would pick another b here)."""
+    structure, examples = make_dataset()
+    C, a = 2.0, -3.0
+    w0 = trained_weights(structure, examples, C) * 3.0
+    eg = EG("crf", C=C, eta=0.5, warm_start_fraction=1.0, warm_start_margin=a)
+    eg.warm_weights = w0
+    eg.begin(structure, examples, BITS)
+    r = eg.warm_start_result
+    assert r["margin"] == a
+    brute = Brute(structure, examples, C, "crf")
+
+    def q(a_, b):
+        probe = EG("crf", C=C, eta=0.5, warm_start_scale=b, warm_start_margin=a_)
+        probe.warm_weights = w0
+        probe.begin(structure, examples, BITS)
+        return brute.Q(brute.alpha_from_theta(probe.theta))
+
+    grid = [2.0 ** k for k in range(-12, 7)]
+    with_margin = {b: q(a, b) for b in grid}
+    assert abs(with_margin[r["scale"]] - eg.dual_value()) < 1e-9
+    assert with_margin[r["scale"]] == min(with_margin.values())
+    without = min(grid, key=lambda b: (q(0.0, b), b))
+    assert without != r["scale"]  # so the margin must be in the search's Q
+
+
 def test_search_leaves_a_local_minimum_of_the_scale_for_the_global_one(monkeypatch):
     """A Q with two valleys in b at a = 0 (a shallow one at b = 2, the deepest at b = 1/16)
     and the b = 2 valley alone for any margin: the search starts at a = 0 and scans the whole

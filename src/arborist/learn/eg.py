@@ -72,13 +72,13 @@ Warm start (`warm_start`, issue 26). Any theta is a valid dual point, so the dua
 start from the Gibbs distributions of a trained model's scores instead of theta = 0
 (uniform alpha_i, whose w(alpha) / C is huge at small C). With w0 the model's weights,
 
-    CRF: theta_i = b * w0 . phi(x_i, r)
-    M3N: theta_i = a * e_i + b * w0 . phi(x_i, r)
+    theta_i = a * e_i + b * w0 . phi(x_i, r)
 
-At the CRF optimum theta_i = w* . phi(x_i, r) exactly (alpha_i = Gibbs(w* . phi) and
-w* = w(alpha)/C), so b rescales w0 towards w*; at the M3N optimum alpha_i sits on the
-cost-augmented argmaxes of e_i + w* . phi, which a large a and b approach. b
-(`warm_start_scale`) and a (`warm_start_margin`) are searched when not given: the values
+(for the CRF a = 0 unless `warm_start_margin` is given). At the CRF optimum theta_i =
+w* . phi(x_i, r) exactly (alpha_i = Gibbs(w* . phi) and w* = w(alpha)/C), so b rescales w0
+towards w*; at the M3N optimum alpha_i sits on the cost-augmented argmaxes of e_i + w* . phi,
+which a large a and b approach. b (`warm_start_scale`) and, for M3N, a (`warm_start_margin`)
+are searched when not given: the values
 on grids of powers of two (a also 0) that minimize Q, by coordinate descent from a = 0 until
 neither moves, on a fixed random subset of m examples, with C
 replaced by C m / n (the subset's terms sum like m/n of the full sum and its w(alpha)
@@ -277,8 +277,9 @@ class EG(Trainer):
         return theta
 
     def _warm_coefficients(self, structure, examples, hash_bits):
-        """(w0 as Weights, a, b), searched where not given; None without a warm start. A margin
-        without a model gives (None, a, 0): theta_i = a e_i."""
+        """(w0 as Weights, a, b): b searched when not given, a too for M3N (the CRF's a is the
+        given margin or 0); None without a warm start. A margin without a model gives
+        (None, a, 0): theta_i = a e_i."""
         array = self._load_warm_weights(hash_bits)
         if array is None:
             if self.warm_start_margin:
