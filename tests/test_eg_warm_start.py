@@ -27,6 +27,14 @@ def some_weights(structure, examples, seed=0):
     return w.array + rng.normal(0.0, 0.3, w.array.size)
 
 
+
+def q_at_start(structure, examples, brute, objective, C, w0, a, b):
+    """The brute-force Q at the warm start theta_i = a e_i + b w0 . phi (both given)."""
+    probe = EG(objective, C=C, eta=0.5, warm_start_scale=b, warm_start_margin=a)
+    probe.warm_weights = w0
+    probe.begin(structure, examples, BITS)
+    return brute.Q(brute.alpha_from_theta(probe.theta))
+
 @pytest.mark.parametrize("objective", ["crf", "m3n"])
 def test_warm_theta_w_and_objectives_follow_the_formulas(objective):
     structure, examples = make_dataset()
@@ -127,10 +135,7 @@ def test_searched_scale_minimizes_q_over_the_grid(objective):
     brute = Brute(structure, examples, C, objective)
 
     def q(a, b):
-        probe = EG(objective, C=C, eta=0.5, warm_start_scale=b, warm_start_margin=a)
-        probe.warm_weights = w_star * 3.0
-        probe.begin(structure, examples, BITS)
-        return brute.Q(brute.alpha_from_theta(probe.theta))
+        return q_at_start(structure, examples, brute, objective, C, w_star * 3.0, a, b)
 
     chosen = q(r["margin"], r["scale"])
     assert abs(chosen - eg.dual_value()) < 1e-9
@@ -160,10 +165,7 @@ def test_crf_given_margin_is_kept_and_the_scale_searched_with_it():
     brute = Brute(structure, examples, C, "crf")
 
     def q(a_, b):
-        probe = EG("crf", C=C, eta=0.5, warm_start_scale=b, warm_start_margin=a_)
-        probe.warm_weights = w0
-        probe.begin(structure, examples, BITS)
-        return brute.Q(brute.alpha_from_theta(probe.theta))
+        return q_at_start(structure, examples, brute, "crf", C, w0, a_, b)
 
     grid = [2.0 ** k for k in range(-12, 7)]
     with_margin = {b: q(a, b) for b in grid}
