@@ -13,7 +13,7 @@ from arborist.parser.eisner import eisner_argmax, eisner_marginals
 from arborist.parser.second_order_eisner import (SecondOrderLayout, second_order_argmax, second_order_hill_climb,
                                                  second_order_marginals)
 from arborist.parser.part_features import PartFeatures
-from arborist.parser.second_order import ArcPruner, SecondOrderTree, prune
+from arborist.parser.second_order import PART_TYPES, ArcPruner, SecondOrderTree, prune
 from arborist.parser.features import DEFAULT_TEMPLATES
 from arborist.registry import registry
 from confection import Config
@@ -25,7 +25,12 @@ from protocol import check_gradient, check_protocol
 from test_tree import HASH_BITS, TAGS, WORDS, hamming, is_tree, projective_trees, sentence, spanning_trees
 
 SAMPLE = Path(__file__).resolve().parents[1] / "corpora" / "sample"
-PART_CHOICES = [("sibling",), ("grandparent",), ("sibling", "grandparent")]
+PART_CHOICES = [("sibling",), ("grandparent",), ("stop",), ("sibling", "grandparent"), ("sibling", "stop"),
+                ("sibling", "grandparent", "stop")]
+
+
+def layout_of(allowed, parts):
+    return SecondOrderLayout(allowed, "sibling" in parts, "grandparent" in parts, "stop" in parts)
 
 
 def random_mask(rng, n, density):
@@ -37,36 +42,45 @@ def random_mask(rng, n, density):
 
 
 def parts_of(heads):
-    """The sibling (h, s, m) and grandparent (g, h, m) parts of a tree, from their definitions."""
+    """The sibling (h, s, m), stop (h, s, STOP) and grandparent (g, h, m) parts of a tree,
+    from their definitions: STOP is n+1 on the right, -1 on the left (the root has no
+    left side), s the outermost child or h itself."""
     n = len(heads) - 1
-    siblings, grandparents = set(), set()
+    siblings, stops, grandparents = set(), set(), set()
     for h in range(n + 1):
-        for side in ([m for m in range(h + 1, n + 1) if heads[m] == h],
-                     [m for m in range(h - 1, 0, -1) if heads[m] == h]):
+        for side, stop in (([m for m in range(h + 1, n + 1) if heads[m] == h], n + 1),
+                           ([m for m in range(h - 1, 0, -1) if heads[m] == h], -1)):
             previous = h
             for m in side:  # nearest to h first
                 siblings.add((h, previous, m))
                 previous = m
+            if h >= 1 or stop > 0:
+                stops.add((h, previous, stop))
     for m in range(1, n + 1):
         if heads[m] >= 1:
             grandparents.add((heads[heads[m]], heads[m], m))
-    return siblings, grandparents
+    return siblings, stops, grandparents
 
 
 def enumerate_scores(layout, scores, trees):
     """Each tree's score, summed from the parts' definitions (not the layout's indicator)."""
     arc_index = {tuple(a): i for i, a in enumerate(layout.arcs)}
     sib_index = {tuple(p): layout.sibling_offset + i for i, p in enumerate(layout.siblings)}
+    stop_index = {tuple(p): layout.stop_offset + i for i, p in enumerate(layout.stops)}
+    assert len(stop_index) == layout.n_stop_slots  # each stop part once
     grand_index = {tuple(p): layout.grand_offset + i for i, p in enumerate(layout.grandparents)}
     values, indicators = [], []
     for heads in trees:
         ind = np.zeros(layout.n_parts)
         for m in range(1, len(heads)):
             ind[arc_index[(heads[m], m)]] = 1
-        siblings, grandparents = parts_of(heads)
+        siblings, stops, grandparents = parts_of(heads)
         if layout.sibling:
             for p in siblings:
                 ind[sib_index[p]] = 1
+        if layout.stop:
+            for p in stops:
+                ind[stop_index[p]] = 1
         if layout.grandparent:
             for p in grandparents:
                 ind[grand_index[p]] = 1
@@ -82,10 +96,10 @@ def enumerate_scores(layout, scores, trees):
 def test_kernels_against_brute_force(n, single_root, parts, pruned):
     """argmax, log Z and the marginals of every part type (arcs, siblings, grandparents)
     against enumeration of every projective tree of allowed arcs."""
-    rng = np.random.default_rng([n, single_root, len(parts), pruned, parts[0] == "sibling"])
+    rng = np.random.default_rng([n, single_root, len(parts), pruned, parts[0] == "sibling", "stop" in parts])
     for _ in range(3):
         allowed = random_mask(rng, n, 0.5) if pruned else np.ones((n + 1, n + 1), dtype=bool)
-        layout = SecondOrderLayout(allowed, "sibling" in parts, "grandparent" in parts)
+        layout = layout_of(allowed, parts)
         trees = [y for y in projective_trees(n, single_root)
                  if all(allowed[y[m], m] for m in range(1, n + 1))]
         scores = rng.normal(size=layout.n_parts) * 2
@@ -114,6 +128,14 @@ def test_part_counts_of_a_full_layout():
     # grandparent slots: arc (h, m) with h >= 1 has one per allowed head of h (n of them)
     assert layout.n_grand_slots == sum(n for h in range(1, n + 1) for m in range(1, n + 1) if h != m)
     assert {tuple(p) for p in layout.siblings} >= {(2, 2, 3), (2, 3, 4), (4, 3, 1), (0, 0, 1), (0, 2, 4)}
+    # stop slots: one per arc (as the outermost child) and one per childless side (the root
+    # has no left side); they come after the siblings, and only with stop = True
+    assert layout.n_stop_slots == layout.n_arcs + 2 * n + 1 and not layout.stop
+    assert layout.grand_offset == layout.stop_offset == layout.n_arcs + layout.n_sibling_slots
+    assert {tuple(p) for p in layout.stops} >= {(2, 4, 5), (2, 1, -1), (0, 4, 5), (0, 0, 5), (3, 3, -1)}
+    with_stop = SecondOrderLayout(np.ones((n + 1, n + 1), dtype=bool), stop=True)
+    assert with_stop.grand_offset == with_stop.stop_offset + with_stop.n_stop_slots
+    assert with_stop.n_parts == layout.n_parts + layout.n_stop_slots
 
 
 @pytest.mark.parametrize("single_root", [True, False])
@@ -167,7 +189,7 @@ def second_order_tree(parts, single_root):
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6])
 @pytest.mark.parametrize("pruned", [False, True])
 def test_protocol_against_brute_force(n, single_root, parts, pruned):
-    rng = np.random.default_rng([n, single_root, len(parts), pruned, 11])
+    rng = np.random.default_rng([n, single_root, len(parts), pruned, "stop" in parts, 11])
     masks = {n: random_mask(rng, n, 0.5)} if pruned else None
     structure = second_order_tree(parts, single_root)
     x = structure.example(sentence(n), masks[n] if pruned else None)  # the sentence with its pruned parts
@@ -183,7 +205,7 @@ def test_protocol_against_brute_force(n, single_root, parts, pruned):
 @pytest.mark.parametrize("n", [2, 4])
 def test_marginals_are_gradient_of_log_z(n, single_root):
     rng = np.random.default_rng(n)
-    structure = second_order_tree(("sibling", "grandparent"), single_root)
+    structure = second_order_tree(("sibling", "grandparent", "stop"), single_root)
     x = structure.example(sentence(n))
     check_gradient(structure, x, rng.normal(size=x.layout.n_parts))
 
@@ -223,6 +245,21 @@ def test_part_features_distinguish_first_child_direction_and_words():
     assert not right & left
     g1, g2 = set(pf.part_indices(x, (0, 2, 3), "grandparent")), set(pf.part_indices(x, (4, 2, 3), "grandparent"))
     assert not g1 & g2
+    # stop parts: the last child's stop differs from any sibling pair, by side, and from
+    # the childless side's; the two sides of a childless word differ too
+    n = x.n
+    last_right, last_left = set(pf.part_indices(x, (2, 4, n + 1), "sibling")), set(pf.part_indices(x, (5, 3, -1), "sibling"))
+    assert last_right and last_left and not last_right & inner and not last_right & first
+    assert not last_right & set(pf.part_indices(x, (2, 4, -1), "sibling"))
+    assert not last_right & set(pf.part_indices(x, (2, 2, n + 1), "sibling"))
+    assert not set(pf.part_indices(x, (3, 3, n + 1), "sibling")) & set(pf.part_indices(x, (3, 3, -1), "sibling"))
+    # a stop is not a sibling at the last word (m = n) nor at the root (m = 0)
+    assert not last_right & set(pf.part_indices(x, (2, 4, n), "sibling"))
+    assert not last_left & set(pf.part_indices(x, (5, 3, 0), "sibling"))
+    with pytest.raises(ValueError, match="stop"):
+        pf.part_indices(x, (2, 4, n + 2), "sibling")
+    with pytest.raises(ValueError, match="part positions"):
+        pf.part_indices(x, (2, 4, n + 1), "grandparent")
 
 
 def test_part_features_depend_only_on_the_words_and_configuration():
@@ -372,8 +409,8 @@ def sample_sentences():
 
 @pytest.mark.parametrize("trainer_name", list(TRAINERS))
 def test_every_trainer_trains_a_pruned_second_order_tree(trainer_name, sample_sentences):
-    """The four trainers train the second-order structure unchanged (only the protocol),
-    with a trained pruner, and fit the training data."""
+    """The four trainers train the second-order structure with every part type unchanged
+    (only the protocol), with a trained pruner, and fit the training data."""
     train = sample_sentences[:60]
     pruner_structure = ArcPruner(hash_bits=16, threshold=1e-3, max_heads=4)
     pruner_trainer = registry.resolve(Config({"t": TRAINERS["perceptron"]}))["t"]
@@ -383,7 +420,7 @@ def test_every_trainer_trains_a_pruned_second_order_tree(trainer_name, sample_se
     from arborist import Pruner
 
     pruner = Pruner(pruner_structure, pruner_trainer.prediction_weights().array)
-    tree = SecondOrderTree(DEFAULT_TEMPLATES, 18)
+    tree = SecondOrderTree(DEFAULT_TEMPLATES, 18, parts=PART_TYPES)
     tree.initialize(train)
     train = [tree.example(x, pruner.allowed(x), keep_gold=True) for x in train]
     assert all(x.layout.allowed[x.heads[1:], np.arange(1, x.n + 1)].all() for x in train)  # gold kept
@@ -462,7 +499,7 @@ def single_changes(heads, allowed, single_root):
 def test_hill_climb_ends_at_a_local_optimum_between_the_projective_and_the_best_tree(n, single_root, parts, pruned):
     rng = np.random.default_rng([n, single_root, len(parts), pruned, 29])
     allowed = random_mask(rng, n, 0.6) if pruned else np.ones((n + 1, n + 1), dtype=bool)
-    layout = SecondOrderLayout(allowed, "sibling" in parts, "grandparent" in parts)
+    layout = layout_of(allowed, parts)
     allowed = layout.allowed
     trees = [y for y in spanning_trees(n, single_root) if all(allowed[y[m], m] for m in range(1, n + 1))]
     climbed = 0

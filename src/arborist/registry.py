@@ -69,8 +69,9 @@ def dependency_tree_v2(hash_bits: int = 22, single_root: bool = True, templates:
     has at least `tree.AUTO_NONPROJECTIVE_SHARE` non-projective sentences).
 
     order = 2 adds second-order parts (exact decoding is projective; projective = false
-    decodes approximately by hill climbing from the projective tree): `parts` is a list of "sibling"
-    and "grandparent" (default both), with their templates (defaults in
+    decodes approximately by hill climbing from the projective tree): `parts` is a list of "sibling",
+    "grandparent" and "stop" (default the first two; stop parts, a head's outermost child on
+    a side or none, take the sibling templates), with their templates (defaults in
     `arborist.parser.part_features`); a pipeline's pruner (`arborist.Pruner.v1`) decides
     which arcs they may use.
 
@@ -101,10 +102,10 @@ def dependency_tree_v2(hash_bits: int = 22, single_root: bool = True, templates:
     if order != 2:
         raise ValueError(f"order must be 1 or 2, got {order!r}")
     from .parser.part_features import DEFAULT_GRANDPARENT_TEMPLATES, DEFAULT_SIBLING_TEMPLATES
-    from .parser.second_order import PART_TYPES, SecondOrderTree
+    from .parser.second_order import DEFAULT_PARTS, SecondOrderTree
 
     return SecondOrderTree(_templates(templates, DEFAULT_TEMPLATES), hash_bits=hash_bits, single_root=single_root,
-                           projective=projective, parts=parts or PART_TYPES,
+                           projective=projective, parts=parts or DEFAULT_PARTS,
                            sibling_templates=sibling_templates or DEFAULT_SIBLING_TEMPLATES,
                            grandparent_templates=grandparent_templates or DEFAULT_GRANDPARENT_TEMPLATES,
                            distance_features=distance_features, lift_nonprojective=lift_nonprojective)

@@ -7,10 +7,13 @@ A sibling template is a list of atoms ROLE.ATTR with ROLE one of h, s, m
 ("g.xpos h.xpos m.xpos"). As for arcs, each role's atoms are hashed once per
 token and template (R[t, role, i]), and a part's feature mixes its three role
 hashes. When m is h's first child on its side (s = h) the s role takes a
-"first child" value, so the first-child case has features of its own. Every
-feature fires twice: conjoined with the direction(s) of the part's arcs, and with
-those directions and a binned distance (between s and m for siblings, h and m for
-grandparents).
+"first child" value, so the first-child case has features of its own. Stop parts
+(h, s, STOP), s being h's outermost child on a side (TurboParser's last-child
+siblings), are sibling parts whose m role takes a "stop" value; they are rows
+(h, s, n+1) on the right and (h, s, -1) on the left, with s = h for a side without
+children. Every feature fires twice: conjoined with the direction(s) of the part's
+arcs, and with those directions and a binned distance (between s and m for
+siblings, h and m for grandparents; a bin of its own for stop parts).
 """
 from libc.stdint cimport uint64_t
 import numpy
@@ -38,6 +41,7 @@ DEFAULT_GRANDPARENT_TEMPLATES = (
 ROLES = {"sibling": "hsm", "grandparent": "ghm"}
 cdef int MAX_ATOMS = 4
 cdef uint64_t FIRST_CHILD = hash_string("<FIRST-CHILD>")
+cdef uint64_t STOP = hash_string("<STOP>")
 
 
 def parse_part_template(str template, str kind):
@@ -75,12 +79,13 @@ cdef class _PartTemplates:
                 self.atoms[t, r, : len(atoms)] = atoms
 
     def role_hashes(self, const uint64_t[:, :] attrs):
-        """R (T, 3, n+2) uint64: each token's hash per template and role; column n+1 holds
-        the s role's first-child value (sibling templates)."""
+        """R (T, 3, n+3) uint64: each token's hash per template and role; column n+1 holds
+        the s role's first-child value and column n+2 the m role's stop value (sibling
+        templates)."""
         cdef int n_tokens = attrs.shape[1], T = len(self.templates), t, r, i, k
         cdef const int[:, :, ::1] atoms = self.atoms
         cdef const uint64_t[:, ::1] seeds = self.seeds
-        R = numpy.empty((T, 3, n_tokens + 1), dtype=numpy.uint64)
+        R = numpy.empty((T, 3, n_tokens + 2), dtype=numpy.uint64)
         cdef uint64_t[:, :, ::1] Rv = R
         cdef uint64_t value
         with nogil:
@@ -94,6 +99,7 @@ cdef class _PartTemplates:
                             value = combine(value, attrs[atoms[t, r, k], i])
                         Rv[t, r, i] = value
                     Rv[t, r, n_tokens] = combine(seeds[t, r], FIRST_CHILD)
+                    Rv[t, r, n_tokens + 1] = combine(seeds[t, r], STOP)
         return R
 
 
@@ -109,12 +115,12 @@ cdef class PartFeatures:
         self.grandparent = _PartTemplates(grandparent_templates, "grandparent")
 
     def score(self, sentence, const double[::1] w, parts, str kind):
-        """w . phi(r) for each part r: rows (h, s, m) for kind "sibling", (g, h, m) for
-        "grandparent"."""
+        """w . phi(r) for each part r: rows (h, s, m) for kind "sibling" (m = n+1 or -1 for
+        a stop part), (g, h, m) for "grandparent"."""
         cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
         if w.shape[0] != <Py_ssize_t>(mask + 1):
             raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{self.bits}")
-        P = self._parts(sentence, parts)
+        P = self._parts(sentence, parts, kind)
         out = numpy.zeros(P.shape[0])
         if P.shape[0]:
             self._sweep(sentence, P, kind, &w[0], None, out, 1.0)
@@ -124,17 +130,22 @@ cdef class PartFeatures:
         """weights += scale * sum_r coef[r] * phi(r), over parts with coef != 0."""
         if weights.bits != self.bits:
             raise ValueError(f"weights have 2**{weights.bits} entries, features expect 2**{self.bits}")
-        P = self._parts(sentence, parts)
+        P = self._parts(sentence, parts, kind)
         C = numpy.ascontiguousarray(coef, dtype=numpy.float64)
         if C.shape != (P.shape[0],):
             raise ValueError(f"{C.shape} coefficients for {P.shape[0]} parts")
         if P.shape[0]:
             self._sweep(sentence, P, kind, NULL, weights, C, scale)
 
-    def _parts(self, sentence, parts):
+    def _parts(self, sentence, parts, str kind):
         P = numpy.ascontiguousarray(parts, dtype=numpy.intc).reshape(-1, 3)
-        if P.size and (P.min() < 0 or P.max() > sentence.n):
+        if not P.size:
+            return P
+        words = P[:, :2] if kind == "sibling" else P
+        if words.min() < 0 or words.max() > sentence.n:
             raise ValueError(f"part positions must be in 0..{sentence.n}")
+        if kind == "sibling" and ((P[:, 2] < -1) | (P[:, 2] > sentence.n + 1)).any():
+            raise ValueError(f"sibling modifiers must be in 0..{sentence.n}, or -1 / {sentence.n + 1} (stop)")
         return P
 
     cdef _sweep(self, sentence, const int[:, ::1] P, str kind, const double* w, Weights target,
@@ -148,7 +159,7 @@ cdef class PartFeatures:
             raise ValueError(f"kind must be 'sibling' or 'grandparent', got {kind!r}")
         R = templates.role_hashes(sentence.attrs)
         cdef const uint64_t[:, :, ::1] Rv = R
-        cdef int T = len(templates.templates), first = sentence.n + 1, p, t, a, b, c, code, d
+        cdef int T = len(templates.templates), first = sentence.n + 1, stop = sentence.n + 2, p, t, a, b, c, code, d
         cdef bint sibling = kind == "sibling"
         cdef uint64_t key, dirs, dd, mask = (<uint64_t>1 << self.bits) - 1
         cdef double total, value
@@ -165,9 +176,12 @@ cdef class PartFeatures:
                 a, b, c = P[p, 0], P[p, 1], P[p, 2]
                 if sibling:
                     # (h, s, m): direction of h -> m; distance from the inner sibling
-                    # (from h for a first child, whose s role takes the first-child value)
+                    # (from h for a first child, whose s role takes the first-child value);
+                    # a stop part's m role takes the stop value and its distance bin is -1
                     code = c > a
                     d = c - b if c > b else b - c
+                    if c < 0 or c >= first:
+                        c, d = stop, 0
                     if b == a:
                         b = first
                 else:

@@ -1,12 +1,14 @@
 """Second-order trees behind the Structure protocol, and the first-order pruner whose
 arc marginals decide which arcs they may use.
 
-`SecondOrderTree` (`DependencyTree` with `order = 2`) has three part types: arcs,
-sibling parts (h, s, m) and grandparent parts (g, h, m); `parts` selects the
-second-order ones. A sentence's parts are numbered by a `SecondOrderLayout` built
-from its allowed arcs, and Parts are one flat array (arcs, then siblings, then
-grandparents), so every trainer handles them as it handles first-order arc
-matrices. A label is a heads array, as for first-order trees.
+`SecondOrderTree` (`DependencyTree` with `order = 2`) has four part types: arcs,
+sibling parts (h, s, m), stop parts (h, s, STOP: s is h's outermost child on a side,
+or h itself; TurboParser's last-child siblings, scored by the sibling templates) and
+grandparent parts (g, h, m); `parts` selects the second-order ones. A sentence's parts
+are numbered by a `SecondOrderLayout` built from its allowed arcs, and Parts are one
+flat array (arcs, then siblings, then stops, then grandparents), so every trainer
+handles them as it handles first-order arc matrices. A label is a heads array, as for
+first-order trees.
 
 Exact second-order decoding is projective (`second_order_eisner`). With `projective =
 false` the argmax is approximate and non-projective, as in McDonald and Pereira (2006):
@@ -40,7 +42,10 @@ from .second_order_eisner import (SecondOrderLayout, prune, second_order_argmax,
 from .part_features import DEFAULT_GRANDPARENT_TEMPLATES, DEFAULT_SIBLING_TEMPLATES, PartFeatures
 from .tree import DependencyTree
 
-PART_TYPES = ("sibling", "grandparent")
+PART_TYPES = ("sibling", "grandparent", "stop")
+# the parts of a second-order parser that does not name them (every model saved before
+# stop parts existed names its parts)
+DEFAULT_PARTS = ("sibling", "grandparent")
 
 # The pruner's arc templates: the unigram, bigram and surrounding-POS templates of the
 # first-order set, without the lexical conjunctions that make full scoring expensive.
@@ -94,7 +99,7 @@ class PrunedSentence:
     def __init__(self, sentence: Sentence, layout: SecondOrderLayout, parts: tuple, pruned_gold: int = 0):
         self.sentence = sentence
         self.layout = layout
-        self.parts = parts  # (arcs, siblings, grandparents): the layout's index tables, built once
+        self.parts = parts  # (arcs, siblings, stops, grandparents): the layout's index tables, built once
         self.pruned_gold = pruned_gold  # gold arcs the pruner dropped (added back for training)
 
     def __getattr__(self, name):
@@ -102,13 +107,13 @@ class PrunedSentence:
 
 
 class SecondOrderTree(DependencyTree):
-    """Trees with arc, sibling and grandparent parts: projective, or approximately
+    """Trees with arc, sibling, stop and grandparent parts: projective, or approximately
     non-projective by hill climbing (see the module docstring)."""
 
     order = 2
 
     def __init__(self, templates: Sequence[str], hash_bits: int = 22, single_root: bool = True,
-                 projective: bool | str = True, parts: Sequence[str] = PART_TYPES,
+                 projective: bool | str = True, parts: Sequence[str] = DEFAULT_PARTS,
                  sibling_templates: Sequence[str] = DEFAULT_SIBLING_TEMPLATES,
                  grandparent_templates: Sequence[str] = DEFAULT_GRANDPARENT_TEMPLATES, distance_features: str = "fine",
                  lift_nonprojective: bool = False):
@@ -138,22 +143,25 @@ class SecondOrderTree(DependencyTree):
             gold = (x.heads[1:], np.arange(1, x.n + 1))
             pruned_gold = int((~allowed[gold]).sum())
             allowed[gold] = True
-        layout = SecondOrderLayout(allowed, "sibling" in self.parts, "grandparent" in self.parts)
-        return PrunedSentence(x, layout, (layout.arcs, layout.siblings, layout.grandparents), pruned_gold)
+        layout = SecondOrderLayout(allowed, "sibling" in self.parts, "grandparent" in self.parts, "stop" in self.parts)
+        return PrunedSentence(x, layout, (layout.arcs, layout.siblings, layout.stops, layout.grandparents),
+                              pruned_gold)
 
     def _parts(self, x: Sentence) -> tuple:
-        """(layout, arcs, siblings, grandparents) of an example; a plain sentence allows every arc."""
+        """(layout, arcs, siblings, stops, grandparents) of an example; a plain sentence allows every arc."""
         if not isinstance(x, PrunedSentence):
             x = self.example(x)
         return (x.layout,) + x.parts
 
     # -- the protocol ---------------------------------------------------------------
     def scores(self, x: Sentence, w) -> np.ndarray:
-        layout, arcs, siblings, grandparents = self._parts(x)
+        layout, arcs, siblings, stops, grandparents = self._parts(x)
         arc_scores = self.features.score(x, w.array, layout.allowed)[arcs[:, 0], arcs[:, 1]]
         out = [arc_scores]
         if layout.sibling:
             out.append(self.part_features.score(x, w.array, siblings, "sibling"))
+        if layout.stop:
+            out.append(self.part_features.score(x, w.array, stops, "sibling"))
         if layout.grandparent:
             out.append(self.part_features.score(x, w.array, grandparents, "grandparent"))
         return np.concatenate(out)
@@ -180,7 +188,7 @@ class SecondOrderTree(DependencyTree):
         return cost
 
     def add_features(self, x: Sentence, coef: np.ndarray, w, scale: float = 1.0) -> None:
-        layout, arcs, siblings, grandparents = self._parts(x)
+        layout, arcs, siblings, stops, grandparents = self._parts(x)
         coef = np.asarray(coef, dtype=np.float64)
         if coef.shape != (layout.n_parts,):
             raise ValueError(f"coefficients must have {layout.n_parts} entries (the sentence's parts), "
@@ -191,6 +199,9 @@ class SecondOrderTree(DependencyTree):
         if layout.sibling:
             start = layout.sibling_offset
             self.part_features.add(x, siblings, coef[start: start + layout.n_sibling_slots], w, scale, "sibling")
+        if layout.stop:
+            start = layout.stop_offset
+            self.part_features.add(x, stops, coef[start: start + layout.n_stop_slots], w, scale, "sibling")
         if layout.grandparent:
             start = layout.grand_offset
             self.part_features.add(x, grandparents, coef[start: start + layout.n_grand_slots], w, scale,

@@ -1,7 +1,8 @@
 """Second-order projective dynamic programs over a pruned arc set: sibling parts
-(h, s, m) as in McDonald and Pereira (2006) and grandparent parts (g, h, m) as in
-Koo and Collins (2010), both at once ("model 1" of Koo and Collins without its
-optional grand-sibling parts) or either alone.
+(h, s, m) as in McDonald and Pereira (2006), grandparent parts (g, h, m) as in
+Koo and Collins (2010) and stop parts (h, s, STOP) as in TurboParser's standard
+model, all at once ("model 1" of Koo and Collins without its optional
+grand-sibling parts, plus stops) or any of them alone.
 
 One recursion, two semirings, as in `eisner.pyx`: `fill` computes the chart in
 max-plus (with back-pointers, for argmax) or in log-sum-exp (log Z), and `outside`
@@ -11,10 +12,13 @@ marginals.
 Parts. A `SecondOrderLayout` numbers the parts of one sentence given the allowed
 arcs (the pruner's output): arcs (h, m); sibling parts (h, s, m), s being the child
 of h next to m on m's side and nearer to h, or s = h when m is h's first child on
-that side (the "first-child" part; there is no end-of-children part); grandparent
-parts (g, h, m) for h >= 1, g the head of h. A part exists when all its arcs are
-allowed, so pruned arcs are excluded from every part type. The scores of all parts
-are one flat array: arcs, then sibling parts, then grandparent parts.
+that side (the "first-child" part); stop parts (h, s, STOP), s being h's outermost
+child on a side, or s = h when h has no child on that side, one per arc and two per
+word (the root has no left side; STOP is position n+1 on the right, -1 on the left);
+grandparent parts (g, h, m) for h >= 1, g the head of h. A part exists when all its
+arcs are allowed, so pruned arcs are excluded from every part type. The scores of
+all parts are one flat array: arcs, then sibling parts, then stop parts, then
+grandparent parts.
 
 Chart (every span carries the slot `gs` of its head's parent g among the allowed
 heads of h, which is how grandparent parts are scored; `hs` below is always the
@@ -29,9 +33,13 @@ slot of the enclosing head in the list of a child's allowed heads):
                  CL[m, hs, h+1] + sib(h, h, m)                      (m is the first child)
                  I[(h, r), gs] + S[a, j] + sib(h, r, m)  for each j)  (right arcs; left mirrored)
   S[a, j]  = (+)_{r <= q < m} CR[r, hs, q] + CL[m, hs, q+1]
-  CR[h, gs, e] = (+)_{h < m <= e} I[(h, m), gs] + CR[m, hs, e]
-With `single_root`, log Z = (+)_m I[(0, m), 0] + CR[m, hs, n] where the root's arc
-takes only its first-child term; without it, log Z = CR[0, 0, n]. Widths grow by one:
+  CR[h, gs, e] = (+)_{h < m <= e} I[(h, m), gs] + CR[m, hs, e] + stop(h, m, STOP)
+  CR[h, gs, h] = stop(h, h, STOP)                                     (no right child)
+Every use of a complete span closes its head's side (the inner sibling's half in S,
+the child's far half in I and in CR, the root's span), which is why the stop part can
+be scored where the span is built. With `single_root`, log Z = (+)_m I[(0, m), 0] +
+CR[m, hs, n] + stop(0, m, STOP) where the root's arc takes only its first-child term;
+without it, log Z = CR[0, 0, n]. Widths grow by one:
 the sibling spans and incomplete spans of arcs of width w, then the complete spans of
 width w.
 """
@@ -52,9 +60,9 @@ cdef class SecondOrderLayout:
     dynamic programs walk. `allowed[h, m]` (n+1, n+1) marks the arcs that may be used;
     every word needs at least one allowed head."""
 
-    cdef readonly int n, n_arcs, n_sibling_slots, n_grand_slots, kmax
-    cdef readonly bint sibling, grandparent
-    cdef readonly int sibling_offset, grand_offset, n_parts
+    cdef readonly int n, n_arcs, n_sibling_slots, n_stop_slots, n_grand_slots, kmax
+    cdef readonly bint sibling, grandparent, stop
+    cdef readonly int sibling_offset, stop_offset, grand_offset, n_parts
     # arcs are numbered by modifier, then head: arc a = head_start[m] + slot of h
     cdef readonly object arc_h, arc_m, head_start, slot
     # per head, its allowed arcs ordered by modifier position; `split[h]` is the first
@@ -65,7 +73,7 @@ cdef class SecondOrderLayout:
     cdef int[::1] v_sib_start, v_grand_start, v_arc_order, v_width_start
     cdef int[:, ::1] v_slot
 
-    def __init__(self, allowed, bint sibling=True, bint grandparent=True):
+    def __init__(self, allowed, bint sibling=True, bint grandparent=True, bint stop=False):
         # Built by counting sorts in one pass over the mask (a sentence's layout is built for
         # every sentence a second-order parser sees; numpy calls per table cost more than this).
         mask_arr = numpy.ascontiguousarray(allowed, dtype=bool)
@@ -74,7 +82,7 @@ cdef class SecondOrderLayout:
         cdef const unsigned char[:, ::1] mask = mask_arr.view(numpy.uint8)
         cdef int n = mask.shape[0] - 1
         cdef int h, m, a, w, A = 0, kmax = 1, missing = 0
-        self.n, self.sibling, self.grandparent = n, sibling, grandparent
+        self.n, self.sibling, self.grandparent, self.stop = n, sibling, grandparent, stop
         self.head_start = numpy.zeros(n + 2, dtype=numpy.intc)
         self.child_start = numpy.zeros(n + 2, dtype=numpy.intc)
         self.width_start = numpy.zeros(n + 2, dtype=numpy.intc)
@@ -138,8 +146,12 @@ cdef class SecondOrderLayout:
                 self.v_head_start[h + 1] - self.v_head_start[h] if h >= 1 else 0)
         self.n_sibling_slots = self.v_sib_start[A]
         self.n_grand_slots = self.v_grand_start[A]
+        # one stop part per arc (its modifier is the outermost child), then the childless
+        # sides: right for h = 0..n, left for h = 1..n
+        self.n_stop_slots = A + 2 * n + 1
         self.sibling_offset = A
-        self.grand_offset = A + (self.n_sibling_slots if sibling else 0)
+        self.stop_offset = A + (self.n_sibling_slots if sibling else 0)
+        self.grand_offset = self.stop_offset + (self.n_stop_slots if stop else 0)
         self.n_parts = self.grand_offset + (self.n_grand_slots if grandparent else 0)
 
     cdef inline int candidate(self, int a, int j) noexcept nogil:
@@ -149,6 +161,10 @@ cdef class SecondOrderLayout:
         if self.v_arc_m[a] > h:
             return self.v_child_arc[self.v_split[h] + j]
         return self.v_child_arc[self.v_split[h] - 1 - j]
+
+    cdef inline int childless(self, int h, bint right) noexcept nogil:
+        """The stop slot of h without children on one side."""
+        return self.n_arcs + (h if right else self.n + h)
 
     cdef inline int n_heads(self, int h) noexcept nogil:
         """Grandparent slots of spans headed by h (the root has one, with no grandparent)."""
@@ -187,6 +203,23 @@ cdef class SecondOrderLayout:
         return out
 
     @property
+    def stops(self):
+        """(n_stop_slots, 3): (h, s, STOP) of each stop part, STOP = n+1 on the right and -1
+        on the left; s = h when h has no child on that side."""
+        out = numpy.empty((self.n_stop_slots, 3), dtype=numpy.intc)
+        cdef int[:, ::1] o = out
+        cdef int a, h, n = self.n, A = self.n_arcs
+        with nogil:
+            for a in range(A):
+                o[a, 0], o[a, 1] = self.v_arc_h[a], self.v_arc_m[a]
+                o[a, 2] = n + 1 if self.v_arc_m[a] > self.v_arc_h[a] else -1
+            for h in range(n + 1):
+                o[A + h, 0], o[A + h, 1], o[A + h, 2] = h, h, n + 1
+            for h in range(1, n + 1):
+                o[A + n + h, 0], o[A + n + h, 1], o[A + n + h, 2] = h, h, -1
+        return out
+
+    @property
     def grandparents(self):
         """(n_grand_slots, 3): (g, h, m) of each grandparent part."""
         out = numpy.empty((self.n_grand_slots, 3), dtype=numpy.intc)
@@ -209,42 +242,19 @@ cdef class SecondOrderLayout:
         if y_arr.shape != (self.n + 1,):
             raise ValueError(f"heads must have {self.n + 1} entries, got shape {y_arr.shape}")
         cdef const int[::1] y = y_arr
-        cdef int m, h, a, b, n = self.n
+        cdef int m, n = self.n
         for m in range(1, n + 1):
             if not (0 <= y[m] <= n) or self.v_slot[y[m], m] < 0:
                 raise ValueError(f"arc {y[m]} -> {m} is not among the allowed arcs")
         out_arr = numpy.zeros(self.n_parts)
         cdef double[::1] out = out_arr
-        arcs_arr = numpy.full(n + 1, -1, dtype=numpy.intc)
-        previous_arr = numpy.full(n + 1, -1, dtype=numpy.intc)  # arc of h's last child seen on a side
-        cdef int[::1] arcs = arcs_arr, previous = previous_arr
+        cdef int[::1] arc = numpy.empty(n + 1, dtype=numpy.intc), previous = numpy.empty(n + 1, dtype=numpy.intc)
+        cdef int[::1] found = numpy.empty(_max_tree_parts(n), dtype=numpy.intc)
+        cdef int k, count
         with nogil:
-            for m in range(1, n + 1):
-                arcs[m] = self.v_head_start[m] + self.v_slot[y[m], m]
-                out[arcs[m]] = 1.0
-            if self.sibling:
-                # right dependents outwards (left to right), then left ones outwards (right to left)
-                for m in range(1, n + 1):
-                    h = y[m]
-                    if m > h:
-                        a = arcs[m]
-                        b = 0 if previous[h] < 0 else 1 + self.inner_index(a, previous[h])
-                        out[self.sibling_offset + self.v_sib_start[a] + b] = 1.0
-                        previous[h] = a
-                for h in range(n + 1):
-                    previous[h] = -1
-                for m in range(n, 0, -1):
-                    h = y[m]
-                    if m < h:
-                        a = arcs[m]
-                        b = 0 if previous[h] < 0 else 1 + self.inner_index(a, previous[h])
-                        out[self.sibling_offset + self.v_sib_start[a] + b] = 1.0
-                        previous[h] = a
-            if self.grandparent:
-                for m in range(1, n + 1):
-                    h = y[m]
-                    if h >= 1:
-                        out[self.grand_offset + self.v_grand_start[arcs[m]] + arcs[h] - self.v_head_start[h]] = 1.0
+            count = _tree_parts(self, &y[0], &arc[0], &previous[0], &found[0])
+            for k in range(count):
+                out[found[k]] = 1.0
         return out_arr
 
     cdef inline int inner_index(self, int a, int b) noexcept nogil:
@@ -279,6 +289,9 @@ cdef class _Chart2:
 
     cdef inline double sib(self, const double* sc, int slot) noexcept nogil:
         return sc[self.L.sibling_offset + slot] if self.L.sibling else 0.0
+
+    cdef inline double stop(self, const double* sc, int slot) noexcept nogil:
+        return sc[self.L.stop_offset + slot] if self.L.stop else 0.0
 
     cdef inline double grand(self, const double* sc, int a, int gs) noexcept nogil:
         if not self.L.grandparent or self.L.v_arc_h[a] == 0:
@@ -320,9 +333,10 @@ cdef class _Chart2:
             stop[0] = self.L.v_child_start[h] - 1
             step[0] = -1
 
-    cdef void fill_complete(self, int h, int e, bint use_max) noexcept nogil:
+    cdef void fill_complete(self, const double* sc, int h, int e, bint use_max) noexcept nogil:
         """CR[h, gs, e] (e > h) or CL[h, gs, e] (e < h) for every gs: (+) over the children
-        m of h up to e of I[(h, m), gs] + the same-facing complete span of m to e."""
+        m of h up to e of I[(h, m), gs] + the same-facing complete span of m to e + the
+        stop part of m as h's outermost child on that side."""
         cdef bint right = e > h
         cdef double* C = &self.CR[0] if right else &self.CL[0]
         cdef int* bp = &self.bpCR[0] if right else &self.bpCL[0]
@@ -337,14 +351,15 @@ cdef class _Chart2:
                 m = self.L.v_arc_m[a]
                 if (m > e) if right else (m < e):
                     break
-                acc_add(&acc, self.I[a * K + gs] + C[self.c(m, a - self.L.v_head_start[m], e)], a, use_max)
+                acc_add(&acc, self.I[a * K + gs] + C[self.c(m, a - self.L.v_head_start[m], e)] + self.stop(sc, a),
+                        a, use_max)
                 ci += step
             C[self.c(h, gs, e)] = acc_value(&acc, use_max)
             bp[self.c(h, gs, e)] = acc.arg
 
-    cdef void outside_complete(self, int h, int e) noexcept nogil:
+    cdef void outside_complete(self, const double* sc, int h, int e, double[::1] mu) noexcept nogil:
         """The outside pass of `fill_complete`: spreads the adjoint of each C[h, gs, e] over
-        its terms."""
+        its terms (and their stop parts' marginals)."""
         cdef bint right = e > h
         cdef double* C = &self.CR[0] if right else &self.CL[0]
         cdef double* gC = &self.gCR[0] if right else &self.gCL[0]
@@ -363,11 +378,13 @@ cdef class _Chart2:
                 if (m > e) if right else (m < e):
                     break
                 cell = self.c(m, a - self.L.v_head_start[m], e)
-                t = self.I[a * K + gs] + C[cell]
+                t = self.I[a * K + gs] + C[cell] + self.stop(sc, a)
                 if t != -INFINITY:
                     p = g * exp(t - V)
                     self.gI[a * K + gs] += p
                     gC[cell] += p
+                    if self.L.stop:
+                        mu[self.L.stop_offset + a] += p
                 ci += step
 
     cdef double fill(self, const double* sc, bint single_root, bint use_max) noexcept nogil:
@@ -376,8 +393,9 @@ cdef class _Chart2:
         cdef Acc acc
         for h in range(n + 1):
             for gs in range(self.L.n_heads(h)):
-                self.CR[self.c(h, gs, h)] = 0.0
-                self.CL[self.c(h, gs, h)] = 0.0
+                # a side without children, closed by its stop part (the root has no left side)
+                self.CR[self.c(h, gs, h)] = self.stop(sc, self.L.childless(h, True))
+                self.CL[self.c(h, gs, h)] = self.stop(sc, self.L.childless(h, False)) if h >= 1 else 0.0
         for w in range(1, n + 1):
             for idx in range(self.L.v_width_start[w], self.L.v_width_start[w + 1]):
                 a = self.L.v_arc_order[idx]
@@ -408,16 +426,17 @@ cdef class _Chart2:
                     self.bpI[a * K + gs] = acc.arg
             for h in range(n + 1):
                 if h + w <= n and not (single_root and h == 0):
-                    self.fill_complete(h, h + w, use_max)
+                    self.fill_complete(sc, h, h + w, use_max)
                 if h >= 1 and h - w >= 1:
-                    self.fill_complete(h, h - w, use_max)
+                    self.fill_complete(sc, h, h - w, use_max)
         if not single_root:
             return self.CR[self.c(0, 0, n)]
         acc_init(&acc)
         for ci in range(self.L.v_child_start[0], self.L.v_child_start[1]):
             a = self.L.v_child_arc[ci]
             m = self.L.v_arc_m[a]
-            acc_add(&acc, self.I[a * K] + self.CR[self.c(m, a - self.L.v_head_start[m], n)], a, use_max)
+            acc_add(&acc, self.I[a * K] + self.CR[self.c(m, a - self.L.v_head_start[m], n)] + self.stop(sc, a), a,
+                    use_max)
         self.root_arc = acc.arg
         return acc_value(&acc, use_max)
 
@@ -483,19 +502,21 @@ cdef class _Chart2:
                 a = self.L.v_child_arc[ci]
                 m = self.L.v_arc_m[a]
                 hs = a - self.L.v_head_start[m]
-                t = self.I[a * K] + self.CR[self.c(m, hs, n)]
+                t = self.I[a * K] + self.CR[self.c(m, hs, n)] + self.stop(sc, a)
                 if t != -INFINITY:
                     p = exp(t - logz)
                     gI[a * K] += p
                     gCR[self.c(m, hs, n)] += p
+                    if self.L.stop:
+                        mu[self.L.stop_offset + a] += p
         else:
             gCR[self.c(0, 0, n)] = 1.0
         for w in range(n, 0, -1):
             for h in range(n + 1):
                 if h + w <= n and not (single_root and h == 0):
-                    self.outside_complete(h, h + w)
+                    self.outside_complete(sc, h, h + w, mu)
                 if h >= 1 and h - w >= 1:
-                    self.outside_complete(h, h - w)
+                    self.outside_complete(sc, h, h - w, mu)
             for idx in range(self.L.v_width_start[w], self.L.v_width_start[w + 1]):
                 a = self.L.v_arc_order[idx]
                 h = self.L.v_arc_h[a]
@@ -546,6 +567,13 @@ cdef class _Chart2:
                             p = g * exp(t - V)
                             gCR[right_half] += p
                             gCL[left_half] += p
+        if self.L.stop:
+            # the childless sides: every complete span of width 0 is its stop part
+            for h in range(n + 1):
+                for gs in range(self.L.n_heads(h)):
+                    mu[self.L.stop_offset + self.L.childless(h, True)] += gCR[self.c(h, gs, h)]
+                    if h >= 1:
+                        mu[self.L.stop_offset + self.L.childless(h, False)] += gCL[self.c(h, gs, h)]
 
     def allocate_outside(self):
         self.gCR = numpy.zeros(self.CR.shape[0])
@@ -610,41 +638,72 @@ def second_order_marginals(SecondOrderLayout layout, scores, bint single_root=Tr
 
 # -- approximate non-projective decoding ------------------------------------------------
 
-cdef double _tree_score(SecondOrderLayout L, const double* sc, const int* y, int* arc, int* previous) noexcept nogil:
-    """The score of the head assignment y (every arc allowed): its arc, sibling and
-    grandparent parts, found as `SecondOrderLayout.indicator` finds them. The sibling
-    and grandparent parts of a non-projective tree are defined as for a projective one
-    (nearest inner sibling on the same side; the head's head), so they are all in the
-    layout whenever the tree's arcs are."""
-    cdef int n = L.n, m, h, a, b
-    cdef double total = 0.0
+cdef inline int _max_tree_parts(int n) noexcept nogil:
+    """At most n arcs, n sibling and n grandparent parts, and a stop part for each side
+    of every word and the root's right side."""
+    return 5 * n + 1
+
+
+cdef int _tree_parts(SecondOrderLayout L, const int* y, int* arc, int* previous, int* out) noexcept nogil:
+    """Writes the part indices of the head assignment y (every arc allowed) to `out` and
+    returns their count. The sibling, stop and grandparent parts of any assignment, tree
+    or not, are defined as for a projective tree (the nearest inner child on the same
+    side; the outermost child; the head's head), so they are all in the layout whenever
+    its arcs are."""
+    cdef int n = L.n, m, h, a, b, k = 0
     for m in range(1, n + 1):
         arc[m] = L.v_head_start[m] + L.v_slot[y[m], m]
-        total += sc[arc[m]]
-    if L.sibling:
+        out[k] = arc[m]
+        k += 1
+    if L.sibling or L.stop:
+        # right dependents outwards (left to right), then left ones outwards (right to
+        # left); previous[h] is h's last child seen on the side, its outermost at the end
         for h in range(n + 1):
             previous[h] = -1
         for m in range(1, n + 1):
             h = y[m]
             if m > h:
                 a = arc[m]
-                b = 0 if previous[h] < 0 else 1 + L.inner_index(a, previous[h])
-                total += sc[L.sibling_offset + L.v_sib_start[a] + b]
+                if L.sibling:
+                    b = 0 if previous[h] < 0 else 1 + L.inner_index(a, previous[h])
+                    out[k] = L.sibling_offset + L.v_sib_start[a] + b
+                    k += 1
                 previous[h] = a
+        if L.stop:
+            for h in range(n + 1):
+                out[k] = L.stop_offset + (L.childless(h, True) if previous[h] < 0 else previous[h])
+                k += 1
         for h in range(n + 1):
             previous[h] = -1
         for m in range(n, 0, -1):
             h = y[m]
             if m < h:
                 a = arc[m]
-                b = 0 if previous[h] < 0 else 1 + L.inner_index(a, previous[h])
-                total += sc[L.sibling_offset + L.v_sib_start[a] + b]
+                if L.sibling:
+                    b = 0 if previous[h] < 0 else 1 + L.inner_index(a, previous[h])
+                    out[k] = L.sibling_offset + L.v_sib_start[a] + b
+                    k += 1
                 previous[h] = a
+        if L.stop:
+            for h in range(1, n + 1):
+                out[k] = L.stop_offset + (L.childless(h, False) if previous[h] < 0 else previous[h])
+                k += 1
     if L.grandparent:
         for m in range(1, n + 1):
             h = y[m]
             if h >= 1:
-                total += sc[L.grand_offset + L.v_grand_start[arc[m]] + arc[h] - L.v_head_start[h]]
+                out[k] = L.grand_offset + L.v_grand_start[arc[m]] + arc[h] - L.v_head_start[h]
+                k += 1
+    return k
+
+
+cdef double _tree_score(SecondOrderLayout L, const double* sc, const int* y, int* arc, int* previous,
+                        int* found) noexcept nogil:
+    """The score of the head assignment y: the sum of its parts' (`_tree_parts`)."""
+    cdef int k, count = _tree_parts(L, y, arc, previous, found)
+    cdef double total = 0.0
+    for k in range(count):
+        total += sc[found[k]]
     return total
 
 
@@ -656,13 +715,13 @@ cdef inline bint _descends(const int* y, int h, int m) noexcept nogil:
 
 
 cdef double _hill_climb(SecondOrderLayout L, const double* sc, int* y, bint single_root, int* arc,
-                        int* previous, int* moves) noexcept nogil:
+                        int* previous, int* found, int* moves) noexcept nogil:
     """Greedy ascent over single head changes (McDonald and Pereira 2006, §3.2): from
     the tree y, take the change of one word's head (to another allowed head, keeping a
     tree, and with `single_root` keeping the root's one child) that raises the score the
     most, until none does. Returns the final score; `moves` counts the changes taken."""
     cdef int n = L.n, m, a, h, h_old, best_m, best_h
-    cdef double current = _tree_score(L, sc, y, arc, previous), best, s
+    cdef double current = _tree_score(L, sc, y, arc, previous, found), best, s
     moves[0] = 0
     while True:
         best, best_m, best_h = current, -1, -1
@@ -675,7 +734,7 @@ cdef double _hill_climb(SecondOrderLayout L, const double* sc, int* y, bint sing
                 if h == h_old or (single_root and h == 0) or _descends(y, h, m):
                     continue
                 y[m] = h
-                s = _tree_score(L, sc, y, arc, previous)
+                s = _tree_score(L, sc, y, arc, previous, found)
                 y[m] = h_old
                 # a strict gain beyond rounding, so that equal-score trees cannot alternate
                 if s > best + 1e-9 * (1.0 + (best if best > 0 else -best)):
@@ -711,10 +770,11 @@ def second_order_hill_climb(SecondOrderLayout layout, scores, heads, bint single
     y[0] = -1
     cdef int[::1] arc = numpy.empty(layout.n + 1, dtype=numpy.intc)
     cdef int[::1] previous = numpy.empty(layout.n + 1, dtype=numpy.intc)
+    cdef int[::1] found = numpy.empty(_max_tree_parts(layout.n), dtype=numpy.intc)
     cdef int moves = 0
     cdef double score
     with nogil:
-        score = _hill_climb(layout, &sc[0], &y[0], single_root, &arc[0], &previous[0], &moves)
+        score = _hill_climb(layout, &sc[0], &y[0], single_root, &arc[0], &previous[0], &found[0], &moves)
     return y_arr, score, moves
 
 
