@@ -291,7 +291,41 @@ def test_part_features_depend_only_on_the_words_and_configuration():
             assert set(pf.part_indices(z, (3, 4, 5), kind)) != set(pf.part_indices(x, (1, 2, 3), kind)), (kind, role)
 
 
+def test_part_context_atoms_read_the_neighbours_of_their_role():
+    """`s+1.upos` reads the tag after the inner sibling: the same part elsewhere gives the
+    same features exactly when those neighbours agree, and a neighbour beyond the sentence
+    reads the boundary value on either side (not the root, nor a missing value)."""
+    def tagged(upos):
+        return Sentence.from_columns(["w"] * len(upos), ["w"] * len(upos), list(upos), ["X"] * len(upos))
+
+    pf = PartFeatures(["s.upos s+1.upos m-1.upos m.upos"], ["g.upos g-1.upos m.upos m+1.upos"], bits=20)
+
+    def features(x, part, kind="sibling"):
+        return sorted(pf.part_indices(x, part, kind))
+
+    x = tagged(["A", "B", "C", "D", "E"])  # words 1..5
+    # the inner sibling 2 (B, next C) and m = 4 (D, previous C), moved two to the right
+    assert features(x, (1, 2, 4)) == features(tagged(["Q", "R", "A", "B", "C", "D", "E"]), (3, 4, 6))
+    assert features(x, (1, 2, 4)) != features(tagged(["A", "B", "Z", "D", "E"]), (1, 2, 4))  # s+1 and m-1
+    assert features(x, (1, 2, 4)) == features(tagged(["A", "B", "C", "D", "Z"]), (1, 2, 4))  # not read
+    # grandparent g = 1 reads g-1, the root (position 0); m = 5 reads m+1, past the end
+    end = features(x, (1, 3, 5), "grandparent")
+    assert end == features(tagged(["A", "Q", "C", "Q", "E"]), (1, 3, 5), "grandparent")
+    assert end != features(tagged(["A", "Q", "C", "Q", "E", "F"]), (1, 3, 5), "grandparent")  # m+1 = F
+    shifted = tagged(["Q", "A", "B", "C", "D", "E"])  # g-1 is now Q, not the root
+    assert end != features(shifted, (2, 4, 6), "grandparent")
+    # two before word 1 is before the sentence, as is two before a root stand-in
+    pf2 = PartFeatures(["s-2.upos m.upos"], ["g.upos m.upos"], bits=20)
+    assert sorted(pf2.part_indices(x, (3, 1, 2), "sibling")) == sorted(pf2.part_indices(
+        tagged(["A", "B", "C", "D"]), (3, 1, 2), "sibling"))
+    assert sorted(pf2.part_indices(x, (3, 1, 2), "sibling")) != sorted(pf2.part_indices(x, (4, 3, 2), "sibling"))
+
+
 def test_bad_part_templates_are_rejected():
+    with pytest.raises(ValueError, match="bad sibling feature atom 's[+]3.xpos'"):
+        PartFeatures(["s+3.xpos m.xpos"], ["g.xpos m.xpos"])
+    with pytest.raises(ValueError, match="bad grandparent feature atom 'g1.xpos'"):
+        PartFeatures(["s.xpos m.xpos"], ["g1.xpos m.xpos"])
     with pytest.raises(ValueError, match="bad sibling feature atom 'g.xpos'"):
         PartFeatures(["g.xpos m.xpos"], ["g.xpos m.xpos"])
     with pytest.raises(ValueError, match="bad grandparent feature atom 's.form'"):

@@ -4,9 +4,10 @@ Collins 2010).
 
 A sibling template is a list of atoms ROLE.ATTR with ROLE one of h, s, m
 ("h.xpos s.xpos m.xpos", "s.form m.form"); a grandparent template uses g, h, m
-("g.xpos h.xpos m.xpos"). As for arcs, each role's atoms are hashed once per
-token and template (R[t, role, i]), and a part's feature mixes its three role
-hashes. When m is h's first child on its side (s = h) the s role takes a
+("g.xpos h.xpos m.xpos"). As for arcs, an atom may read a neighbour of its role's
+word, up to two away ("s.upos s+1.upos m-1.upos m.upos"; beyond the sentence it
+reads a boundary value). Each role's atoms are hashed once per token and template
+(R[t, role, i]), and a part's feature mixes its three role hashes. When m is h's first child on its side (s = h) the s role takes a
 "first child" value, so the first-child case has features of its own. Stop parts
 (h, s, STOP), s being h's outermost child on a side (TurboParser's last-child
 siblings), are sibling parts whose m role takes a "stop" value; they are rows
@@ -40,20 +41,29 @@ DEFAULT_GRANDPARENT_TEMPLATES = (
 )
 ROLES = {"sibling": "hsm", "grandparent": "ghm"}
 cdef int MAX_ATOMS = 4
+cdef int MAX_OFFSET = 2  # as in the arc templates
 cdef uint64_t FIRST_CHILD = hash_string("<FIRST-CHILD>")
 cdef uint64_t STOP = hash_string("<STOP>")
+cdef uint64_t BOS = hash_string("<S>")  # as the arc features': a neighbour before the root
+cdef uint64_t EOS = hash_string("</S>")  # or after the last word
 
 
 def parse_part_template(str template, str kind):
-    """'g.xpos h.form m.xpos' -> per role, the attribute rows of its atoms."""
+    """'g.xpos h.form m-1.xpos' -> per role, the (attribute row, offset) of its atoms."""
     roles = ROLES[kind]
     out = [[], [], []]
     for atom in template.split():
-        role, _, attr = atom.partition(".")
-        if role not in roles or len(role) != 1 or attr not in ATTR_NAMES:
+        where, _, attr = atom.partition(".")
+        try:
+            role, offset = where[:1], int(where[1:] or 0)
+            if role not in roles or not role or attr not in ATTR_NAMES or abs(offset) > MAX_OFFSET \
+                    or where[1:2] not in ("", "+", "-"):
+                raise ValueError
+        except ValueError:
             raise ValueError(f"bad {kind} feature atom {atom!r} in template {template!r}: expected "
-                             f"{'|'.join(roles)}.ATTR with ATTR one of {', '.join(ATTR_NAMES)}")
-        out[roles.index(role)].append(ATTR_NAMES.index(attr))
+                             f"{'|'.join(roles)}[+-k].ATTR with |k| <= {MAX_OFFSET} and ATTR one of "
+                             f"{', '.join(ATTR_NAMES)}") from None
+        out[roles.index(role)].append((ATTR_NAMES.index(attr), offset))
     if not template.split():
         raise ValueError(f"empty {kind} template")
     if any(len(atoms) > MAX_ATOMS for atoms in out):
@@ -62,7 +72,8 @@ def parse_part_template(str template, str kind):
 
 
 cdef class _PartTemplates:
-    """One kind's templates: atoms[t, role, k] attribute rows (-1 ends), seeds[t, role]."""
+    """One kind's templates: atoms[t, role, 2k] attribute rows (-1 ends) and atoms[t, role,
+    2k+1] their offsets, seeds[t, role]."""
     cdef readonly tuple templates
     cdef readonly str kind
     cdef object atoms, seeds
@@ -71,18 +82,20 @@ cdef class _PartTemplates:
         self.templates = tuple(templates)
         self.kind = kind
         T = len(self.templates)
-        self.atoms = numpy.full((T, 3, MAX_ATOMS), -1, dtype=numpy.intc)
+        self.atoms = numpy.full((T, 3, 2 * MAX_ATOMS), -1, dtype=numpy.intc)
         self.seeds = numpy.zeros((T, 3), dtype=numpy.uint64)
         for t, template in enumerate(self.templates):
             for r, atoms in enumerate(parse_part_template(template, kind)):
                 self.seeds[t, r] = hash_string(f"{kind}/{template}/{ROLES[kind][r]}")
-                self.atoms[t, r, : len(atoms)] = atoms
+                for k, (attr, offset) in enumerate(atoms):
+                    self.atoms[t, r, 2 * k] = attr
+                    self.atoms[t, r, 2 * k + 1] = offset
 
     def role_hashes(self, const uint64_t[:, :] attrs):
         """R (T, 3, n+3) uint64: each token's hash per template and role; column n+1 holds
         the s role's first-child value and column n+2 the m role's stop value (sibling
         templates)."""
-        cdef int n_tokens = attrs.shape[1], T = len(self.templates), t, r, i, k
+        cdef int n_tokens = attrs.shape[1], T = len(self.templates), t, r, i, k, pos
         cdef const int[:, :, ::1] atoms = self.atoms
         cdef const uint64_t[:, ::1] seeds = self.seeds
         R = numpy.empty((T, 3, n_tokens + 2), dtype=numpy.uint64)
@@ -94,9 +107,11 @@ cdef class _PartTemplates:
                     for i in range(n_tokens):
                         value = seeds[t, r]
                         for k in range(MAX_ATOMS):
-                            if atoms[t, r, k] < 0:
+                            if atoms[t, r, 2 * k] < 0:
                                 break
-                            value = combine(value, attrs[atoms[t, r, k], i])
+                            pos = i + atoms[t, r, 2 * k + 1]
+                            value = combine(value, BOS if pos < 0 else EOS if pos >= n_tokens
+                                            else attrs[atoms[t, r, 2 * k], pos])
                         Rv[t, r, i] = value
                     Rv[t, r, n_tokens] = combine(seeds[t, r], FIRST_CHILD)
                     Rv[t, r, n_tokens + 1] = combine(seeds[t, r], STOP)
