@@ -112,7 +112,8 @@ def test_kernels_against_brute_force(n, single_root, parts, pruned):
         assert np.isclose(logz, np.logaddexp.reduce(values), atol=1e-9)
         expected = np.exp(values - np.logaddexp.reduce(values)) @ indicators
         np.testing.assert_allclose(mu, expected, atol=1e-9)
-        # the layout's indicator is the parts' definition
+        # the layout's indicator is the parts' definition, each part once (it counts, so a
+        # part found twice shows)
         for y, ind in zip(trees, indicators):
             np.testing.assert_array_equal(layout.indicator(y), ind)
 
@@ -248,7 +249,8 @@ def test_part_features_distinguish_first_child_direction_and_words():
     # stop parts: the last child's stop differs from any sibling pair, by side, and from
     # the childless side's; the two sides of a childless word differ too
     n = x.n
-    last_right, last_left = set(pf.part_indices(x, (2, 4, n + 1), "sibling")), set(pf.part_indices(x, (5, 3, -1), "sibling"))
+    last_right = set(pf.part_indices(x, (2, 4, n + 1), "sibling"))
+    last_left = set(pf.part_indices(x, (5, 3, -1), "sibling"))
     assert last_right and last_left and not last_right & inner and not last_right & first
     assert not last_right & set(pf.part_indices(x, (2, 4, -1), "sibling"))
     assert not last_right & set(pf.part_indices(x, (2, 2, n + 1), "sibling"))
@@ -256,6 +258,13 @@ def test_part_features_distinguish_first_child_direction_and_words():
     # a stop is not a sibling at the last word (m = n) nor at the root (m = 0)
     assert not last_right & set(pf.part_indices(x, (2, 4, n), "sibling"))
     assert not last_left & set(pf.part_indices(x, (5, 3, 0), "sibling"))
+    # a stop part's features do not depend on where the sentence ends (no distance)
+    pf_pair = PartFeatures(["s.upos m.upos"], ["g.upos"], bits=20)
+    short, long = sentence(3), sentence(7)  # words 2 and 5 are both nouns
+    assert sorted(pf_pair.part_indices(short, (1, 2, 4), "sibling")) == sorted(
+        pf_pair.part_indices(long, (1, 2, 8), "sibling"))
+    assert sorted(pf_pair.part_indices(short, (3, 2, -1), "sibling")) == sorted(
+        pf_pair.part_indices(long, (6, 5, -1), "sibling"))
     with pytest.raises(ValueError, match="stop"):
         pf.part_indices(x, (2, 4, n + 2), "sibling")
     with pytest.raises(ValueError, match="part positions"):
@@ -319,6 +328,9 @@ def test_part_context_atoms_read_the_neighbours_of_their_role():
     assert sorted(pf2.part_indices(x, (3, 1, 2), "sibling")) == sorted(pf2.part_indices(
         tagged(["A", "B", "C", "D"]), (3, 1, 2), "sibling"))
     assert sorted(pf2.part_indices(x, (3, 1, 2), "sibling")) != sorted(pf2.part_indices(x, (4, 3, 2), "sibling"))
+    # before the root is a boundary value, not the root's
+    pf3 = PartFeatures(["h-1.upos"], ["g.upos"], bits=20)
+    assert set(pf3.part_indices(x, (0, 0, 1), "sibling")) != set(pf3.part_indices(x, (1, 1, 2), "sibling"))
 
 
 def test_bad_part_templates_are_rejected():
@@ -531,7 +543,7 @@ def single_changes(heads, allowed, single_root):
 @pytest.mark.parametrize("n", [2, 3, 4, 5])
 @pytest.mark.parametrize("pruned", [False, True])
 def test_hill_climb_ends_at_a_local_optimum_between_the_projective_and_the_best_tree(n, single_root, parts, pruned):
-    rng = np.random.default_rng([n, single_root, len(parts), pruned, 29])
+    rng = np.random.default_rng([n, single_root, len(parts), pruned, parts[0] == "sibling", "stop" in parts, 29])
     allowed = random_mask(rng, n, 0.6) if pruned else np.ones((n + 1, n + 1), dtype=bool)
     layout = layout_of(allowed, parts)
     allowed = layout.allowed

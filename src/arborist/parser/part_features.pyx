@@ -7,8 +7,9 @@ A sibling template is a list of atoms ROLE.ATTR with ROLE one of h, s, m
 ("g.xpos h.xpos m.xpos"). As for arcs, an atom may read a neighbour of its role's
 word, up to two away ("s.upos s+1.upos m-1.upos m.upos"; beyond the sentence it
 reads a boundary value). Each role's atoms are hashed once per token and template
-(R[t, role, i]), and a part's feature mixes its three role hashes. When m is h's first child on its side (s = h) the s role takes a
-"first child" value, so the first-child case has features of its own. Stop parts
+(R[t, role, i]), and a part's feature mixes its three role hashes. When m is h's
+first child on its side (s = h) the s role takes a "first child" value, so the
+first-child case has features of its own. Stop parts
 (h, s, STOP), s being h's outermost child on a side (TurboParser's last-child
 siblings), are sibling parts whose m role takes a "stop" value; they are rows
 (h, s, n+1) on the right and (h, s, -1) on the left, with s = h for a side without

@@ -254,7 +254,7 @@ cdef class SecondOrderLayout:
         with nogil:
             count = _tree_parts(self, &y[0], &arc[0], &previous[0], &found[0])
             for k in range(count):
-                out[found[k]] = 1.0
+                out[found[k]] += 1.0  # counted, so that a part found twice would show
         return out_arr
 
     cdef inline int inner_index(self, int a, int b) noexcept nogil:
@@ -640,7 +640,8 @@ def second_order_marginals(SecondOrderLayout layout, scores, bint single_root=Tr
 
 cdef inline int _max_tree_parts(int n) noexcept nogil:
     """At most n arcs, n sibling and n grandparent parts, and a stop part for each side
-    of every word and the root's right side."""
+    of every word and the root's right side. Exact: a tree has at most n - 1 grandparent
+    parts, but `indicator` also takes assignments with cycles, which can have n."""
     return 5 * n + 1
 
 
