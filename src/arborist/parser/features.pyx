@@ -30,6 +30,7 @@ import numpy
 
 from ..hashing cimport GOLDEN, combine, mix64
 from ..weights cimport Weights, prefetch
+from .atoms cimport offset_atoms_hash
 from .distance cimport arc_distance_bin
 from .eisner cimport _fill, _backtrack, _outside
 from ..sentence import ATTR_NAMES
@@ -393,14 +394,7 @@ def _one_hot(int n, int h, int m):
 cdef inline uint64_t _side_hash(uint64_t seed, const int[::1] atoms, const uint64_t[:, :] attrs,
                                 Py_ssize_t base, int i, int n_tokens) noexcept nogil:
     """Token i's side hash; the sentence's tokens are columns base..base+n_tokens-1 of attrs."""
-    cdef int k, pos
-    cdef uint64_t value = seed
-    for k in range(0, atoms.shape[0], 2):
-        if atoms[k] < 0:
-            break
-        pos = i + atoms[k + 1]
-        value = combine(value, BOS if pos < 0 else EOS if pos >= n_tokens else attrs[atoms[k], base + pos])
-    return value
+    return offset_atoms_hash(seed, atoms, attrs, base, i, n_tokens, BOS, EOS)
 
 
 cdef void _distance_keep(const uint64_t[:, :] attrs, Py_ssize_t base, int n, const uint64_t[::1] tags,

@@ -22,6 +22,7 @@ import numpy
 
 from ..hashing cimport GOLDEN, combine, mix64
 from ..weights cimport Weights, prefetch
+from .atoms cimport offset_atoms_hash
 from .distance cimport arc_distance_bin
 from ..sentence import ATTR_NAMES
 from ..strings import hash_string
@@ -96,24 +97,16 @@ cdef class _PartTemplates:
         """R (T, 3, n+3) uint64: each token's hash per template and role; column n+1 holds
         the s role's first-child value and column n+2 the m role's stop value (sibling
         templates)."""
-        cdef int n_tokens = attrs.shape[1], T = len(self.templates), t, r, i, k, pos
+        cdef int n_tokens = attrs.shape[1], T = len(self.templates), t, r, i
         cdef const int[:, :, ::1] atoms = self.atoms
         cdef const uint64_t[:, ::1] seeds = self.seeds
         R = numpy.empty((T, 3, n_tokens + 2), dtype=numpy.uint64)
         cdef uint64_t[:, :, ::1] Rv = R
-        cdef uint64_t value
         with nogil:
             for t in range(T):
                 for r in range(3):
                     for i in range(n_tokens):
-                        value = seeds[t, r]
-                        for k in range(MAX_ATOMS):
-                            if atoms[t, r, 2 * k] < 0:
-                                break
-                            pos = i + atoms[t, r, 2 * k + 1]
-                            value = combine(value, BOS if pos < 0 else EOS if pos >= n_tokens
-                                            else attrs[atoms[t, r, 2 * k], pos])
-                        Rv[t, r, i] = value
+                        Rv[t, r, i] = offset_atoms_hash(seeds[t, r], atoms[t, r], attrs, 0, i, n_tokens, BOS, EOS)
                     Rv[t, r, n_tokens] = combine(seeds[t, r], FIRST_CHILD)
                     Rv[t, r, n_tokens + 1] = combine(seeds[t, r], STOP)
         return R

@@ -99,7 +99,7 @@ class PrunedSentence:
     def __init__(self, sentence: Sentence, layout: SecondOrderLayout, parts: tuple, pruned_gold: int = 0):
         self.sentence = sentence
         self.layout = layout
-        self.parts = parts  # (arcs, siblings, stops, grandparents): the layout's index tables, built once
+        self.parts = parts  # (arcs, siblings, stops, grandparents): index tables, built once; None if unused
         self.pruned_gold = pruned_gold  # gold arcs the pruner dropped (added back for training)
 
     def __getattr__(self, name):
@@ -144,8 +144,10 @@ class SecondOrderTree(DependencyTree):
             pruned_gold = int((~allowed[gold]).sum())
             allowed[gold] = True
         layout = SecondOrderLayout(allowed, "sibling" in self.parts, "grandparent" in self.parts, "stop" in self.parts)
-        return PrunedSentence(x, layout, (layout.arcs, layout.siblings, layout.stops, layout.grandparents),
-                              pruned_gold)
+        # only the tables of the part types in use (None for the others)
+        tables = (layout.arcs, layout.siblings if layout.sibling else None, layout.stops if layout.stop else None,
+                  layout.grandparents if layout.grandparent else None)
+        return PrunedSentence(x, layout, tables, pruned_gold)
 
     def _parts(self, x: Sentence) -> tuple:
         """(layout, arcs, siblings, stops, grandparents) of an example; a plain sentence allows every arc."""

@@ -357,7 +357,7 @@ cdef class _Chart2:
             C[self.c(h, gs, e)] = acc_value(&acc, use_max)
             bp[self.c(h, gs, e)] = acc.arg
 
-    cdef void outside_complete(self, const double* sc, int h, int e, double[::1] mu) noexcept nogil:
+    cdef void outside_complete(self, const double* sc, int h, int e, double* mu) noexcept nogil:
         """The outside pass of `fill_complete`: spreads the adjoint of each C[h, gs, e] over
         its terms (and their stop parts' marginals)."""
         cdef bint right = e > h
@@ -514,9 +514,9 @@ cdef class _Chart2:
         for w in range(n, 0, -1):
             for h in range(n + 1):
                 if h + w <= n and not (single_root and h == 0):
-                    self.outside_complete(sc, h, h + w, mu)
+                    self.outside_complete(sc, h, h + w, &mu[0])
                 if h >= 1 and h - w >= 1:
-                    self.outside_complete(sc, h, h - w, mu)
+                    self.outside_complete(sc, h, h - w, &mu[0])
             for idx in range(self.L.v_width_start[w], self.L.v_width_start[w + 1]):
                 a = self.L.v_arc_order[idx]
                 h = self.L.v_arc_h[a]
