@@ -411,6 +411,7 @@ def test_primal_average_certifies_the_best_point_in_the_plane(objective):
     C = 50.0
     eg = EG(objective, C=C, eta=0.5, seed=3, primal_average=True)
     assert eg.primal_scale_search  # the plane holds the ray
+    eg.plane_gap_share = 0.0  # search to plane_tolerance (the gap's share is tested below)
     eg.begin(structure, examples, BITS)
     ray_search = EG(objective, C=C, eta=0.5, seed=3, primal_scale_search=True)
     ray_search.begin(structure, examples, BITS)
@@ -437,6 +438,32 @@ def test_primal_average_certifies_the_best_point_in_the_plane(objective):
     hits = [structure.hits(x, structure.gold(x), structure.argmax(x, structure.scores(x, eg.prediction_weights())))
             for x in examples]
     assert m["train_accuracy"] == sum(h for h, _ in hits) / sum(p for _, p in hits)
+
+
+@pytest.mark.parametrize("objective", ["crf", "m3n"])
+def test_plane_search_stops_at_its_share_of_the_gap(objective):
+    """With plane_gap_share = s the search stops once what the plane could still gain is at
+    most s x the gap: in fewer evaluations than the search to plane_tolerance, at a primal
+    above the tight search's by at most s x its own gap, which stays a certified gap."""
+    structure, examples = make_dataset()
+    runs = {}
+    for share in (0.0, 0.3):
+        eg = EG(objective, C=50.0, eta=0.5, seed=3, primal_average=True)
+        eg.plane_gap_share = share
+        eg.begin(structure, examples, BITS)
+        for _ in range(3):
+            m = eg.epoch(structure, examples)
+        runs[share] = (eg, m)
+    (tight, t), (loose, m) = runs[0.0], runs[0.3]
+    np.testing.assert_array_equal(tight.weights.array, loose.weights.array)  # the same dual path
+    assert m["dual"] == t["dual"]
+    assert m["primal_search_evaluations"] < t["primal_search_evaluations"]
+    assert m["primal"] - m["primal_search_lower"] <= 0.3 * m["duality_gap"] * (1 + 1e-9)
+    assert t["primal"] <= m["primal"] <= t["primal"] + 0.3 * m["duality_gap"] * (1 + 1e-9)
+    brute = Brute(structure, examples, 50.0, objective)
+    u, v = m["primal_scale"], m["primal_average_weight"]
+    assert abs(m["primal"] - _in_plane(brute, loose.weights.array, loose.average, u, v)) < 1e-9 * abs(m["primal"])
+    assert m["primal"] >= -brute.Q(brute.alpha_from_theta(loose.theta)) - 1e-9 * abs(m["primal"])
 
 
 @pytest.mark.parametrize("objective", ["crf", "m3n"])
