@@ -168,54 +168,42 @@ cdef class PartFeatures:
             raise ValueError(f"kind must be 'sibling' or 'grandparent', got {kind!r}")
         R = templates.role_hashes(sentence.attrs)
         cdef const uint64_t[:, :, ::1] Rv = R
-        cdef int T = len(templates.templates), first = sentence.n + 1, stop = sentence.n + 2, p, t, a, b, c, code, d
+        cdef int T = len(templates.templates), n_parts = P.shape[0], n = sentence.n, p, nxt, k, i, slot = 0
         cdef bint sibling = kind == "sibling"
-        cdef uint64_t key, dirs, dd, mask = (<uint64_t>1 << self.bits) - 1
-        cdef double total, value
-        cdef int i, k
-        # One part's weight indices, all computed (and their weights prefetched) before
-        # any is read or updated, as in ArcFeatures.
-        cdef uint64_t[::1] index_buffer = numpy.empty(2 * max(T, 1), dtype=numpy.uint64)
+        cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
+        cdef double total, value, change
+        # Two parts' weight indices: while one part's weights are read or updated, the next
+        # part's indices are hashed and its weights prefetched, so that its cache misses
+        # (nearly every read of a 2**24 vector) overlap the work on this one.
+        cdef uint64_t[::1] index_buffer = numpy.empty(4 * max(T, 1), dtype=numpy.uint64)
         cdef uint64_t* index = &index_buffer[0]
         cdef const double* weights = w if w != NULL else &target.w[0]
+        cdef const uint64_t* roles = &Rv[0, 0, 0] if T else NULL
+        cdef int columns = Rv.shape[2]
+        if w == NULL:
+            change = target.sq_norm_change
         with nogil:
-            for p in range(P.shape[0]):
-                if w == NULL and values[p] == 0.0:
-                    continue
-                a, b, c = P[p, 0], P[p, 1], P[p, 2]
-                if sibling:
-                    # (h, s, m): direction of h -> m; distance from the inner sibling
-                    # (from h for a first child, whose s role takes the first-child value);
-                    # a stop part's m role takes the stop value and its distance bin is -1
-                    code = c > a
-                    d = c - b if c > b else b - c
-                    if c < 0 or c >= first:
-                        c, d = stop, 0
-                    if b == a:
-                        b = first
-                else:
-                    # (g, h, m): directions of g -> h and h -> m; distance of h -> m
-                    code = 2 + 2 * (b > a) + (c > b)
-                    d = c - b if c > b else b - c
-                dirs = mix64(<uint64_t>(code + 1) * GOLDEN)
-                dd = mix64(<uint64_t>(code * 16 + arc_distance_bin(d) + 100) * GOLDEN)
-                k = 0
-                for t in range(T):
-                    key = mix64(mix64(Rv[t, 0, a] ^ (Rv[t, 1, b] * GOLDEN)) ^ Rv[t, 2, c])
-                    index[k] = (key ^ dirs) & mask
-                    index[k + 1] = mix64(key ^ dd) & mask
-                    prefetch(weights, index[k])
-                    prefetch(weights, index[k + 1])
-                    k += 2
+            p = _next_part(values, w == NULL, -1, n_parts)
+            if p < n_parts:
+                k = _part_indices(P, p, sibling, n, roles, columns, T, mask, index, weights)
+            while p < n_parts:
+                nxt = _next_part(values, w == NULL, p, n_parts)
+                if nxt < n_parts:
+                    _part_indices(P, nxt, sibling, n, roles, columns, T, mask,
+                                  index + 2 * T * (1 - slot), weights)
                 if w != NULL:
                     total = 0.0
                     for i in range(k):
-                        total += w[index[i]]
+                        total += w[index[2 * T * slot + i]]
                     values[p] = total
                 else:
                     value = scale * values[p]
                     for i in range(k):
-                        target.add(index[i], value)
+                        change = target.add_summing(index[2 * T * slot + i], value, change)
+                slot = 1 - slot
+                p = nxt
+        if w == NULL:
+            target.sq_norm_change = change
 
     def part_indices(self, sentence, part, str kind):
         """The feature indices of one part (for tests and inspection)."""
@@ -223,3 +211,48 @@ cdef class PartFeatures:
         self.add(sentence, numpy.asarray([part]), numpy.ones(1), probe, 1.0, kind)
         idx = numpy.flatnonzero(probe.array)
         return numpy.repeat(idx, probe.array[idx].astype(numpy.int64)).astype(numpy.uint64)
+
+
+cdef inline int _next_part(double[::1] values, bint adding, int p, int n_parts) noexcept nogil:
+    """The part after p to work on: every part when scoring, those with a coefficient when adding."""
+    p += 1
+    if adding:
+        while p < n_parts and values[p] == 0.0:
+            p += 1
+    return p
+
+
+cdef inline int _part_indices(const int[:, ::1] P, int p, bint sibling, int n, const uint64_t* roles,
+                              int columns, int T, uint64_t mask, uint64_t* index,
+                              const double* weights) noexcept nogil:
+    """Part p's 2T weight indices into index, each prefetched; returns 2T. R[t, role, i] is
+    roles[(3 t + role) columns + i]."""
+    cdef int a = P[p, 0], b = P[p, 1], c = P[p, 2], code, d, t, k = 0
+    cdef int first = n + 1, stop = n + 2
+    cdef uint64_t key, dirs, dd
+    cdef const uint64_t* r
+    if sibling:
+        # (h, s, m): direction of h -> m; distance from the inner sibling
+        # (from h for a first child, whose s role takes the first-child value);
+        # a stop part's m role takes the stop value and its distance bin is -1
+        code = c > a
+        d = c - b if c > b else b - c
+        if c < 0 or c >= first:
+            c, d = stop, 0
+        if b == a:
+            b = first
+    else:
+        # (g, h, m): directions of g -> h and h -> m; distance of h -> m
+        code = 2 + 2 * (b > a) + (c > b)
+        d = c - b if c > b else b - c
+    dirs = mix64(<uint64_t>(code + 1) * GOLDEN)
+    dd = mix64(<uint64_t>(code * 16 + arc_distance_bin(d) + 100) * GOLDEN)
+    for t in range(T):
+        r = roles + 3 * t * columns
+        key = mix64(mix64(r[a] ^ (r[columns + b] * GOLDEN)) ^ r[2 * columns + c])
+        index[k] = (key ^ dirs) & mask
+        index[k + 1] = mix64(key ^ dd) & mask
+        prefetch(weights, index[k])
+        prefetch(weights, index[k + 1])
+        k += 2
+    return k
