@@ -20,6 +20,13 @@ cdef class Weights:
     cdef public double sq_norm_change  # sum over adds of the change in ||w||^2 (EG's dual change)
 
     cdef inline void add(self, uint64_t index, double value) noexcept nogil:
+        self.sq_norm_change = self.add_summing(index, value, self.sq_norm_change)
+
+    cdef inline double add_summing(self, uint64_t index, double value, double change) noexcept nogil:
+        """w[index] += value; returns change plus the change of ||w||^2. `add` keeps that sum
+        in sq_norm_change; a kernel making many adds starts from sq_norm_change, sums in a
+        local in the same order and stores it once (the same figure), as the compiler cannot
+        keep the field in a register across writes to w, which may alias it."""
         cdef double old = self.w[index]
         cdef double stored = value
         if self.scaled:
@@ -27,25 +34,10 @@ cdef class Weights:
             # u.S u by value (2 (S u)_k + S_k value), which needs no division by S_k.
             stored = self.s[index] * value
         self.w[index] = old + stored
+        if self.averaged:
+            self.u[index] += self.step * stored
         # (old + v)^2 - old^2, summed in the order the adds happen: exact even when
         # an update touches the same hashed index many times.
-        self.sq_norm_change += value * (old + old + stored)
-        if self.averaged:
-            self.u[index] += self.step * stored
-
-    cdef inline double add_summing(self, uint64_t index, double value, double change) noexcept nogil:
-        """`add` with the change of ||w||^2 summed in a local (change, returned) instead of
-        sq_norm_change: a kernel starts from sq_norm_change, adds in the same order and
-        stores the sum once, the same figure as `add`'s, without a store and load of the
-        field between adds (the compiler cannot keep it in a register across the writes
-        to w, which may alias it)."""
-        cdef double old = self.w[index]
-        cdef double stored = value
-        if self.scaled:
-            stored = self.s[index] * value
-        self.w[index] = old + stored
-        if self.averaged:
-            self.u[index] += self.step * stored
         return change + value * (old + old + stored)
 
 

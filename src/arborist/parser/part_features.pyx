@@ -168,7 +168,7 @@ cdef class PartFeatures:
             raise ValueError(f"kind must be 'sibling' or 'grandparent', got {kind!r}")
         R = templates.role_hashes(sentence.attrs)
         cdef const uint64_t[:, :, ::1] Rv = R
-        cdef int T = len(templates.templates), n_parts = P.shape[0], n = sentence.n, p, nxt, k, i, slot = 0
+        cdef int T = len(templates.templates), n_parts = P.shape[0], n = sentence.n, k = 2 * T, p, nxt, i
         cdef bint sibling = kind == "sibling"
         cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
         cdef double total, value, change
@@ -177,30 +177,32 @@ cdef class PartFeatures:
         # (nearly every read of a 2**24 vector) overlap the work on this one.
         cdef uint64_t[::1] index_buffer = numpy.empty(4 * max(T, 1), dtype=numpy.uint64)
         cdef uint64_t* index = &index_buffer[0]
+        cdef uint64_t* ahead = index + k
+        cdef const int* parts = &P[0, 0]
+        cdef double* coef = &values[0]
         cdef const double* weights = w if w != NULL else &target.w[0]
         cdef const uint64_t* roles = &Rv[0, 0, 0] if T else NULL
         cdef int columns = Rv.shape[2]
         if w == NULL:
             change = target.sq_norm_change
         with nogil:
-            p = _next_part(values, w == NULL, -1, n_parts)
+            p = _next_part(coef, w == NULL, -1, n_parts)
             if p < n_parts:
-                k = _part_indices(P, p, sibling, n, roles, columns, T, mask, index, weights)
+                _part_indices(parts + 3 * p, sibling, n, roles, columns, T, mask, index, weights)
             while p < n_parts:
-                nxt = _next_part(values, w == NULL, p, n_parts)
+                nxt = _next_part(coef, w == NULL, p, n_parts)
                 if nxt < n_parts:
-                    _part_indices(P, nxt, sibling, n, roles, columns, T, mask,
-                                  index + 2 * T * (1 - slot), weights)
+                    _part_indices(parts + 3 * nxt, sibling, n, roles, columns, T, mask, ahead, weights)
                 if w != NULL:
                     total = 0.0
                     for i in range(k):
-                        total += w[index[2 * T * slot + i]]
-                    values[p] = total
+                        total += w[index[i]]
+                    coef[p] = total
                 else:
-                    value = scale * values[p]
+                    value = scale * coef[p]
                     for i in range(k):
-                        change = target.add_summing(index[2 * T * slot + i], value, change)
-                slot = 1 - slot
+                        change = target.add_summing(index[i], value, change)
+                index, ahead = ahead, index
                 p = nxt
         if w == NULL:
             target.sq_norm_change = change
@@ -213,7 +215,7 @@ cdef class PartFeatures:
         return numpy.repeat(idx, probe.array[idx].astype(numpy.int64)).astype(numpy.uint64)
 
 
-cdef inline int _next_part(double[::1] values, bint adding, int p, int n_parts) noexcept nogil:
+cdef inline int _next_part(const double* values, bint adding, int p, int n_parts) noexcept nogil:
     """The part after p to work on: every part when scoring, those with a coefficient when adding."""
     p += 1
     if adding:
@@ -222,12 +224,12 @@ cdef inline int _next_part(double[::1] values, bint adding, int p, int n_parts) 
     return p
 
 
-cdef inline int _part_indices(const int[:, ::1] P, int p, bint sibling, int n, const uint64_t* roles,
-                              int columns, int T, uint64_t mask, uint64_t* index,
-                              const double* weights) noexcept nogil:
-    """Part p's 2T weight indices into index, each prefetched; returns 2T. R[t, role, i] is
-    roles[(3 t + role) columns + i]."""
-    cdef int a = P[p, 0], b = P[p, 1], c = P[p, 2], code, d, t, k = 0
+cdef inline void _part_indices(const int* part, bint sibling, int n, const uint64_t* roles,
+                               int columns, int T, uint64_t mask, uint64_t* index,
+                               const double* weights) noexcept nogil:
+    """A part's 2T weight indices into index, each prefetched (part: its row (a, b, c) of the
+    parts). R[t, role, i] is roles[(3 t + role) columns + i]."""
+    cdef int a = part[0], b = part[1], c = part[2], code, d, t, k = 0
     cdef int first = n + 1, stop = n + 2
     cdef uint64_t key, dirs, dd
     cdef const uint64_t* r
@@ -255,4 +257,3 @@ cdef inline int _part_indices(const int[:, ::1] P, int p, bint sibling, int n, c
         prefetch(weights, index[k])
         prefetch(weights, index[k + 1])
         k += 2
-    return k
