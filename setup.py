@@ -6,6 +6,7 @@ from setuptools import Extension, setup
 MODULES = [
     "arborist.strings",
     "arborist.weights",
+    "arborist.helper",
     "arborist.parser.eisner",
     "arborist.parser.second_order_eisner",
     "arborist.parser.mst",

@@ -659,3 +659,103 @@ def test_non_projective_pruner_keeps_matrix_tree_heads_and_both_best_trees(singl
     second_order_argmax(layout, np.zeros(layout.n_parts), single_root)
     assert kept[mst_tree[1:], np.arange(1, n + 1)].all()
     assert pruners[False].registry_call()["projective"] is False
+
+
+@pytest.mark.parametrize("parts", PART_CHOICES)
+def test_part_scores_split_with_a_helper_equal_one_thread(parts, sample_sentences):
+    """`scoring_threads`: a second-order tree scores part of each sentence's parts in a
+    `Helper` thread while this thread scores the arcs and the rest. Every score must be the
+    one-thread score, bit for bit, wherever the split falls (`lead`: none of the parts to
+    all of them in the helper), and adds (made in one thread) are unchanged."""
+    from arborist.helper import Helper
+    from arborist.parser.part_features import PartSweeps
+    from arborist.structure import scoring_threads
+
+    rng = np.random.default_rng(11)
+    tree = SecondOrderTree(DEFAULT_TEMPLATES, HASH_BITS, parts=parts)
+    w = Weights(HASH_BITS, False, rng.normal(size=1 << HASH_BITS))
+    examples = [tree.example(x, random_mask(rng, x.n, 0.3)) for x in sample_sentences[:40] if x.n <= 30]
+    examples += [tree.example(sentence(n)) for n in (1, 2, 5)]
+    alone = [tree.scores(x, w) for x in examples]
+    coefficients = [rng.normal(size=x.layout.n_parts) * (rng.random(x.layout.n_parts) < 0.5) for x in examples]
+    added_alone = Weights(HASH_BITS, False, w.array.copy())
+    for x, c in zip(examples, coefficients):
+        tree.add_features(x, c, added_alone, 0.5)
+    with Helper() as helper:
+        for lead in (-10 ** 6, 0, 7, 10 ** 6):
+            for x, expected in zip(examples, alone):
+                layout, arcs, groups, _ = tree._part_groups(x)
+                sweeps = PartSweeps(tree.part_features, x, groups, w=w.array)
+                sweeps.start(helper, lead)
+                split = sweeps.finish()
+                np.testing.assert_array_equal(np.concatenate(split), expected[layout.n_arcs:])
+    added = Weights(HASH_BITS, False, w.array.copy())
+    with scoring_threads(tree, 2):
+        assert isinstance(tree.part_helper, Helper)
+        in_block = [tree.scores(x, w) for x in examples]
+        for x, c in zip(examples, coefficients):
+            tree.add_features(x, c, added, 0.5)
+    assert tree.part_helper is None and tree.score_helper is None
+    for x, a, b in zip(examples, alone, in_block):
+        assert np.count_nonzero(a[x.layout.n_arcs:]) > 0 or x.layout.n_parts == x.layout.n_arcs
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(added.array, added_alone.array)
+    assert added.sq_norm_change == added_alone.sq_norm_change != 0.0
+    with scoring_threads(tree, 1):
+        assert tree.part_helper is None
+
+
+def test_part_sweeps_and_the_helper_refuse_misuse():
+    import pickle
+
+    from arborist.helper import Helper
+    from arborist.parser.part_features import PartSweeps
+
+    x = sentence(4)
+    tree = SecondOrderTree(DEFAULT_TEMPLATES, HASH_BITS, parts=PART_TYPES)
+    layout, arcs, groups, slices = tree._part_groups(tree.example(x))
+    w = Weights(HASH_BITS, False)
+    with pytest.raises(RuntimeError, match="follows start"):
+        PartSweeps(tree.part_features, x, groups, w=w.array).finish()
+    with pytest.raises(ValueError, match="one of the two"):
+        PartSweeps(tree.part_features, x, groups)
+    adding = PartSweeps(tree.part_features, x, groups, coefficients=[np.ones(s.stop - s.start) for s in slices],
+                        target=w)
+    with Helper() as helper:
+        with pytest.raises(ValueError, match="adds are made in one"):
+            adding.start(helper)
+        scoring = PartSweeps(tree.part_features, x, groups, w=w.array)
+        scoring.start(helper)
+        with pytest.raises(RuntimeError, match="called already"):
+            scoring.start(helper)
+        del scoring  # started, never finished: freed once the helper is done with it
+        again = PartSweeps(tree.part_features, x, groups, w=w.array)
+        again.start(helper, 10 ** 6)
+        assert [len(s) for s in again.finish()] == [s.stop - s.start for s in slices]
+        with pytest.raises(TypeError, match="cannot be pickled"):
+            pickle.dumps(helper)
+        assert helper.thread.is_alive()
+    assert helper.thread is None
+    helper.close()  # closing twice is harmless
+
+
+def test_eg_trains_the_same_weights_with_the_part_helper(sample_sentences):
+    """An EG-M3N epoch and its gap pass within `scoring_threads(tree, 2)` train the weights
+    of one thread bit for bit (the part scores are the same; adds stay in one thread)."""
+    from arborist.structure import scoring_threads
+
+    train = sample_sentences[:30]
+    weights = []
+    for threads in (1, 2):
+        tree = SecondOrderTree(DEFAULT_TEMPLATES, 16, parts=PART_TYPES)
+        tree.initialize(train)
+        examples = [tree.example(x, keep_gold=True) for x in train if x.n <= 25]
+        trainer = registry.resolve(Config({"t": {**TRAINERS["eg_m3n"], "objectives_every": 1}}))["t"]
+        trainer.begin(tree, examples, 16)
+        for _ in range(2):
+            with scoring_threads(tree, threads):
+                metrics = trainer.epoch(tree, examples)
+        weights.append((trainer.prediction_weights().array.copy(), metrics["primal"], metrics["dual"]))
+    np.testing.assert_array_equal(weights[0][0], weights[1][0])
+    assert weights[0][1:] == weights[1][1:]
+    assert np.abs(weights[0][0]).sum() > 0

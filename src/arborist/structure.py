@@ -82,12 +82,24 @@ def take_positions(gold: Label, pred: Label, positions: Sequence[int]) -> np.nda
 
 @contextlib.contextmanager
 def scoring_threads(structure, threads: int):
-    """Within the block, a structure that can score one example in two threads (a first-order
-    `DependencyTree`: `score_helper`) does so when `threads` > 1: the same scores, so the
-    same training, faster with a second core. The helper thread ends with the block (so
+    """Within the block, a structure that can split one example's work in two threads does
+    so when `threads` > 1: a first-order `DependencyTree` scores half of the heads in an
+    executor's thread (`score_helper`); a second-order tree scores and adds half of its
+    part features in a `Helper` (`part_helper`). The same scores and the same weights, so
+    the same training, faster with a second core. The helper thread ends with the block (so
     nothing that copies or pickles the structure meets it)."""
-    if threads < 2 or not hasattr(structure, "score_helper"):
+    if threads < 2 or not (hasattr(structure, "score_helper") or hasattr(structure, "part_helper")):
         yield
+        return
+    if hasattr(structure, "part_helper"):
+        from .helper import Helper
+
+        with Helper() as helper:
+            structure.part_helper = helper
+            try:
+                yield
+            finally:
+                del structure.part_helper  # back to the class's None
         return
     from concurrent.futures import ThreadPoolExecutor
 

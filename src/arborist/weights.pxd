@@ -27,19 +27,27 @@ cdef class Weights:
         in sq_norm_change; a kernel making many adds starts from sq_norm_change, sums in a
         local in the same order and stores it once (the same figure), as the compiler cannot
         keep the field in a register across writes to w, which may alias it."""
-        cdef double old = self.w[index]
-        cdef double stored = value
-        if self.scaled:
-            # The array holds S u and `value` is a change of u: S u grows by S_k value and
-            # u.S u by value (2 (S u)_k + S_k value), which needs no division by S_k.
-            stored = self.s[index] * value
-        self.w[index] = old + stored
-        if self.averaged:
-            self.u[index] += self.step * stored
-        # (old + v)^2 - old^2, summed in the order the adds happen: exact even when
-        # an update touches the same hashed index many times.
-        return change + value * (old + old + stored)
+        return change + add_term(&self.w[0], &self.u[0] if self.averaged else NULL,
+                                 &self.s[0] if self.scaled else NULL, self.step, index, value)
 
+
+cdef inline double add_term(double* w, double* u, const double* s, double step, uint64_t index,
+                            double value) noexcept nogil:
+    """The add of `Weights` on its arrays (u: the averaging accumulator, or NULL; s: the
+    scale, or NULL): w[index] += value, and the change of ||w||^2, which the caller sums in
+    the order the adds happen (two threads adding disjoint indices keep each change and sum
+    them in that order afterwards: the same figure)."""
+    cdef double old = w[index]
+    cdef double stored = value
+    if s != NULL:
+        # The array holds S u and `value` is a change of u: S u grows by S_k value and
+        # u.S u by value (2 (S u)_k + S_k value), which needs no division by S_k.
+        stored = s[index] * value
+    w[index] = old + stored
+    if u != NULL:
+        u[index] += step * stored
+    # (old + v)^2 - old^2: exact even when an update touches the same hashed index many times.
+    return value * (old + old + stored)
 
 cdef inline double touch(uint64_t key, uint64_t mask, const double* w, Weights target, double value) noexcept nogil:
     """One access to a hashed weight, so that a kernel's scoring and updating enumerate

@@ -18,10 +18,12 @@ arcs, and with those directions and a binned distance (between s and m for
 siblings, h and m for grandparents; a bin of its own for stop parts).
 """
 from libc.stdint cimport uint64_t
+from libc.stdlib cimport calloc, free
 import numpy
 
 from ..hashing cimport GOLDEN, combine, mix64
-from ..weights cimport Weights, prefetch
+from ..helper cimport Helper
+from ..weights cimport Weights, add_term, prefetch
 from .atoms cimport offset_atoms_hash
 from .distance cimport arc_distance_bin
 from ..sentence import ATTR_NAMES
@@ -126,25 +128,11 @@ cdef class PartFeatures:
     def score(self, sentence, const double[::1] w, parts, str kind):
         """w . phi(r) for each part r: rows (h, s, m) for kind "sibling" (m = n+1 or -1 for
         a stop part), (g, h, m) for "grandparent"."""
-        cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
-        if w.shape[0] != <Py_ssize_t>(mask + 1):
-            raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{self.bits}")
-        P = self._parts(sentence, parts, kind)
-        out = numpy.zeros(P.shape[0])
-        if P.shape[0]:
-            self._sweep(sentence, P, kind, &w[0], None, out, 1.0)
-        return out
+        return PartSweeps(self, sentence, [(parts, kind)], w=w).run()[0]
 
     def add(self, sentence, parts, coef, Weights weights, double scale=1.0, str kind="sibling"):
         """weights += scale * sum_r coef[r] * phi(r), over parts with coef != 0."""
-        if weights.bits != self.bits:
-            raise ValueError(f"weights have 2**{weights.bits} entries, features expect 2**{self.bits}")
-        P = self._parts(sentence, parts, kind)
-        C = numpy.ascontiguousarray(coef, dtype=numpy.float64)
-        if C.shape != (P.shape[0],):
-            raise ValueError(f"{C.shape} coefficients for {P.shape[0]} parts")
-        if P.shape[0]:
-            self._sweep(sentence, P, kind, NULL, weights, C, scale)
+        PartSweeps(self, sentence, [(parts, kind)], coefficients=[coef], target=weights, scale=scale).run()
 
     def _parts(self, sentence, parts, str kind):
         P = numpy.ascontiguousarray(parts, dtype=numpy.intc).reshape(-1, 3)
@@ -157,55 +145,12 @@ cdef class PartFeatures:
             raise ValueError(f"sibling modifiers must be in 0..{sentence.n}, or -1 / {sentence.n + 1} (stop)")
         return P
 
-    cdef _sweep(self, sentence, const int[:, ::1] P, str kind, const double* w, Weights target,
-                double[::1] values, double scale):
-        cdef _PartTemplates templates
+    def _templates(self, str kind):
         if kind == "sibling":
-            templates = self.sibling
-        elif kind == "grandparent":
-            templates = self.grandparent
-        else:
-            raise ValueError(f"kind must be 'sibling' or 'grandparent', got {kind!r}")
-        R = templates.role_hashes(sentence.attrs)
-        cdef const uint64_t[:, :, ::1] Rv = R
-        cdef int T = len(templates.templates), n_parts = P.shape[0], n = sentence.n, k = 2 * T, p, nxt, i
-        cdef bint sibling = kind == "sibling"
-        cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
-        cdef double total, value, change
-        # Two parts' weight indices: while one part's weights are read or updated, the next
-        # part's indices are hashed and its weights prefetched, so that its cache misses
-        # (nearly every read of a 2**24 vector) overlap the work on this one.
-        cdef uint64_t[::1] index_buffer = numpy.empty(4 * max(T, 1), dtype=numpy.uint64)
-        cdef uint64_t* index = &index_buffer[0]
-        cdef uint64_t* ahead = index + k
-        cdef const int* parts = &P[0, 0]
-        cdef double* coef = &values[0]
-        cdef const double* weights = w if w != NULL else &target.w[0]
-        cdef const uint64_t* roles = &Rv[0, 0, 0] if T else NULL
-        cdef int columns = Rv.shape[2]
-        if w == NULL:
-            change = target.sq_norm_change
-        with nogil:
-            p = _next_part(coef, w == NULL, -1, n_parts)
-            if p < n_parts:
-                _part_indices(parts + 3 * p, sibling, n, roles, columns, T, mask, index, weights)
-            while p < n_parts:
-                nxt = _next_part(coef, w == NULL, p, n_parts)
-                if nxt < n_parts:
-                    _part_indices(parts + 3 * nxt, sibling, n, roles, columns, T, mask, ahead, weights)
-                if w != NULL:
-                    total = 0.0
-                    for i in range(k):
-                        total += w[index[i]]
-                    coef[p] = total
-                else:
-                    value = scale * coef[p]
-                    for i in range(k):
-                        change = target.add_summing(index[i], value, change)
-                index, ahead = ahead, index
-                p = nxt
-        if w == NULL:
-            target.sq_norm_change = change
+            return self.sibling
+        if kind == "grandparent":
+            return self.grandparent
+        raise ValueError(f"kind must be 'sibling' or 'grandparent', got {kind!r}")
 
     def part_indices(self, sentence, part, str kind):
         """The feature indices of one part (for tests and inspection)."""
@@ -213,6 +158,75 @@ cdef class PartFeatures:
         self.add(sentence, numpy.asarray([part]), numpy.ones(1), probe, 1.0, kind)
         idx = numpy.flatnonzero(probe.array)
         return numpy.repeat(idx, probe.array[idx].astype(numpy.int64)).astype(numpy.uint64)
+
+
+cdef struct Sweep:
+    # One kernel pass over parts of one kind: scoring (read: the weights read; values: the
+    # parts' scores, written) or adding (read NULL; values: the coefficients; w, u, s, step:
+    # the target's arrays, as `add_term` takes them).
+    const int* parts  # rows (a, b, c)
+    int n_parts
+    bint sibling
+    int n
+    const uint64_t* roles  # R[t, role, i] at roles[(3 t + role) columns + i]
+    int columns
+    int T
+    uint64_t mask
+    const double* read
+    double* values
+    double scale
+    double* w
+    double* u
+    const double* s
+    double step
+    uint64_t* buffer  # 4T indices: this part's and the next one's
+    double change  # adding: the running sum of the changes of ||w||^2
+
+
+cdef struct SweepList:
+    Sweep* sweeps
+    int count
+
+
+cdef void _run_sweeps(void* argument) noexcept nogil:
+    cdef SweepList* tasks = <SweepList*>argument
+    cdef int j
+    for j in range(tasks.count):
+        _run_sweep(&tasks.sweeps[j])
+
+
+cdef void _run_sweep(Sweep* a) noexcept nogil:
+    # While one part's weights are read or updated, the next part's indices are hashed and
+    # their weights prefetched, so that its cache misses (nearly every read of a 2**24
+    # vector) overlap the work on this one.
+    cdef int k = 2 * a.T, p, nxt, i
+    cdef bint adding = a.read == NULL
+    cdef const double* weights = a.w if adding else a.read
+    cdef uint64_t* index = a.buffer
+    cdef uint64_t* ahead = a.buffer + k
+    cdef uint64_t* swap
+    cdef double total, value, change = a.change
+    p = _next_part(a.values, adding, -1, a.n_parts)
+    if p < a.n_parts:
+        _part_indices(a, a.parts + 3 * p, index, weights)
+    while p < a.n_parts:
+        nxt = _next_part(a.values, adding, p, a.n_parts)
+        if nxt < a.n_parts:
+            _part_indices(a, a.parts + 3 * nxt, ahead, weights)
+        if not adding:
+            total = 0.0
+            for i in range(k):
+                total += weights[index[i]]
+            a.values[p] = total
+        else:
+            value = a.scale * a.values[p]
+            for i in range(k):
+                change += add_term(a.w, a.u, a.s, a.step, index[i], value)
+        swap = index
+        index = ahead
+        ahead = swap
+        p = nxt
+    a.change = change
 
 
 cdef inline int _next_part(const double* values, bint adding, int p, int n_parts) noexcept nogil:
@@ -224,36 +238,178 @@ cdef inline int _next_part(const double* values, bint adding, int p, int n_parts
     return p
 
 
-cdef inline void _part_indices(const int* part, bint sibling, int n, const uint64_t* roles,
-                               int columns, int T, uint64_t mask, uint64_t* index,
-                               const double* weights) noexcept nogil:
-    """A part's 2T weight indices into index, each prefetched (part: its row (a, b, c) of the
-    parts). R[t, role, i] is roles[(3 t + role) columns + i]."""
-    cdef int a = part[0], b = part[1], c = part[2], code, d, t, k = 0
+cdef inline void _part_indices(const Sweep* a, const int* part, uint64_t* index, const double* weights) noexcept nogil:
+    """A part's 2T weight indices into index, each prefetched."""
+    cdef int n = a.n, b = part[1], c = part[2], code, d, t, k = 0, columns = a.columns
     cdef int first = n + 1, stop = n + 2
     cdef uint64_t key, dirs, dd
     cdef const uint64_t* r
-    if sibling:
+    if a.sibling:
         # (h, s, m): direction of h -> m; distance from the inner sibling
         # (from h for a first child, whose s role takes the first-child value);
         # a stop part's m role takes the stop value and its distance bin is -1
-        code = c > a
+        code = c > part[0]
         d = c - b if c > b else b - c
         if c < 0 or c >= first:
             c, d = stop, 0
-        if b == a:
+        if b == part[0]:
             b = first
     else:
         # (g, h, m): directions of g -> h and h -> m; distance of h -> m
-        code = 2 + 2 * (b > a) + (c > b)
+        code = 2 + 2 * (b > part[0]) + (c > b)
         d = c - b if c > b else b - c
     dirs = mix64(<uint64_t>(code + 1) * GOLDEN)
     dd = mix64(<uint64_t>(code * 16 + arc_distance_bin(d) + 100) * GOLDEN)
-    for t in range(T):
-        r = roles + 3 * t * columns
-        key = mix64(mix64(r[a] ^ (r[columns + b] * GOLDEN)) ^ r[2 * columns + c])
-        index[k] = (key ^ dirs) & mask
-        index[k + 1] = mix64(key ^ dd) & mask
+    for t in range(a.T):
+        r = a.roles + 3 * t * columns
+        key = mix64(mix64(r[part[0]] ^ (r[columns + b] * GOLDEN)) ^ r[2 * columns + c])
+        index[k] = (key ^ dirs) & a.mask
+        index[k + 1] = mix64(key ^ dd) & a.mask
         prefetch(weights, index[k])
         prefetch(weights, index[k + 1])
         k += 2
+
+
+cdef class PartSweeps:
+    """The part-feature passes of one sentence over groups of parts [(parts, kind), ...]:
+    scoring against `w`, or adding `scale * coefficients` to `target`. `run` makes them in
+    this thread. With a `Helper`, `start` hands the helper its share and `finish` makes
+    this thread's and waits (between the two, this thread may do other work, such as
+    scoring the arcs). The helper scores the last parts (half of the parts plus `lead`,
+    this thread's other work counted in parts); each part is scored by one thread, so the
+    scores are those of one thread. Adds stay in one thread: split by the halves of the
+    weights (so that no index is written by both threads), they took as long in two
+    threads as in one (2**24 weights on this machine: the writes, not the hashing, bound
+    them), where scoring, whose hashing is split too, takes 0.6 times as long."""
+    cdef PartFeatures features
+    cdef list keep  # the arrays the sweeps point into
+    cdef public list outputs
+    cdef Sweep* sweeps
+    cdef int count, helper_first
+    cdef SweepList mine, helpers
+    cdef Weights target
+    cdef Helper helper
+
+    def __cinit__(self):
+        self.sweeps = NULL
+
+    def __dealloc__(self):
+        if self.helper is not None:  # started and not finished: the helper may still read the sweeps
+            with nogil:
+                self.helper.wait()
+        free(self.sweeps)
+
+    def __init__(self, PartFeatures features, sentence, groups, const double[::1] w=None, coefficients=None,
+                 Weights target=None, double scale=1.0):
+        cdef uint64_t mask = (<uint64_t>1 << features.bits) - 1
+        if (w is None) == (target is None):
+            raise ValueError("part sweeps score against w or add to a target, one of the two")
+        if w is not None and w.shape[0] != <Py_ssize_t>(mask + 1):
+            raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{features.bits}")
+        if target is not None and target.bits != features.bits:
+            raise ValueError(f"weights have 2**{target.bits} entries, features expect 2**{features.bits}")
+        self.features, self.keep, self.outputs, self.target = features, [], [], target
+        prepared = []
+        for g, (parts, kind) in enumerate(groups):
+            templates = features._templates(kind)
+            P = features._parts(sentence, parts, kind)
+            if w is not None:
+                values = numpy.zeros(P.shape[0])
+                self.outputs.append(values)
+            else:
+                values = numpy.ascontiguousarray(coefficients[g], dtype=numpy.float64)
+                if values.shape != (P.shape[0],):
+                    raise ValueError(f"{values.shape} coefficients for {P.shape[0]} parts")
+            if P.shape[0] and len(templates.templates):
+                prepared.append((P, kind == "sibling", templates.role_hashes(sentence.attrs),
+                                 len(templates.templates), values))
+        self.keep.extend(prepared)
+        # up to two sweeps a group (this thread's and the helper's)
+        self.sweeps = <Sweep*>calloc(2 * len(prepared) + 1, sizeof(Sweep))
+        if self.sweeps == NULL:
+            raise MemoryError()
+        cdef const uint64_t[:, :, ::1] R
+        cdef const int[:, ::1] Pv
+        cdef double[::1] V
+        cdef uint64_t[::1] buffer
+        cdef Sweep* a
+        self.count = 0
+        for P, sibling, roles, T, values in prepared:
+            R, Pv, V = roles, P, values
+            buffer = numpy.empty(4 * T, dtype=numpy.uint64)
+            self.keep.append(buffer)
+            a = &self.sweeps[self.count]
+            a.parts, a.n_parts, a.sibling, a.n = &Pv[0, 0], Pv.shape[0], sibling, sentence.n
+            a.roles, a.columns, a.T, a.mask = &R[0, 0, 0], R.shape[2], T, mask
+            a.values, a.scale, a.buffer = &V[0], scale, &buffer[0]
+            if w is not None:
+                a.read = &w[0]
+            else:
+                a.read = NULL
+                a.w = &target.w[0]
+                a.u = &target.u[0] if target.averaged else NULL
+                a.s = &target.s[0] if target.scaled else NULL
+                a.step = target.step
+            self.count += 1
+
+    def run(self):
+        """Every sweep in this thread; the scores (scoring)."""
+        cdef int j
+        cdef double change = 0.0 if self.target is None else self.target.sq_norm_change
+        with nogil:
+            for j in range(self.count):
+                self.sweeps[j].change = change
+                _run_sweep(&self.sweeps[j])
+                change = self.sweeps[j].change
+        if self.target is not None:
+            self.target.sq_norm_change = change
+        return self.outputs
+
+    def start(self, Helper helper, Py_ssize_t lead=0):
+        """Hand `helper` its share (see the class); `finish` must follow."""
+        cdef int j, groups = self.count, cut
+        cdef Py_ssize_t total = 0, share, left
+        cdef Sweep* a
+        cdef Sweep* b
+        cdef uint64_t[::1] buffer
+        if self.target is not None:
+            raise ValueError("start() scores in two threads; adds are made in one (run())")
+        if self.helper is not None:
+            raise RuntimeError("start() was called already")
+        self.helper = helper
+        self.helper_first = self.count
+        for j in range(groups):
+            total += self.sweeps[j].n_parts
+        share = min(total, max(0, (total + lead) // 2))
+        left = share
+        # the helper's parts are the last `share` ones: split the group where they begin
+        for j in range(groups - 1, -1, -1):
+            if left <= 0:
+                break
+            a = &self.sweeps[j]
+            cut = a.n_parts - <int>min(left, a.n_parts)
+            left -= a.n_parts - cut
+            b = &self.sweeps[self.count]
+            b[0] = a[0]
+            b.parts = a.parts + 3 * cut
+            b.values = a.values + cut
+            b.n_parts = a.n_parts - cut
+            buffer = numpy.empty(4 * a.T, dtype=numpy.uint64)  # the helper's own cache lines
+            self.keep.append(buffer)
+            b.buffer = &buffer[0]
+            a.n_parts = cut
+            self.count += 1
+        self.mine.sweeps, self.mine.count = self.sweeps, self.helper_first
+        self.helpers.sweeps, self.helpers.count = self.sweeps + self.helper_first, self.count - self.helper_first
+        with nogil:
+            helper.post(_run_sweeps, &self.helpers)
+
+    def finish(self):
+        """This thread's share, then the helper's wait; the scores."""
+        if self.helper is None:
+            raise RuntimeError("finish() follows start()")
+        with nogil:
+            _run_sweeps(&self.mine)
+            self.helper.wait()
+        self.helper = None
+        return self.outputs

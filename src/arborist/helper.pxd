@@ -1,0 +1,11 @@
+ctypedef void (*task_function)(void* argument) noexcept nogil
+
+
+cdef class Helper:
+    cdef int state  # IDLE, POSTED or STOP; read and written atomically
+    cdef task_function task
+    cdef void* argument
+    cdef readonly object thread
+    cdef void post(self, task_function task, void* argument) noexcept nogil
+    cdef void wait(self) noexcept nogil
+    cdef void serve(self) noexcept nogil
