@@ -1,10 +1,12 @@
 """Second-order feature speed: a trained parser's scores() and add_features() over the pruned
 dev sentences (the two calls every EG and perceptron visit makes), in one process.
 
-    python scripts/bench_part_features.py MODEL [--repeat 5] [--output F]
+    python scripts/bench_part_features.py MODEL [--repeat 5] [--threads 2] [--output F]
 
 Reports the median of the repeats in microseconds per sentence for each call (the parts
-each sentence has are fixed by the pruner, so the work is the same from run to run)."""
+each sentence has are fixed by the pruner, so the work is the same from run to run). With
+--threads 2, each repeat also makes the calls within `scoring_threads(structure, 2)` (the
+part helper of `[training] workers = 2`), alternated with the one-thread calls."""
 from __future__ import annotations
 
 import argparse
@@ -18,6 +20,7 @@ import numpy as np
 
 import arborist
 from arborist.corpus import read_corpus
+from arborist.structure import scoring_threads
 from arborist.weights import Weights
 
 
@@ -26,6 +29,7 @@ def main() -> None:
     ap.add_argument("model")
     ap.add_argument("--corpus", default="../shared/corpora/ud/en_ewt/en_ewt-ud-dev.conllu")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--output", default=None)
     args = ap.parse_args()
 
@@ -36,16 +40,19 @@ def main() -> None:
     coefs = [np.random.default_rng(i).standard_normal(x.layout.n_parts) * 1e-3
              for i, x in enumerate(examples)]
     target = Weights(weights.bits, False, weights.array.copy())
-    runs = {"scores": [], "add_features": []}
+    suffixes = {1: ""} if args.threads < 2 else {1: "", args.threads: f"_{args.threads}_threads"}
+    runs = {call + suffix: [] for suffix in suffixes.values() for call in ("scores", "add_features")}
     for _ in range(args.repeat):
-        start = time.perf_counter()
-        for x in examples:
-            structure.scores(x, weights)
-        runs["scores"].append((time.perf_counter() - start) / len(examples) * 1e6)
-        start = time.perf_counter()
-        for x, c in zip(examples, coefs):
-            structure.add_features(x, c, target, 1.0)
-        runs["add_features"].append((time.perf_counter() - start) / len(examples) * 1e6)
+        for threads, suffix in suffixes.items():
+            with scoring_threads(structure, threads):
+                start = time.perf_counter()
+                for x in examples:
+                    structure.scores(x, weights)
+                runs["scores" + suffix].append((time.perf_counter() - start) / len(examples) * 1e6)
+                start = time.perf_counter()
+                for x, c in zip(examples, coefs):
+                    structure.add_features(x, c, target, 1.0)
+                runs["add_features" + suffix].append((time.perf_counter() - start) / len(examples) * 1e6)
     result = {
         "benchmark": "part_features",
         "model": str(args.model),
