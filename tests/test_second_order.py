@@ -3,6 +3,7 @@ against brute-force enumeration of projective trees."""
 from __future__ import annotations
 
 import itertools
+import os
 from pathlib import Path
 
 import numpy as np
@@ -689,6 +690,9 @@ def test_part_scores_split_with_a_helper_equal_one_thread(parts, sample_sentence
                 sweeps.start(helper, lead)
                 split = sweeps.finish()
                 np.testing.assert_array_equal(np.concatenate(split), expected[layout.n_arcs:])
+                parts = layout.n_parts - layout.n_arcs
+                assert sweeps.split == (parts - min(parts, max(0, (parts + lead) // 2)),
+                                        min(parts, max(0, (parts + lead) // 2)))
     added = Weights(HASH_BITS, False, w.array.copy())
     with scoring_threads(tree, 2):
         assert isinstance(tree.part_helper, Helper)
@@ -725,18 +729,44 @@ def test_part_sweeps_and_the_helper_refuse_misuse():
         with pytest.raises(ValueError, match="adds are made in one"):
             adding.start(helper)
         scoring = PartSweeps(tree.part_features, x, groups, w=w.array)
+        with pytest.raises(TypeError):
+            scoring.start(None)
         scoring.start(helper)
-        with pytest.raises(RuntimeError, match="called already"):
+        with pytest.raises(RuntimeError, match="ran already"):
             scoring.start(helper)
+        with pytest.raises(RuntimeError, match="ran already"):
+            scoring.run()
         del scoring  # started, never finished: freed once the helper is done with it
         again = PartSweeps(tree.part_features, x, groups, w=w.array)
         again.start(helper, 10 ** 6)
         assert [len(s) for s in again.finish()] == [s.stop - s.start for s in slices]
+        with pytest.raises(RuntimeError, match="ran already"):
+            again.start(helper)
+        once = PartSweeps(tree.part_features, x, groups, w=w.array)
+        once.run()
+        with pytest.raises(RuntimeError, match="ran already"):
+            once.run()
         with pytest.raises(TypeError, match="cannot be pickled"):
             pickle.dumps(helper)
         assert helper.thread.is_alive()
     assert helper.thread is None
     helper.close()  # closing twice is harmless
+    w = Weights(HASH_BITS, False, np.random.default_rng(3).normal(size=1 << HASH_BITS))
+    if hasattr(os, "fork"):  # a forked child has no helper thread: its share runs in the child's
+        with Helper() as live:
+            expected = np.concatenate(PartSweeps(tree.part_features, x, groups, w=w.array).run())
+            pid = os.fork()
+            if pid == 0:  # the child: exit 0 only with the right scores, and without hanging
+                child = PartSweeps(tree.part_features, x, groups, w=w.array)
+                child.start(live, 5)
+                os._exit(0 if np.array_equal(np.concatenate(child.finish()), expected) else 1)
+            _, status = os.waitpid(pid, 0)
+            assert os.waitstatus_to_exitcode(status) == 0
+    # a closed helper's share runs in the posting thread: the same scores
+    late = PartSweeps(tree.part_features, x, groups, w=w.array)
+    late.start(helper, 5)
+    np.testing.assert_array_equal(np.concatenate(late.finish()),
+                                  np.concatenate(PartSweeps(tree.part_features, x, groups, w=w.array).run()))
 
 
 def test_eg_trains_the_same_weights_with_the_part_helper(sample_sentences):

@@ -2,7 +2,8 @@ ctypedef void (*task_function)(void* argument) noexcept nogil
 
 
 cdef class Helper:
-    cdef int state  # IDLE, POSTED or STOP; read and written atomically
+    cdef int state  # IDLE, CLAIMED, POSTED or STOP; read and written atomically
+    cdef object __weakref__
     cdef task_function task
     cdef void* argument
     cdef readonly object thread

@@ -35,8 +35,7 @@ cdef inline double add_term(double* w, double* u, const double* s, double step, 
                             double value) noexcept nogil:
     """The add of `Weights` on its arrays (u: the averaging accumulator, or NULL; s: the
     scale, or NULL): w[index] += value, and the change of ||w||^2, which the caller sums in
-    the order the adds happen (two threads adding disjoint indices keep each change and sum
-    them in that order afterwards: the same figure)."""
+    the order the adds happen (kernels that hold raw pointers call it directly)."""
     cdef double old = w[index]
     cdef double stored = value
     if s != NULL:

@@ -17,6 +17,7 @@ children. Every feature fires twice: conjoined with the direction(s) of the part
 arcs, and with those directions and a binned distance (between s and m for
 siblings, h and m for grandparents; a bin of its own for stop parts).
 """
+cimport cython
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport calloc, free
 import numpy
@@ -270,14 +271,15 @@ cdef inline void _part_indices(const Sweep* a, const int* part, uint64_t* index,
         k += 2
 
 
+@cython.no_gc_clear  # a started sweep's arrays must outlive the helper's task: __dealloc__ waits
 cdef class PartSweeps:
     """The part-feature passes of one sentence over groups of parts [(parts, kind), ...]:
     scoring against `w`, or adding `scale * coefficients` to `target`. `run` makes them in
     this thread. With a `Helper`, `start` hands the helper its share and `finish` makes
     this thread's and waits (between the two, this thread may do other work, such as
-    scoring the arcs). The helper scores the last parts (half of the parts plus `lead`,
-    this thread's other work counted in parts); each part is scored by one thread, so the
-    scores are those of one thread. Adds stay in one thread: split by the halves of the
+    scoring the arcs). The helper scores the last (parts + lead) / 2 parts (`lead`: this
+    thread's other work, counted in parts); each part is scored by one thread, so the
+    scores are those of one thread. A PartSweeps runs once: `run`, or `start` then `finish`. Adds stay in one thread: split by the halves of the
     weights (so that no index is written by both threads), they took as long in two
     threads as in one (2**24 weights on this machine: the writes, not the hashing, bound
     them), where scoring, whose hashing is split too, takes 0.6 times as long."""
@@ -289,6 +291,8 @@ cdef class PartSweeps:
     cdef SweepList mine, helpers
     cdef Weights target
     cdef Helper helper
+    cdef bint started
+    cdef readonly tuple split  # after start: (this thread's parts, the helper's)
 
     def __cinit__(self):
         self.sweeps = NULL
@@ -308,7 +312,7 @@ cdef class PartSweeps:
             raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{features.bits}")
         if target is not None and target.bits != features.bits:
             raise ValueError(f"weights have 2**{target.bits} entries, features expect 2**{features.bits}")
-        self.features, self.keep, self.outputs, self.target = features, [], [], target
+        self.features, self.keep, self.outputs, self.target = features, [w], [], target
         prepared = []
         for g, (parts, kind) in enumerate(groups):
             templates = features._templates(kind)
@@ -356,6 +360,9 @@ cdef class PartSweeps:
         """Every sweep in this thread; the scores (scoring)."""
         cdef int j
         cdef double change = 0.0 if self.target is None else self.target.sq_norm_change
+        if self.started:
+            raise RuntimeError("these sweeps ran already")
+        self.started = True
         with nogil:
             for j in range(self.count):
                 self.sweeps[j].change = change
@@ -365,7 +372,7 @@ cdef class PartSweeps:
             self.target.sq_norm_change = change
         return self.outputs
 
-    def start(self, Helper helper, Py_ssize_t lead=0):
+    def start(self, Helper helper not None, Py_ssize_t lead=0):
         """Hand `helper` its share (see the class); `finish` must follow."""
         cdef int j, groups = self.count, cut
         cdef Py_ssize_t total = 0, share, left
@@ -374,8 +381,9 @@ cdef class PartSweeps:
         cdef uint64_t[::1] buffer
         if self.target is not None:
             raise ValueError("start() scores in two threads; adds are made in one (run())")
-        if self.helper is not None:
-            raise RuntimeError("start() was called already")
+        if self.started:
+            raise RuntimeError("these sweeps ran already")
+        self.started = True
         self.helper = helper
         self.helper_first = self.count
         for j in range(groups):
@@ -399,6 +407,13 @@ cdef class PartSweeps:
             b.buffer = &buffer[0]
             a.n_parts = cut
             self.count += 1
+        mine = theirs = 0
+        for j in range(self.count):
+            if j < self.helper_first:
+                mine += self.sweeps[j].n_parts
+            else:
+                theirs += self.sweeps[j].n_parts
+        self.split = (mine, theirs)
         self.mine.sweeps, self.mine.count = self.sweeps, self.helper_first
         self.helpers.sweeps, self.helpers.count = self.sweeps + self.helper_first, self.count - self.helper_first
         with nogil:
