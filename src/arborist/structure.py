@@ -85,8 +85,8 @@ def scoring_threads(structure, threads: int):
     """Within the block, a structure that can split one example's work in two threads does
     so when `threads` > 1: a first-order `DependencyTree` scores half of the heads in an
     executor's thread (`score_helper`); a second-order tree scores part of its parts in a
-    `Helper` (`part_helper`; its adds stay in one thread). The same scores and the same weights, so
-    the same training, faster with a second core. The helper thread ends with the block (so
+    `Helper` (`part_helper`; its adds stay in one thread). The same scores and the same
+    weights, so the same training, faster with a second core. The helper thread ends with the block (so
     nothing that copies or pickles the structure meets it)."""
     if threads < 2 or not (hasattr(structure, "score_helper") or hasattr(structure, "part_helper")):
         yield
@@ -94,18 +94,14 @@ def scoring_threads(structure, threads: int):
     if hasattr(structure, "part_helper"):
         from .helper import Helper
 
-        with Helper() as helper:
-            structure.part_helper = helper
-            try:
-                yield
-            finally:
-                del structure.part_helper  # back to the class's None
-        return
-    from concurrent.futures import ThreadPoolExecutor
+        attribute, helper = "part_helper", Helper()
+    else:
+        from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(1, thread_name_prefix="score-helper") as helper:
-        structure.score_helper = helper
+        attribute, helper = "score_helper", ThreadPoolExecutor(1, thread_name_prefix="score-helper")
+    with helper:
+        setattr(structure, attribute, helper)
         try:
             yield
         finally:
-            del structure.score_helper  # back to the class's None
+            delattr(structure, attribute)  # back to the class's None

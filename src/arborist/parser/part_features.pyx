@@ -279,11 +279,12 @@ cdef class PartSweeps:
     this thread's and waits (between the two, this thread may do other work, such as
     scoring the arcs). The helper scores the last (parts + lead) / 2 parts (`lead`: this
     thread's other work, counted in parts); each part is scored by one thread, so the
-    scores are those of one thread. A PartSweeps runs once: `run`, or `start` then `finish`. Adds stay in one thread: split by the halves of the
-    weights (so that no index is written by both threads), they took as long in two
-    threads as in one (2**24 weights on this machine: the writes, not the hashing, bound
-    them), where scoring, whose hashing is split too, takes 0.6 times as long."""
-    cdef PartFeatures features
+    scores are those of one thread. A PartSweeps runs once: `run`, or `start` then `finish`.
+
+    Adds stay in one thread: split by the halves of the weights (so that no index is
+    written by both threads), they took as long in two threads as in one (2**24 weights on
+    this machine: the writes, not the hashing, bound them), where scoring, whose hashing
+    is split too, takes 0.6 times as long."""
     cdef list keep  # the arrays the sweeps point into
     cdef public list outputs
     cdef Sweep* sweeps
@@ -312,8 +313,8 @@ cdef class PartSweeps:
             raise ValueError(f"weight vector has {w.shape[0]} entries, features expect 2**{features.bits}")
         if target is not None and target.bits != features.bits:
             raise ValueError(f"weights have 2**{target.bits} entries, features expect 2**{features.bits}")
-        self.features, self.keep, self.outputs, self.target = features, [w], [], target
-        prepared = []
+        self.keep, self.outputs, self.target = [w], [], target
+        prepared, roles_of = [], {}  # the role hashes of a kind, once (sibling and stop parts share them)
         for g, (parts, kind) in enumerate(groups):
             templates = features._templates(kind)
             P = features._parts(sentence, parts, kind)
@@ -325,8 +326,9 @@ cdef class PartSweeps:
                 if values.shape != (P.shape[0],):
                     raise ValueError(f"{values.shape} coefficients for {P.shape[0]} parts")
             if P.shape[0] and len(templates.templates):
-                prepared.append((P, kind == "sibling", templates.role_hashes(sentence.attrs),
-                                 len(templates.templates), values))
+                if kind not in roles_of:
+                    roles_of[kind] = templates.role_hashes(sentence.attrs)
+                prepared.append((P, kind == "sibling", roles_of[kind], len(templates.templates), values))
         self.keep.extend(prepared)
         # up to two sweeps a group (this thread's and the helper's)
         self.sweeps = <Sweep*>calloc(2 * len(prepared) + 1, sizeof(Sweep))
