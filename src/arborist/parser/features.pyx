@@ -6,7 +6,10 @@ atom is a per-token value, so for each template the hash of its head-side atoms
 is computed once per token (H[t, i]) and likewise the modifier side (M[t, i]);
 the feature of arc (h, m) is then mix(H[t, h], M[t, m]), a few cycles. The
 special templates "between.upos" and "between.xpos" add one feature (h.tag, b, m.tag)
-per distinct tag b strictly between h and m. Every feature is used twice: on its own and
+per distinct tag b strictly between h and m. The special templates "between_count.ATTR=VALUE"
+(e.g. "between_count.upos=VERB") count the words strictly between h and m whose ATTR is VALUE,
+capped at 15 (TurboParser's verb, punctuation and coordination counts), and add two features:
+the count alone, and (h.ATTR, count, m.ATTR). Every feature is used twice: on its own and
 conjoined with the arc's direction and distance, in one of two layouts:
 
   "fine"    11 distance bins a direction (`arc_distance_bin`), the conjoined feature hashed
@@ -94,6 +97,18 @@ def parse_template(str template):
 
 
 cdef int MAX_BETWEEN = 4
+cdef int MAX_COUNTS = 4
+# TurboParser's cap on the in-between counts
+cdef int MAX_COUNT = 15
+
+
+def parse_count_template(str template):
+    """'between_count.upos=VERB' -> (attribute row, value)."""
+    attr, sep, value = template[len("between_count."):].partition("=")
+    if attr not in ATTR_NAMES or not sep or not value:
+        raise ValueError(f"bad feature template {template!r}: expected between_count.ATTR=VALUE with ATTR one of "
+                         f"{', '.join(ATTR_NAMES)}")
+    return ATTR_NAMES.index(attr), value
 
 
 cdef class ArcFeatures:
@@ -103,7 +118,7 @@ cdef class ArcFeatures:
     cdef readonly int bits
     cdef readonly bint coarse
     cdef list sides
-    cdef object atoms, seeds, between_rows
+    cdef object atoms, seeds, between_rows, count_rows, count_values, count_seeds
 
     def __init__(self, templates=DEFAULT_TEMPLATES, int bits=22, str distance_features="fine"):
         if distance_features not in DISTANCE_FEATURES:
@@ -113,18 +128,27 @@ cdef class ArcFeatures:
         self.templates = tuple(templates)
         self.bits = bits
         self.coarse = distance_features == "coarse"
-        pair = [t for t in self.templates if not t.startswith("between.")]
+        pair = [t for t in self.templates if not t.startswith(("between.", "between_count."))]
         between = [t for t in self.templates if t.startswith("between.")]
+        counts = [t for t in self.templates if t.startswith("between_count.")]
         for t in between:
             if t[len("between."):] not in ATTR_NAMES:
                 raise ValueError(f"bad feature atom {t!r}: expected between.ATTR with ATTR one of {', '.join(ATTR_NAMES)}")
         if len(between) > MAX_BETWEEN:
             raise ValueError(f"at most {MAX_BETWEEN} in-between templates")
         self.between_rows = numpy.array([ATTR_NAMES.index(t[len("between."):]) for t in between], dtype=numpy.intc)
+        count_specs = [parse_count_template(t) for t in counts]
+        if len(counts) > MAX_COUNTS:
+            raise ValueError(f"at most {MAX_COUNTS} in-between count templates")
+        self.count_rows = numpy.array([row for row, _ in count_specs], dtype=numpy.intc)
+        self.count_values = numpy.array([hash_string(value) for _, value in count_specs], dtype=numpy.uint64)
+        self.count_seeds = numpy.array([hash_string(f"{t}/count") for t in counts], dtype=numpy.uint64)
         self.sides = [parse_template(t) for t in pair]
-        # Pair templates, then one head/modifier side per in-between template (h.ATTR, m.ATTR).
+        # Pair templates, then one head/modifier side per in-between template (h.ATTR, m.ATTR),
+        # then one per count template.
         self.sides += [([(row, 0)], [(row, 0)]) for row in self.between_rows]
-        names = pair + between
+        self.sides += [([(row, 0)], [(row, 0)]) for row in self.count_rows]
+        names = pair + between + counts
         # atoms[t, side, 2k] = attribute row, atoms[t, side, 2k+1] = offset; attribute -1 ends the list.
         T = len(self.sides)
         self.atoms = numpy.full((T, 2, 2 * MAX_ATOMS), -1, dtype=numpy.intc)
@@ -168,6 +192,16 @@ cdef class ArcFeatures:
             self._fill_between_ids(numpy.ascontiguousarray(attrs, dtype=numpy.uint64), ids, values)
         return ids, values
 
+    def count_flags(self, const uint64_t[:, :] attrs):
+        """Per count template: int8 (C, n+1), 1 where the token's ATTR is the template's VALUE."""
+        flags = numpy.zeros((len(self.count_rows), attrs.shape[1]), dtype=numpy.int8)
+        cdef int8_t[:, ::1] out = flags
+        cdef const int[::1] rows = self.count_rows
+        cdef const uint64_t[::1] values = self.count_values
+        with nogil:
+            _count_flags(attrs, 0, attrs.shape[1], rows, values, out)
+        return flags
+
     def _fill_between_ids(self, const uint64_t[:, ::1] attrs, int8_t[:, ::1] ids, uint64_t[:, ::1] values):
         cdef const int[::1] rows = self.between_rows
         cdef uint64_t[::1] scratch = numpy.empty(attrs.shape[1], dtype=numpy.uint64)
@@ -188,10 +222,11 @@ cdef class ArcFeatures:
         if helper is not None and allowed is None and sentence.n >= 8:
             H, M = self.side_hashes(sentence.attrs)
             ids, values = self.between_ids(sentence.attrs)
+            flags = self.count_flags(sentence.attrs)
             # Heads near the middle have the longest in-between sweeps: split at the middle.
             half = (sentence.n + 1) // 2
-            other = helper.submit(self._score_heads, H, M, ids, values, w, out, half, sentence.n + 1)
-            self._score_heads(H, M, ids, values, w, out, 0, half)
+            other = helper.submit(self._score_heads, H, M, ids, values, flags, w, out, half, sentence.n + 1)
+            self._score_heads(H, M, ids, values, flags, w, out, 0, half)
             other.result()
             return out
         cdef const unsigned char[:, ::1] keep
@@ -214,14 +249,17 @@ cdef class ArcFeatures:
         self._sweep(sentence, NULL, weights, C, scale, NULL)
 
     def _score_heads(self, const uint64_t[:, ::1] Hv, const uint64_t[:, ::1] Mv, const int8_t[:, ::1] ids,
-                     const uint64_t[:, ::1] values, const double[::1] w, double[:, :] A, int first, int stop):
+                     const uint64_t[:, ::1] values, const int8_t[:, ::1] flags, const double[::1] w, double[:, :] A,
+                     int first, int stop):
         """Score the arcs of heads first..stop-1 into A (the rows of one thread in `score`)."""
-        cdef int n = A.shape[0] - 1, B = len(self.between_rows), T = len(self.sides) - B
+        cdef int n = A.shape[0] - 1, B = len(self.between_rows), C = len(self.count_rows)
+        cdef int T = len(self.sides) - B - C
         cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
-        cdef uint64_t[::1] index_buffer = numpy.empty(2 * (T + 64 * B), dtype=numpy.uint64)
+        cdef uint64_t[::1] index_buffer = numpy.empty(2 * (T + 64 * B + 2 * C), dtype=numpy.uint64)
+        cdef const uint64_t[::1] count_seeds = self.count_seeds
         with nogil:
-            _visit_arcs(n, T, B, Hv, Mv, ids, values, mask, self.coarse, &index_buffer[0], &w[0], None, A, 1.0,
-                        NULL, first, stop)
+            _visit_arcs(n, T, B, C, Hv, Mv, ids, values, flags, count_seeds, mask, self.coarse, &index_buffer[0],
+                        &w[0], None, A, 1.0, NULL, first, stop)
 
     cdef _sweep(self, sentence, const double* w, Weights target, arcs, double scale,
                 const unsigned char* allowed):
@@ -231,14 +269,17 @@ cdef class ArcFeatures:
         ids_arr, values_arr = self.between_ids(sentence.attrs)
         cdef const uint64_t[:, ::1] Hv = H, Mv = M, values = values_arr
         cdef const int8_t[:, ::1] ids = ids_arr
+        cdef const int8_t[:, ::1] flags = self.count_flags(sentence.attrs)
+        cdef const uint64_t[::1] count_seeds = self.count_seeds
         cdef double[:, :] A = arcs
-        cdef int n = sentence.n, B = len(self.between_rows), T = len(self.sides) - B
+        cdef int n = sentence.n, B = len(self.between_rows), C = len(self.count_rows)
+        cdef int T = len(self.sides) - B - C
         cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
-        # One arc's weight indices: two per pair template, two per in-between value.
-        cdef uint64_t[::1] index_buffer = numpy.empty(2 * (T + 64 * B), dtype=numpy.uint64)
+        # One arc's weight indices: two per pair template, two per in-between value, four per count.
+        cdef uint64_t[::1] index_buffer = numpy.empty(2 * (T + 64 * B + 2 * C), dtype=numpy.uint64)
         with nogil:
-            _visit_arcs(n, T, B, Hv, Mv, ids, values, mask, self.coarse, &index_buffer[0], w, target, A, scale,
-                        allowed, 0, n + 1)
+            _visit_arcs(n, T, B, C, Hv, Mv, ids, values, flags, count_seeds, mask, self.coarse, &index_buffer[0],
+                        w, target, A, scale, allowed, 0, n + 1)
 
     def parse_many(self, const uint64_t[:, ::1] attrs, const int64_t[::1] starts, const double[::1] w,
                    bint single_root=True, prune_tags=None, prune_maxima=None):
@@ -291,14 +332,18 @@ cdef class ArcFeatures:
         if n_sentences <= 0:
             return heads_arr, probs_arr, offsets_arr
         cdef int size = int(lengths.max())  # n + 1 of the longest sentence
-        cdef int B = len(self.between_rows), T = len(self.sides) - B, t, j, n
+        cdef int B = len(self.between_rows), C = len(self.count_rows), t, j, n
+        cdef int T = len(self.sides) - B - C
         shape = (size, size)
-        cdef uint64_t[:, ::1] Hv = numpy.empty((T + B, size), dtype=numpy.uint64)
-        cdef uint64_t[:, ::1] Mv = numpy.empty((T + B, size), dtype=numpy.uint64)
+        cdef uint64_t[:, ::1] Hv = numpy.empty((T + B + C, size), dtype=numpy.uint64)
+        cdef uint64_t[:, ::1] Mv = numpy.empty((T + B + C, size), dtype=numpy.uint64)
         cdef uint64_t[:, ::1] values = numpy.zeros((max(B, 1), 64), dtype=numpy.uint64)
         cdef int8_t[:, ::1] ids = numpy.zeros((max(B, 1), size), dtype=numpy.int8)
+        cdef int8_t[:, ::1] flags = numpy.zeros((max(C, 1), size), dtype=numpy.int8)
+        cdef const int[::1] count_rows = self.count_rows
+        cdef const uint64_t[::1] count_values = self.count_values, count_seeds = self.count_seeds
         cdef uint64_t[::1] scratch = numpy.empty(size, dtype=numpy.uint64)
-        cdef uint64_t[::1] index_buffer = numpy.empty(2 * (T + 64 * B), dtype=numpy.uint64)
+        cdef uint64_t[::1] index_buffer = numpy.empty(2 * (T + 64 * B + 2 * C), dtype=numpy.uint64)
         cdef double[:, ::1] A = numpy.zeros(shape)
         cdef double[:, ::1] Ir = numpy.empty(shape), Il = numpy.empty(shape), Cr = numpy.empty(shape)
         cdef double[:, ::1] Cl = numpy.empty(shape), Bc = numpy.empty(shape)
@@ -341,15 +386,16 @@ cdef class ArcFeatures:
                 n = <int>(starts[i + 1] - base) - 1
                 if n == 0:
                     continue
-                for t in range(T + B):
+                for t in range(T + B + C):
                     for j in range(n + 1):
                         Hv[t, j] = _side_hash(seeds[t, 0], atoms[t, 0], attrs, base, j, n + 1)
                         Mv[t, j] = _side_hash(seeds[t, 1], atoms[t, 1], attrs, base, j, n + 1)
                 _between_ids(attrs, base, n + 1, rows, ids, values, &scratch[0])
+                _count_flags(attrs, base, n + 1, count_rows, count_values, flags)
                 if pruning:
                     _distance_keep(attrs, base, n, ptags, pmax, token_tag, &keep[0], A)
-                _visit_arcs(n, T, B, Hv, Mv, ids, values, mask, coarse, &index_buffer[0], &w[0], None, A, 1.0,
-                            &keep[0] if pruning else NULL, 0, n + 1)
+                _visit_arcs(n, T, B, C, Hv, Mv, ids, values, flags, count_seeds, mask, coarse, &index_buffer[0],
+                            &w[0], None, A, 1.0, &keep[0] if pruning else NULL, 0, n + 1)
                 best = _fill(A, n, single_root, True, Ir, Il, Cr, Cl, Bc, bp_b, bp_cr, bp_cl, &terms[0],
                              &root_child)
                 if best == -INFINITY:
@@ -486,6 +532,16 @@ cdef void _between_ids(const uint64_t[:, :] attrs, Py_ssize_t base, int n_tokens
             ids[j, i] = <int8_t>(lo % 64)
 
 
+cdef void _count_flags(const uint64_t[:, :] attrs, Py_ssize_t base, int n_tokens, const int[::1] rows,
+                       const uint64_t[::1] values, int8_t[:, ::1] flags) noexcept nogil:
+    """`ArcFeatures.count_flags` without the GIL: flags[j, i] = 1 where token i's attribute
+    rows[j] is values[j]."""
+    cdef int j, i
+    for j in range(rows.shape[0]):
+        for i in range(n_tokens):
+            flags[j, i] = attrs[rows[j], base + i] == values[j]
+
+
 cdef inline int _coarse_distance(int h, int m, int d) noexcept nogil:
     """The "coarse" direction-distance code 0..6: right of the head at 1, 2, 3-6, 7+; left at 1, 2-3, 4+."""
     if m > h:
@@ -506,23 +562,25 @@ cdef inline uint64_t _conjoined(uint64_t key, uint64_t index, uint64_t code, bin
     return conjoined
 
 
-cdef int _arc_indices(int h, int m, int T, int B, const uint64_t[:, ::1] H, const uint64_t[:, ::1] M,
-                      const uint64_t* masks, const uint64_t[:, ::1] values, uint64_t mask, bint coarse,
+cdef int _arc_indices(int h, int m, int T, int B, int C, const uint64_t[:, ::1] H, const uint64_t[:, ::1] M,
+                      const uint64_t* masks, const uint64_t[:, ::1] values, const int* counts,
+                      const uint64_t[::1] count_seeds, uint64_t mask, bint coarse,
                       uint64_t* index, const double* w) noexcept nogil:
     """Write the weight indices of arc (h, m)'s features to `index` and prefetch
     their weights in `w`; return how many.
 
     Rows 0..T-1 of H and M are pair templates; rows T..T+B-1 the in-between templates,
-    whose features (h value, b value, m value) fire once per distinct b in masks[j].
-    Every feature comes twice: on its own and conjoined with direction and distance
+    whose features (h value, b value, m value) fire once per distinct b in masks[j]; rows
+    T+B..T+B+C-1 the count templates, whose features are (count) and (h value, count,
+    m value), the count counts[j] capped at MAX_COUNT. Every feature comes twice: on its own and conjoined with direction and distance
     (`_conjoined`)."""
-    cdef int t, b, j, k = 0
+    cdef int t, b, j, k = 0, c
     cdef int d = m - h if m > h else h - m
     # the arc's direction-distance code: 1 + the coarse code (a slot offset 1..7), or the
     # hash of the fine bin
     cdef uint64_t code = (<uint64_t>(_coarse_distance(h, m, d) + 1) if coarse
                           else mix64(<uint64_t>((m > h) * 16 + arc_distance_bin(d) + 1) * GOLDEN))
-    cdef uint64_t key
+    cdef uint64_t key, tag
     for t in range(T):
         key = mix64(H[t, h] ^ (M[t, m] * GOLDEN))
         index[k] = key & mask
@@ -539,27 +597,42 @@ cdef int _arc_indices(int h, int m, int T, int B, const uint64_t[:, ::1] H, cons
                 prefetch(w, index[k])
                 index[k + 1] = _conjoined(key, index[k], code, coarse, mask, w)
                 k += 2
+    for j in range(C):
+        c = counts[j] if counts[j] < MAX_COUNT else MAX_COUNT
+        tag = mix64(<uint64_t>(c + 1) * GOLDEN)
+        key = mix64(count_seeds[j] ^ tag)
+        index[k] = key & mask
+        prefetch(w, index[k])
+        index[k + 1] = _conjoined(key, index[k], code, coarse, mask, w)
+        key = mix64(H[T + B + j, h] ^ (M[T + B + j, m] * GOLDEN) ^ tag)
+        index[k + 2] = key & mask
+        prefetch(w, index[k + 2])
+        index[k + 3] = _conjoined(key, index[k + 2], code, coarse, mask, w)
+        k += 4
     return k
 
 
-cdef void _visit_arcs(int n, int T, int B, const uint64_t[:, ::1] Hv, const uint64_t[:, ::1] Mv,
-                      const int8_t[:, ::1] ids, const uint64_t[:, ::1] values, uint64_t mask, bint coarse,
-                      uint64_t* index,
+cdef void _visit_arcs(int n, int T, int B, int C, const uint64_t[:, ::1] Hv, const uint64_t[:, ::1] Mv,
+                      const int8_t[:, ::1] ids, const uint64_t[:, ::1] values, const int8_t[:, ::1] flags,
+                      const uint64_t[::1] count_seeds, uint64_t mask, bint coarse, uint64_t* index,
                       const double* w, Weights target, double[:, :] A, double scale,
                       const unsigned char* allowed, int first_head, int stop_head) noexcept nogil:
     """Visit every arc of an n-word sentence once, h outwards: score into A (w != NULL),
-    or add scale * A[h, m] * phi(h, m) to `target`. The in-between masks grow by one
-    token per step outwards from h, so a sweep is O(n^2) whatever the arc values.
+    or add scale * A[h, m] * phi(h, m) to `target`. The in-between masks and counts grow by
+    one token per step outwards from h, so a sweep is O(n^2) whatever the arc values.
     `allowed` (NULL: all): the (n+1)^2 arcs to score. Only heads first_head..stop_head-1
     (0..n+1 for all): each head's arcs are independent of the others'."""
     cdef int h, m, j, i, k, step, first, stop
     cdef uint64_t masks[4]
+    cdef int counts[4]
     cdef double total, value
     cdef const double* weights = w if w != NULL else &target.w[0]
     for h in range(first_head, stop_head):
         for step in range(-1, 2, 2):
             for j in range(B):
                 masks[j] = 0
+            for j in range(C):
+                counts[j] = 0
             first = h + step
             stop = n + 1 if step == 1 else 0
             m = first
@@ -567,17 +640,21 @@ cdef void _visit_arcs(int n, int T, int B, const uint64_t[:, ::1] Hv, const uint
                 if m != first:
                     for j in range(B):
                         masks[j] |= (<uint64_t>1) << ids[j, m - step]
+                    for j in range(C):
+                        counts[j] += flags[j, m - step]
                 if w != NULL:
                     if allowed == NULL or allowed[h * (n + 1) + m]:
                         # All indices (prefetched) first, then the reads: the cache
                         # misses overlap (see `prefetch`); same sum, same order.
-                        k = _arc_indices(h, m, T, B, Hv, Mv, masks, values, mask, coarse, index, weights)
+                        k = _arc_indices(h, m, T, B, C, Hv, Mv, masks, values, counts, count_seeds, mask, coarse, index,
+                                     weights)
                         total = 0.0
                         for i in range(k):
                             total += w[index[i]]
                         A[h, m] = total
                 elif A[h, m] != 0.0:
-                    k = _arc_indices(h, m, T, B, Hv, Mv, masks, values, mask, coarse, index, weights)
+                    k = _arc_indices(h, m, T, B, C, Hv, Mv, masks, values, counts, count_seeds, mask, coarse, index,
+                                     weights)
                     value = scale * A[h, m]
                     for i in range(k):
                         target.add(index[i], value)
