@@ -646,15 +646,15 @@ cdef void _visit_arcs(int n, int T, int B, int C, const uint64_t[:, ::1] Hv, con
                     if allowed == NULL or allowed[h * (n + 1) + m]:
                         # All indices (prefetched) first, then the reads: the cache
                         # misses overlap (see `prefetch`); same sum, same order.
-                        k = _arc_indices(h, m, T, B, C, Hv, Mv, masks, values, counts, count_seeds, mask, coarse, index,
-                                     weights)
+                        k = _arc_indices(h, m, T, B, C, Hv, Mv, masks, values, counts, count_seeds, mask,
+                                         coarse, index, weights)
                         total = 0.0
                         for i in range(k):
                             total += w[index[i]]
                         A[h, m] = total
                 elif A[h, m] != 0.0:
-                    k = _arc_indices(h, m, T, B, C, Hv, Mv, masks, values, counts, count_seeds, mask, coarse, index,
-                                     weights)
+                    k = _arc_indices(h, m, T, B, C, Hv, Mv, masks, values, counts, count_seeds, mask,
+                                     coarse, index, weights)
                     value = scale * A[h, m]
                     for i in range(k):
                         target.add(index[i], value)
