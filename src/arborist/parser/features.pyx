@@ -572,8 +572,8 @@ cdef int _arc_indices(int h, int m, int T, int B, int C, const uint64_t[:, ::1] 
     Rows 0..T-1 of H and M are pair templates; rows T..T+B-1 the in-between templates,
     whose features (h value, b value, m value) fire once per distinct b in masks[j]; rows
     T+B..T+B+C-1 the count templates, whose features are (count) and (h value, count,
-    m value), the count counts[j] capped at MAX_COUNT. Every feature comes twice: on its own and conjoined with direction and distance
-    (`_conjoined`)."""
+    m value), the count counts[j] capped at MAX_COUNT. Every feature comes twice: on its
+    own and conjoined with direction and distance (`_conjoined`)."""
     cdef int t, b, j, k = 0, c
     cdef int d = m - h if m > h else h - m
     # the arc's direction-distance code: 1 + the coarse code (a slot offset 1..7), or the
