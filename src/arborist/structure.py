@@ -86,8 +86,8 @@ def scoring_threads(structure, threads: int):
     so when `threads` > 1: a first-order `DependencyTree` scores half of the heads in an
     executor's thread (`score_helper`); a second-order tree scores part of its parts in a
     `Helper` (`part_helper`; its adds stay in one thread). The same scores and the same
-    weights, so the same training, faster with a second core. The helper thread ends with the block (so
-    nothing that copies or pickles the structure meets it)."""
+    weights, so the same training, faster with a second core. The helper thread ends with
+    the block (so nothing that copies or pickles the structure meets it)."""
     if threads < 2 or not (hasattr(structure, "score_helper") or hasattr(structure, "part_helper")):
         yield
         return
