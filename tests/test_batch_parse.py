@@ -283,3 +283,97 @@ def test_batch_gc_restores_the_collector_and_keeps_a_program_s_frozen_objects():
         assert gc.get_freeze_count() == frozen
     finally:
         gc.unfreeze()
+
+
+# -- standard input and standard output ----------------------------------------------
+def file_output(runner, model, source: Path, out: Path, *options) -> str:
+    """What `arborist parse` writes for `source` into a directory."""
+    result, output = invoke(runner, model, source, "-d", out, *options)
+    assert result.exit_code == 0, output
+    return (out / (source.stem + ".conllu")).read_text(encoding="utf-8")
+
+
+def parse_command(model, *args) -> list[str]:
+    return [sys.executable, "-m", "arborist.cli", "parse", str(model), *map(str, args), "--no-progress"]
+
+
+def test_standard_input_to_standard_output_is_the_file_s_output(tiny_model, runner, tmp_path):
+    """`arborist parse MODEL - < a.txt > a.conllu` (real pipes) writes what -d writes for the
+    file, but for the document id, which standard input does not have (`# newdoc`)."""
+    source = corpus_dir(tmp_path) / "a.txt"
+    expected = file_output(runner, tiny_model, source, tmp_path / "out")
+    assert expected.startswith("# newdoc id = a.txt\n")
+    done = subprocess.run(parse_command(tiny_model, "-"), input=source.read_bytes(), capture_output=True,
+                          cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode("utf-8") == expected.replace("# newdoc id = a.txt\n", "# newdoc\n", 1)
+    assert b"1 parsed" in done.stderr and not list(tmp_path.glob("*.conllu"))  # nothing written to a file
+
+
+def test_conllu_on_standard_input(tiny_model, runner, tmp_path):
+    """--input-format conllu: standard input read as CoNLL-U, written back byte for byte but
+    for the predicted columns, as the file is; a .txt file of CoNLL-U read as CoNLL-U too."""
+    expected = file_output(runner, tiny_model, DEV, tmp_path / "out")
+    result = runner.invoke(app, ["parse", str(tiny_model), "-", "-i", "conllu", "--no-progress"],
+                           input=DEV.read_bytes())
+    assert result.exit_code == 0, result.output
+    assert result.stdout_bytes.decode("utf-8") == expected
+    renamed = tmp_path / "dev.txt"
+    renamed.write_bytes(DEV.read_bytes())
+    assert file_output(runner, tiny_model, renamed, tmp_path / "out2", "-i", "conllu") == expected
+    # read as text, the same file is paragraphs of words, not sentences of CoNLL-U
+    assert file_output(runner, tiny_model, renamed, tmp_path / "out3") != expected
+
+
+def test_files_to_standard_output_in_input_order(tiny_model, runner, tmp_path):
+    root = corpus_dir(tmp_path)
+    inputs = [root / "sub" / "b.txt", DEV, root / "a.txt"]
+    expected = "".join(file_output(runner, tiny_model, p, tmp_path / f"out{i}") for i, p in enumerate(inputs))
+    result, output = invoke(runner, tiny_model, *inputs)
+    assert result.exit_code == 0, output
+    assert result.stdout_bytes.decode("utf-8") == expected
+    assert result.stdout_bytes.decode("utf-8").count("# newdoc id = ") == 2  # each text file opens its document
+
+
+def test_standard_input_in_two_processes_writes_what_one_does(tiny_model, runner, monkeypatch):
+    monkeypatch.setattr(batch, "CHUNK_CHARS", 200)  # many chunks in flight, written in input order
+    outputs = []
+    for n in ("1", "2"):
+        result = runner.invoke(app, ["parse", str(tiny_model), "-", "-n", n, "--no-progress"],
+                               input=((TEXT + "\n") * 20).encode("utf-8"))
+        assert result.exit_code == 0, result.output
+        outputs.append(result.stdout_bytes)
+    assert outputs[0] == outputs[1] and outputs[0].count(b"# newpar") == 60
+
+
+def test_standard_input_errors(tiny_model, runner, tmp_path):
+    """Bad standard input is reported with its line; '-' where it cannot go is refused."""
+    result = runner.invoke(app, ["parse", str(tiny_model), "-", "--no-progress"], input=b"fine text\n\xff bad\n")
+    assert result.exit_code == 1 and "<stdin>:2: invalid UTF-8" in result.output
+    (tmp_path / "x.txt").write_text("A.")
+    for args, message in [
+        (["-", "-d", tmp_path / "o"], "leave out --output-dir"),
+        (["-", "-"], "can be read once"),
+        ([tmp_path / "x.txt", tmp_path / "x.txt", "-f", "html"], "give one input, or --output-dir"),
+        (["-", "--engine", "ray", "-d", tmp_path / "o"], "not standard input and output"),
+        ([tmp_path / "x.txt", "--engine", "ray"], "not standard input and output"),
+        ([tmp_path / "x.txt", "-i", "xml"], "--input-format"),
+    ]:
+        result, output = invoke(runner, tiny_model, *args)
+        assert result.exit_code == 1 and message in output, (args, output)
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_closed_pipe_stops_the_run_quietly(tiny_model, tmp_path):
+    """`arborist parse MODEL - < big.txt | head`: when the reader goes away, the run stops
+    with status 1 and no traceback, as a filter does."""
+    big = tmp_path / "big.txt"
+    big.write_text((TEXT + "\n") * 2000, encoding="utf-8")  # about 8 chunks
+    with open(big, "rb") as stdin:
+        process = subprocess.Popen(parse_command(tiny_model, "-"), stdin=stdin, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, cwd=tmp_path)
+        assert process.stdout.read(100).startswith(b"# newdoc\n")
+        process.stdout.close()
+        _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 1, stderr.decode()
+    assert b"Traceback" not in stderr and b"error" not in stderr.lower() and b"pipe" not in stderr, stderr.decode()

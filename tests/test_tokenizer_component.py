@@ -98,6 +98,22 @@ def test_parse_on_text_passes_the_official_scorer(run, tmp_path):
     assert float(rows["Tokens"][3]) > 95 and float(rows["Sentences"][3]) > 80 and float(rows["UAS"][3]) > 50
 
 
+def test_parse_standard_input_with_the_model_s_tokenizer(run, tmp_path):
+    """Text on standard input goes through the model's tokenizer as a file does: the same
+    CoNLL-U on standard output, but for the document id, which standard input does not have."""
+    text = "The rules are simple. Don't worry about them.\n\nA second paragraph, here."
+    (tmp_path / "t.txt").write_text(text, encoding="utf-8")
+    runner = CliRunner()
+    result = runner.invoke(app, ["parse", str(run / "run"), str(tmp_path / "t.txt"), "-d", str(tmp_path / "out"),
+                                 "--no-progress"])
+    assert result.exit_code == 0, result.output
+    expected = (tmp_path / "out" / "t.conllu").read_text(encoding="utf-8")
+    assert expected.startswith("# newdoc id = t.txt\n# newpar\n") and expected.count("# newpar") == 2
+    result = runner.invoke(app, ["parse", str(run / "run"), "-", "--no-progress"], input=text.encode("utf-8"))
+    assert result.exit_code == 0, result.output
+    assert result.stdout_bytes.decode("utf-8") == expected.replace("# newdoc id = t.txt\n", "# newdoc\n", 1)
+
+
 @pytest.mark.skipif(not (TOOLS / "conll18_ud_eval.py").exists(), reason="needs ../shared/tools")
 def test_evaluate_raw_text_equals_the_official_scorer(run, tmp_path):
     """`arborist evaluate --raw-text` parses the gold file's own text and gives the official

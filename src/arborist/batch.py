@@ -20,6 +20,12 @@ into place when complete: an output that exists is complete, so a rerun skips it
 file that cannot be read (binary, invalid UTF-8, malformed CoNLL-U, permissions) is
 reported with the reason (and the line, where there is one) and skipped; the others
 are parsed.
+
+Without an output directory the outputs go to standard output, one after the other in
+input order, each chunk as it is done (a stream: a filter in a shell pipeline, as
+UDPipe's command is); standard input is an input then (`corpus.STDIN`, `-` on the
+command line), read as it comes. A file that fails there has had its earlier chunks
+written already.
 """
 from __future__ import annotations
 
@@ -32,6 +38,7 @@ import multiprocessing
 import multiprocessing.pool
 import os
 import signal
+import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -41,10 +48,11 @@ from typing import Iterator
 import numpy as np
 
 from .confidence import ARC, LOW, NO_MISC_CANDIDATES, format_prob, misc_items, misc_key
-from .corpus import CorpusError, format_sentence, merge_misc, read_conllu
+from .corpus import STDIN, CorpusError, StandardInput, format_sentence, merge_misc, read_conllu
 from .model import Pipeline
 
 FORMATS = {"conllu": ".conllu", "json": ".jsonl", "html": ".html"}
+INPUT_FORMATS = ("auto", "text", "conllu")  # auto: a .conllu file is CoNLL-U, anything else (and stdin) text
 CONLLU_SUFFIX = ".conllu"
 CHUNK_CHARS = 50_000  # a unit of work: ~10,000 words, a fraction of a second
 CHUNK_SENTENCES = 400  # the same for CoNLL-U input
@@ -93,8 +101,8 @@ class InputError(ValueError):
 
 @dataclass
 class Job:
-    source: Path
-    target: Path
+    source: Path | StandardInput
+    target: Path | None  # None: standard output
     conllu: bool
     size: int = 0
     # A shard of a file (`distributed` cuts huge inputs): its bytes [start, end), which
@@ -107,7 +115,7 @@ class Job:
 
 @dataclass
 class Report:
-    written: list[Path] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)  # (the inputs: sources)
     skipped: list[Path] = field(default_factory=list)  # complete outputs from an earlier run
     failed: list[tuple[Path, str]] = field(default_factory=list)
     words: int = 0
@@ -122,14 +130,27 @@ class Report:
 
 
 # -- planning ---------------------------------------------------------------------
-def plan(inputs: list[Path], output_dir: Path, fmt: str) -> list[Job]:
+def plan(inputs: list[Path | StandardInput], output_dir: Path | None, fmt: str,
+         input_format: str = "auto") -> list[Job]:
     """One job per input file (a directory contributes its files, recursively, in sorted
     order; hidden files are left out). A file's output is its name with the format's
-    suffix, below the output directory at its path relative to the directory given."""
+    suffix, below the output directory at its path relative to the directory given;
+    without an output directory, every output goes to standard output (target None).
+    `input_format`: one of INPUT_FORMATS."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: one of {', '.join(FORMATS)}")
+    if input_format not in INPUT_FORMATS:
+        raise ValueError(f"unknown input format {input_format!r}: one of {', '.join(INPUT_FORMATS)}")
+    reads_stdin = sum(given is STDIN for given in inputs)
+    if reads_stdin > 1:
+        raise ValueError("standard input ('-') can be read once")
+    if reads_stdin and output_dir is not None:
+        raise ValueError("standard input ('-') is parsed to standard output: leave out --output-dir")
     jobs = []
     for given in inputs:
+        if given is STDIN:
+            jobs.append(Job(STDIN, None, input_format == "conllu"))
+            continue
         if given.is_dir():
             files = sorted(p for p in given.rglob("*")
                            if not any(part.startswith(".") for part in p.relative_to(given).parts)
@@ -138,8 +159,14 @@ def plan(inputs: list[Path], output_dir: Path, fmt: str) -> list[Job]:
         else:
             pairs = [(given, Path())]
         for path, relative in pairs:
-            target = output_dir / relative / (path.stem + FORMATS[fmt])
-            jobs.append(Job(path, target, path.suffix == CONLLU_SUFFIX))
+            target = None if output_dir is None else output_dir / relative / (path.stem + FORMATS[fmt])
+            conllu = path.suffix == CONLLU_SUFFIX if input_format == "auto" else input_format == "conllu"
+            jobs.append(Job(path, target, conllu))
+    if output_dir is None:
+        if fmt == "html" and len(jobs) > 1:
+            raise ValueError(f"--format html writes one page per input and {len(jobs)} inputs would go to "
+                             "standard output: give one input, or --output-dir")
+        return jobs
     by_target: dict[Path, list[Path]] = {}
     for job in jobs:
         by_target.setdefault(job.target, []).append(job.source)
@@ -296,7 +323,7 @@ def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
             continue
         ids = {t.i: j for j, t in enumerate(words, start=1)}
         if newdoc is not None and not out:
-            out.append(f"# newdoc id = {newdoc}\n")
+            out.append(newdoc_comment(newdoc))
         if paragraph is not None and k == 1:
             out.append("# newpar\n")
         if paragraph is not None:
@@ -328,6 +355,12 @@ def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
     return "".join(out)
 
 
+def newdoc_comment(name: str) -> str:
+    """The comment that opens a document: its id is the input's file name; standard input has
+    none (UD's `# newdoc` without an id)."""
+    return f"# newdoc id = {name}\n" if name else "# newdoc\n"
+
+
 def token_misc(token, space_after: bool) -> str:
     """A token's MISC: SpaceAfter=No, and the item of a component that writes MISC (`token._.misc`)."""
     misc = "_" if space_after else "SpaceAfter=No"
@@ -341,7 +374,7 @@ def tokenized_conllu(sentence, parsed, paragraph: int, k: int, newdoc: str | Non
     surface token, the predicted columns on the words."""
     out = []
     if newdoc is not None:
-        out.append(f"# newdoc id = {newdoc}\n")
+        out.append(newdoc_comment(newdoc))
     if k == 1:
         out.append("# newpar\n")
     out.append(f"# sent_id = {paragraph}.{k}\n# text = {' '.join(sentence.text.split())}\n")
@@ -653,6 +686,10 @@ class _Done:
         return self.value
 
 
+def _output(job: Job, fmt: str, lang: str):
+    return _Output(job, fmt, lang) if job.target is not None else _StandardOutput(job, fmt, lang)
+
+
 class _Output:
     """A job's temporary output file, renamed into place when complete."""
 
@@ -683,6 +720,29 @@ class _Output:
         self.tmp.unlink(missing_ok=True)
 
 
+class _StandardOutput:
+    """A job's output on standard output: each chunk written (UTF-8 bytes, as a file's) and
+    flushed as it comes, so a reader downstream gets it at once; what was written stays."""
+
+    def __init__(self, job: Job, fmt: str, lang: str):
+        self.fmt, self.stream = fmt, sys.stdout.buffer
+        if fmt == "html":
+            from html import escape
+
+            self.write(HTML_HEAD.format(lang=escape(lang), title=escape(location_name(job.source) or "stdin")))
+
+    def write(self, text: str) -> None:
+        self.stream.write(text.encode("utf-8"))
+        self.stream.flush()
+
+    def commit(self) -> None:
+        if self.fmt == "html":
+            self.write(HTML_TAIL)
+
+    def discard(self) -> None:
+        pass
+
+
 def parse_files(pipeline: Pipeline, jobs: list[Job], fmt: str = "conllu", *, model_path=None,
                 lang: str | None = None, gold_tags: bool = False, n_process: int = 1, overwrite: bool = False,
                 progress: bool = True, confidence: ConfidenceOptions | None = None,
@@ -695,7 +755,7 @@ def parse_files(pipeline: Pipeline, jobs: list[Job], fmt: str = "conllu", *, mod
     report = Report()
     todo = []
     for job in jobs:
-        if job.target.exists() and not overwrite:
+        if job.target is not None and job.target.exists() and not overwrite:
             report.skipped.append(job.source)
             _log(console, f"{job.source}: skipped, {job.target} exists (--overwrite to parse it again)")
             continue
@@ -721,7 +781,8 @@ def parse_files(pipeline: Pipeline, jobs: list[Job], fmt: str = "conllu", *, mod
                            context=context)
     window = WINDOW * n_process if pool is not None else 0  # in this process: write each chunk when done
     start = time.perf_counter()
-    bar = _Progress(console, sum(j.size for j in todo), progress)
+    total = None if any(j.source is STDIN for j in todo) else sum(j.size for j in todo)  # None: unknown
+    bar = _Progress(console, total, progress)
     try:
         with batch_gc():
             _run(todo, fmt, language, pool, window, report, bar)
@@ -762,7 +823,7 @@ def _run(jobs, fmt, lang, pool, window, report, bar) -> None:
         if isinstance(result, str) or result is None:
             output = outputs.pop(job.source, None)
             if result is None and output is None:  # an empty input still gets its (empty) output
-                output = _Output(job, fmt, lang)
+                output = _output(job, fmt, lang)
             if isinstance(result, str):
                 if output is not None:
                     output.discard()
@@ -772,7 +833,7 @@ def _run(jobs, fmt, lang, pool, window, report, bar) -> None:
             else:
                 output.commit()
                 report.written.append(job.source)
-                bar.log(f"{job.source} -> {job.target}")
+                bar.log(f"{job.source} -> {job.target or 'standard output'}")
             bar.finish_file(job)
             return
         try:
@@ -789,7 +850,7 @@ def _run(jobs, fmt, lang, pool, window, report, bar) -> None:
             return
         output = outputs.get(job.source)
         if output is None:
-            output = outputs[job.source] = _Output(job, fmt, lang)
+            output = outputs[job.source] = _output(job, fmt, lang)
         output.write(text)
         report.words += words
         bar.advance(job, nbytes, words)
@@ -814,7 +875,7 @@ def _run(jobs, fmt, lang, pool, window, report, bar) -> None:
 class _Progress:
     """A rich progress bar over input bytes, with words/s and the time left."""
 
-    def __init__(self, console, total: int, enabled: bool):
+    def __init__(self, console, total: int | None, enabled: bool):
         from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
         self.console = console
@@ -824,7 +885,7 @@ class _Progress:
             console=self.console, disable=not enabled, transient=False,
         )
         self.progress.start()
-        self.task = self.progress.add_task("parsing", total=max(total, 1), speed="-")
+        self.task = self.progress.add_task("parsing", total=None if total is None else max(total, 1), speed="-")
         self.words = 0
         self.done: dict[Path, int] = {}
         self.start = time.perf_counter()
@@ -849,8 +910,11 @@ class _Progress:
         self.progress.stop()
 
 
-def location_size(source: Path | str) -> int:
-    """The size of a file: a path, or a URL (a str) fsspec reaches (`distributed` passes those)."""
+def location_size(source: Path | str | StandardInput) -> int:
+    """The size of a file: a path, or a URL (a str) fsspec reaches (`distributed` passes those);
+    0 for standard input (unknown)."""
+    if source is STDIN:
+        return 0
     if isinstance(source, str):
         import fsspec
 
@@ -859,9 +923,9 @@ def location_size(source: Path | str) -> int:
     return source.stat().st_size
 
 
-def location_name(source: Path | str) -> str:
+def location_name(source: Path | str | StandardInput) -> str:
     """A file's name, of a path or a URL (a str); an input's is its document id in CoNLL-U
-    output (`# newdoc id`)."""
+    output (`# newdoc id`). Standard input's is empty."""
     return source.rsplit("/", 1)[-1] if isinstance(source, str) else source.name
 
 

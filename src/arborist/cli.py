@@ -191,12 +191,15 @@ def average(
 def parse(
     model: Path = typer.Argument(..., exists=True, file_okay=False, help="model directory"),
     inputs: List[str] = typer.Argument(
-        ..., help="text files, CoNLL-U files (.conllu) or directories of them (searched recursively); with "
-        "--engine ray also URLs fsspec reaches (s3://bucket/dir, gs://..., file://...)"),
-    output_dir: str = typer.Option(..., "--output-dir", "-d", help="directory for the parsed files (with "
-                                   "--engine ray, also a URL)"),
+        ..., help="text files, CoNLL-U files (.conllu) or directories of them (searched recursively); - for "
+        "standard input; with --engine ray also URLs fsspec reaches (s3://bucket/dir, gs://..., file://...)"),
+    output_dir: Optional[str] = typer.Option(None, "--output-dir", "-d", help="directory for the parsed files "
+                                             "(with --engine ray, also a URL); without it, the output goes to "
+                                             "standard output"),
     fmt: str = typer.Option("conllu", "--format", "-f", help="conllu, json (spaCy's Doc JSON, one line per "
                             "paragraph or sentence) or html (displaCy)"),
+    input_format: str = typer.Option("auto", "--input-format", "-i", help="auto (a .conllu file is CoNLL-U; "
+                                     "other files and standard input are text), text or conllu"),
     gold_tags: bool = typer.Option(False, "--gold-tags", help="CoNLL-U input: keep its UPOS/XPOS and parse with them"),
     n_process: int = typer.Option(1, "--n-process", "-n", min=1, help="worker processes"),
     overwrite: bool = typer.Option(False, "--overwrite", help="parse again inputs whose output exists"),
@@ -229,15 +232,20 @@ def parse(
     """Tag and parse text and CoNLL-U files. Text is tokenized and split into sentences by
     the model's tokenizer (multiword tokens expanded), or by spaCy's rule tokenizer and
     sentencizer when the model has none; CoNLL-U keeps every byte except the predicted
-    UPOS/XPOS (unless --gold-tags), HEAD and DEPREL. Outputs that exist are skipped (the run
-    can be resumed); a file that cannot be read is reported and skipped. Exit status: 0 all
-    parsed, 2 some failed, 1 all failed. --probs, --k-best and --min-prob add the model's
-    calibrated probabilities (off by default: the output is then unchanged)."""
-    from .batch import FORMATS, ConfidenceOptions, parse_files, plan
+    UPOS/XPOS (unless --gold-tags), HEAD and DEPREL. With -d, outputs that exist are skipped
+    (the run can be resumed); without it, everything goes to standard output in input order
+    (`arborist parse MODEL - < in.txt > out.conllu`). A file that cannot be read is reported
+    and skipped. Exit status: 0 all parsed, 2 some failed, 1 all failed. --probs, --k-best
+    and --min-prob add the model's calibrated probabilities (off by default: the output is
+    then unchanged)."""
+    from .batch import FORMATS, INPUT_FORMATS, ConfidenceOptions, parse_files, plan
+    from .corpus import STDIN
     from .model import ModelError, load
 
     if fmt not in FORMATS:
         _fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if input_format not in INPUT_FORMATS:
+        _fail(f"--input-format must be one of {', '.join(INPUT_FORMATS)}, got {input_format!r}")
     if lang is not None:
         _check_lang(lang)
     if k_best and not probs:
@@ -247,11 +255,13 @@ def parse(
     if (probs or min_prob is not None) and fmt == "html":
         _fail("--probs and --min-prob write CoNLL-U or JSON, not html")
     confidence = ConfidenceOptions(probs, k_best, min_prob, drop_low) if probs or min_prob is not None else None
-    urls = [p for p in [*inputs, output_dir] if "://" in p]
+    urls = [p for p in [*inputs, output_dir or ""] if "://" in p]
     if urls and engine != "ray":
         _fail(f"{urls[0]}: URLs are read and written with --engine ray")
+    if engine == "ray" and (output_dir is None or "-" in inputs):
+        _fail("--engine ray reads files and writes them to --output-dir, not standard input and output")
     for given in inputs:
-        if "://" not in given and not os.path.lexists(given):
+        if given != "-" and "://" not in given and not os.path.lexists(given):
             _fail(f"{given}: no such file or directory")
     try:
         pipeline = load(model)
@@ -273,17 +283,25 @@ def parse(
         except ValueError as e:
             _fail(str(e))
     elif engine == "local":
-        output_dir = Path(output_dir)
+        output_dir = Path(output_dir) if output_dir is not None else None
+        reads_stdin = "-" in inputs
         try:
-            jobs = plan([Path(p) for p in inputs], output_dir, fmt)
+            jobs = plan([STDIN if p == "-" else Path(p) for p in inputs], output_dir, fmt, input_format)
         except ValueError as e:
             _fail(str(e))
-        output_dir.mkdir(parents=True, exist_ok=True)
+        if output_dir is not None:
+            output_dir.mkdir(parents=True, exist_ok=True)
         try:
             report = parse_files(pipeline, jobs, fmt, model_path=model, lang=lang, gold_tags=gold_tags,
-                                 n_process=n_process, overwrite=overwrite, progress=progress, confidence=confidence)
+                                 n_process=n_process, overwrite=overwrite, progress=progress and not reads_stdin,
+                                 confidence=confidence)
+        except BrokenPipeError:
+            # The reader of standard output went away (`arborist parse ... | head`): stop
+            # quietly, as a filter does; the interpreter must not flush to the closed pipe again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(1)
         except OSError as e:  # the output side: a full disk (ENOSPC), a read-only filesystem (EROFS)
-            _fail(_os_error(e, output_dir))
+            _fail(_os_error(e, output_dir or "standard output"))
     else:
         _fail(f"--engine must be local or ray, got {engine!r}")
     speed = f", {report.words / report.seconds:,.0f} words/s" if report.seconds > 0 else ""

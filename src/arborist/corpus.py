@@ -16,8 +16,10 @@ at the start of the file is accepted (and written back).
 from __future__ import annotations
 
 import codecs
+import contextlib
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -43,9 +45,27 @@ class CorpusError(ValueError):
         super().__init__(f"{path}:{line}: {message}")
 
 
-def open_input(path: str | os.PathLike):
-    """A binary file object for a local path or a URL that fsspec reaches (s3://, gs://,
-    hdfs://, http://, file://...; the filesystem's own package must be installed)."""
+class StandardInput:
+    """The process's standard input as an input location (`-` on the command line). Its
+    name in messages is `<stdin>`; it has no file name (`name` is empty), so no document id."""
+
+    name = ""
+
+    def __str__(self) -> str:
+        return "<stdin>"
+
+    __repr__ = __str__
+
+
+STDIN = StandardInput()
+
+
+def open_input(path: str | os.PathLike | StandardInput):
+    """A binary file object for a local path, a URL that fsspec reaches (s3://, gs://,
+    hdfs://, http://, file://...; the filesystem's own package must be installed), or
+    standard input (`STDIN`; left open when the caller's `with` ends)."""
+    if path is STDIN:
+        return contextlib.nullcontext(sys.stdin.buffer)
     if isinstance(path, str) and "://" in path:
         import fsspec
 
