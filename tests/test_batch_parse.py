@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -258,7 +259,7 @@ def test_spacy_vocabulary_stops_growing(tiny_model, monkeypatch):
     """Past VOCAB_LIMIT words, the words of a chunk leave spaCy's vocabulary with it."""
     monkeypatch.setattr(batch, "VOCAB_LIMIT", 0)
     annotator = batch.Annotator(arborist.load(tiny_model), "conllu")
-    text, words = annotator(("text", [(1, "Zyxwv qwerty uiop asdf ghjkl."), (2, "Mnbvc lkjhg.")]), "x.txt")
+    text, words = annotator(("text", [(1, "Zyxwv qwerty uiop asdf ghjkl."), (2, "Mnbvc lkjhg.")], 1), "x.txt")
     assert words == 9 and "Zyxwv" in text
     assert "qwerty" not in annotator.nlp.vocab and "qwerty" not in annotator.nlp.vocab.strings
 
@@ -325,14 +326,72 @@ def test_conllu_on_standard_input(tiny_model, runner, tmp_path):
     assert file_output(runner, tiny_model, renamed, tmp_path / "out3") != expected
 
 
-def test_files_to_standard_output_in_input_order(tiny_model, runner, tmp_path):
+def renumbered(conllu: str, paragraphs_before: int) -> str:
+    """CoNLL-U of a text file with its sentence ids `P.S` moved on by that many paragraphs."""
+    return re.sub(r"^# sent_id = (\d+)\.", lambda m: f"# sent_id = {int(m.group(1)) + paragraphs_before}.",
+                  conllu, flags=re.MULTILINE)
+
+
+def test_inputs_to_standard_output_in_input_order(tiny_model, runner, tmp_path):
+    """Files and standard input, one after the other in input order: each document as -d
+    writes it, but the text inputs' paragraph numbers go on from one to the next, so the
+    sentence ids stay unique in the stream."""
     root = corpus_dir(tmp_path)
-    inputs = [root / "sub" / "b.txt", DEV, root / "a.txt"]
-    expected = "".join(file_output(runner, tiny_model, p, tmp_path / f"out{i}") for i, p in enumerate(inputs))
-    result, output = invoke(runner, tiny_model, *inputs)
+    b, a = root / "sub" / "b.txt", root / "a.txt"
+    outputs = [file_output(runner, tiny_model, p, tmp_path / f"out{i}") for i, p in enumerate((b, DEV, a))]
+    result = runner.invoke(app, ["parse", str(tiny_model), str(b), str(DEV), "-", str(a), "--no-progress"],
+                           input=a.read_bytes())
+    assert result.exit_code == 0, result.output
+    stdin_part = renumbered(outputs[2], 1).replace("# newdoc id = a.txt\n", "# newdoc\n")
+    assert result.stdout_bytes.decode("utf-8") == (outputs[0] + outputs[1] + stdin_part + renumbered(outputs[2], 4))
+    ids = re.findall(r"^# sent_id = (.*)$", result.stdout_bytes.decode("utf-8"), flags=re.MULTILINE)
+    assert len(ids) == len(set(ids))
+
+
+def test_json_and_html_on_standard_output(tiny_model, runner, tmp_path):
+    source = corpus_dir(tmp_path) / "a.txt"
+    assert invoke(runner, tiny_model, source, "-d", tmp_path / "out", "-f", "json")[0].exit_code == 0
+    result = runner.invoke(app, ["parse", str(tiny_model), "-", "-f", "json", "--no-progress"],
+                           input=source.read_bytes())
+    assert result.exit_code == 0, result.output
+    assert result.stdout_bytes == (tmp_path / "out" / "a.jsonl").read_bytes()
+    result = runner.invoke(app, ["parse", str(tiny_model), "-", "-f", "html", "--no-progress"],
+                           input=source.read_bytes())
+    page = result.stdout_bytes.decode("utf-8")
+    assert result.exit_code == 0 and page.startswith("<!DOCTYPE html>") and page.endswith(batch.HTML_TAIL)
+    assert "<title>stdin</title>" in page and page.count("<svg") == len(expected_sentences())
+
+
+def test_standard_output_edge_cases(tiny_model, runner, tmp_path):
+    """Empty standard input: no output; --input-format text on a .conllu file; a CoNLL-U
+    input without its final blank line does not run into the next document."""
+    result = runner.invoke(app, ["parse", str(tiny_model), "-", "--no-progress"], input=b"")
+    assert result.exit_code == 0 and result.stdout_bytes == b""
+    as_text = runner.invoke(app, ["parse", str(tiny_model), str(DEV), "-i", "text", "--no-progress"])
+    assert as_text.exit_code == 0 and as_text.stdout_bytes.startswith(b"# newdoc id = sample-dev.conllu\n# newpar\n")
+    sentence = "# sent_id = s1\n1\tHi\t_\t_\t_\t_\t0\troot\t_\t_\n"
+    (tmp_path / "no_blank.conllu").write_text(sentence, encoding="utf-8")
+    result, output = invoke(runner, tiny_model, tmp_path / "no_blank.conllu", tmp_path / "no_blank.conllu")
     assert result.exit_code == 0, output
-    assert result.stdout_bytes.decode("utf-8") == expected
-    assert result.stdout_bytes.decode("utf-8").count("# newdoc id = ") == 2  # each text file opens its document
+    blocks = result.stdout_bytes.decode("utf-8").split("\n\n")
+    assert len(blocks) == 3 and blocks[2] == "" and all(b.startswith("# sent_id = s1\n1\tHi\t") for b in blocks[:2])
+
+
+def test_a_file_failing_on_standard_output(tiny_model, runner, tmp_path, monkeypatch):
+    """A file that fails after some chunks: those stay written (the paragraphs read with the
+    failing one are not parsed), the error is reported, the next input is parsed, and the exit
+    status is 2."""
+    monkeypatch.setattr(batch, "CHUNK_CHARS", 100)
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(TEXT.encode("utf-8") + b"\n\nbroken \xff here\n")
+    good = tmp_path / "good.txt"
+    good.write_text(PARAGRAPHS[1], encoding="utf-8")
+    result, output = invoke(runner, tiny_model, bad, good)
+    assert result.exit_code == 2 and f"{bad}:9: invalid UTF-8" in output
+    written = result.stdout_bytes.decode("utf-8")
+    assert written.startswith("# newdoc id = bad.txt\n") and "# text = Then she left the house." in written
+    assert "Über" not in written  # the third paragraph was in the failing chunk
+    assert "# newdoc id = good.txt" in written and written.endswith("\n\n")
 
 
 def test_standard_input_in_two_processes_writes_what_one_does(tiny_model, runner, monkeypatch):
@@ -364,16 +423,62 @@ def test_standard_input_errors(tiny_model, runner, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_a_closed_pipe_stops_the_run_quietly(tiny_model, tmp_path):
+@pytest.mark.parametrize("n_process", ["1", "2"])
+def test_a_closed_pipe_stops_the_run_quietly(tiny_model, tmp_path, n_process):
     """`arborist parse MODEL - < big.txt | head`: when the reader goes away, the run stops
-    with status 1 and no traceback, as a filter does."""
-    big = tmp_path / "big.txt"
-    big.write_text((TEXT + "\n") * 2000, encoding="utf-8")  # about 8 chunks
-    with open(big, "rb") as stdin:
-        process = subprocess.Popen(parse_command(tiny_model, "-"), stdin=stdin, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, cwd=tmp_path)
-        assert process.stdout.read(100).startswith(b"# newdoc\n")
-        process.stdout.close()
-        _, stderr = process.communicate(timeout=300)
-    assert process.returncode == 1, stderr.decode()
-    assert b"Traceback" not in stderr and b"error" not in stderr.lower() and b"pipe" not in stderr, stderr.decode()
+    with status 1 and no traceback, as a filter does. With workers it must not hang: chunks
+    are larger than a pipe's buffer, and Pool.terminate() could wait for ever on the one
+    being sent (6 runs of 8 hung before `_WorkerPool._help_stuff_finish`), so three runs."""
+    text = tmp_path / "text.txt"
+    text.write_text((TEXT + "\n") * 100, encoding="utf-8")  # one chunk
+    many = tmp_path / "many.conllu"
+    many.write_bytes(DEV.read_bytes() * 60)  # 1,800 sentences: 5 chunks, each larger than a pipe's buffer
+    for _ in range(3 if n_process == "2" else 1):
+        with open(text, "rb") as stdin:
+            process = subprocess.Popen(parse_command(tiny_model, "-", "-n", n_process, many), stdin=stdin,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+            assert process.stdout.read(100).startswith(b"# newdoc\n")
+            process.stdout.close()
+            try:
+                _, stderr = process.communicate(timeout=120)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                raise AssertionError("the run did not stop when its output pipe closed")
+        assert process.returncode == 1, stderr.decode()
+        assert b"Traceback" not in stderr and b"error" not in stderr.lower() and b"pipe" not in stderr, stderr.decode()
+
+
+@pytest.mark.parametrize("n_process", ["1", "2"])
+def test_standard_input_is_parsed_as_it_comes(tiny_model, tmp_path, n_process):
+    """A paragraph written to the pipe is parsed and its CoNLL-U comes out while the writer
+    still holds the pipe open, not when 50,000 characters or the end have come."""
+    import select
+
+    process = subprocess.Popen(parse_command(tiny_model, "-", "-n", n_process), stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    try:
+        process.stdin.write(PARAGRAPHS[0].encode("utf-8") + b"\n\n")
+        process.stdin.flush()
+        got = b""
+        deadline = time.time() + 120
+        while b"\n\n" not in got.split(b"# sent_id = 1.2", 1)[-1] or b"# sent_id = 1.2" not in got:
+            assert time.time() < deadline, f"no output for the first paragraph: {got!r}"
+            if select.select([process.stdout], [], [], 1)[0]:
+                got += os.read(process.stdout.fileno(), 65536)
+                assert got, "standard output closed early"
+        assert got.startswith(b"# newdoc\n# newpar\n# sent_id = 1.1\n")
+        rest, stderr = process.communicate(input=PARAGRAPHS[1].encode("utf-8"), timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 0, stderr.decode()
+    assert (got + rest).count(b"# sent_id = ") == 4 and b"# sent_id = 2.2" in rest
+
+
+def test_closed_standard_input_or_output(tiny_model, tmp_path):
+    """Started with standard input or output closed (`<&-`, `>&-`): a message, no traceback."""
+    (tmp_path / "x.txt").write_text("A short text.", encoding="utf-8")
+    for fd, args, message in [(0, ["-"], b"<stdin>: standard input is closed"),
+                              (1, [tmp_path / "x.txt"], b"error: standard output: closed")]:
+        done = subprocess.run(parse_command(tiny_model, *args), capture_output=fd == 0, stderr=subprocess.PIPE
+                              if fd == 1 else None, cwd=tmp_path, timeout=300, preexec_fn=lambda fd=fd: os.close(fd))
+        assert done.returncode == 1 and message in done.stderr and b"Traceback" not in done.stderr, done.stderr

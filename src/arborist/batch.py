@@ -24,13 +24,18 @@ are parsed.
 Without an output directory the outputs go to standard output, one after the other in
 input order, each chunk as it is done (a stream: a filter in a shell pipeline, as
 UDPipe's command is); standard input is an input then (`corpus.STDIN`, `-` on the
-command line), read as it comes. A file that fails there has had its earlier chunks
-written already.
+command line), and a chunk of it also ends when nothing more is waiting (`stdin_idle`), so
+what came is parsed and written before the read blocks. The stream is one CoNLL-U file:
+the text inputs' paragraph numbers (`# sent_id = P.S`) go on from one to the next, and a
+CoNLL-U input without its final blank line gets one. A file that fails there has had its
+earlier chunks written already.
 """
 from __future__ import annotations
 
 import codecs
 import contextlib
+import dataclasses
+import errno
 import functools
 import gc
 import json
@@ -111,6 +116,9 @@ class Job:
     end: int | None = None
     line: int = 1
     paragraph: int = 0
+    # The paragraph number that opens the document (`# newdoc id`): 1, which a later shard
+    # never has; on standard output, the numbers go on from one text input to the next.
+    newdoc_paragraph: int = 1
 
 
 @dataclass
@@ -257,14 +265,17 @@ def _paragraphs(path, start: int, end: int | None, line: int) -> Iterator[tuple[
 
 
 def chunks(job: Job) -> Iterator[tuple[tuple, int]]:
-    """(payload for a worker, input bytes it covers) for each chunk of a job's file."""
+    """(payload for a worker, input bytes it covers) for each chunk of a job's file. A chunk
+    ends at about CHUNK_CHARS characters (CHUNK_SENTENCES sentences), or on standard input
+    when nothing more has arrived (`stdin_idle`): what came is parsed now, not when more does."""
     batch: list = []
     size = nbytes = 0
+    idle = stdin_idle if job.source is STDIN else _never
     if job.conllu:
         for sentence in read_conllu(job.source, start=job.start, end=job.end, first_line=job.line):
             batch.append(sentence)
             nbytes += sum(len(line) for line in sentence.lines)
-            if len(batch) >= CHUNK_SENTENCES:
+            if len(batch) >= CHUNK_SENTENCES or idle():
                 yield ("conllu", batch), nbytes
                 batch, nbytes = [], 0
         if batch:
@@ -276,11 +287,26 @@ def chunks(job: Job) -> Iterator[tuple[tuple, int]]:
         batch.append((paragraph, text))
         size += len(text)
         nbytes += read
-        if size >= CHUNK_CHARS:
-            yield ("text", batch), nbytes
+        if size >= CHUNK_CHARS or idle():
+            yield ("text", batch, job.newdoc_paragraph), nbytes
             batch, size, nbytes = [], 0, 0
     if batch:
-        yield ("text", batch), nbytes
+        yield ("text", batch, job.newdoc_paragraph), nbytes
+
+
+def _never() -> bool:
+    return False
+
+
+def stdin_idle() -> bool:
+    """Whether standard input has nothing to read now (a pipe or terminal waiting for its
+    writer); False when that cannot be told (not a file descriptor, or no select)."""
+    import select
+
+    try:
+        return not select.select([sys.stdin.buffer.fileno()], [], [], 0)[0]
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError and a ValueError
+        return False
 
 
 # -- annotating and writing ---------------------------------------------------------
@@ -524,20 +550,21 @@ class Annotator:
         """(output text, words) of a chunk of the file `name`."""
         from spacy.attrs import IS_SPACE
 
-        kind, items = payload
+        kind, items = payload[:2]
         if kind == "conllu":
             return self.conllu(items)
+        first = payload[2]  # the paragraph that opens the document
         if self.fmt == "conllu" and self.confidence is None and self.pipeline.writer("form") is not None:
-            return self.tokenized(items, name)
+            return self.tokenized(items, name, first)
         texts = (text for _, text in items)
         out, words = [], 0
         with self.vocabulary_zone():
             for (paragraph, _), doc in zip(items, self.nlp.pipe(texts)):
                 words += len(doc) - int(doc.to_array(IS_SPACE).sum())
-                out.append(self.render(doc, paragraph, name if paragraph == 1 else None))
+                out.append(self.render(doc, paragraph, name if paragraph == first else None))
         return "".join(out), words
 
-    def tokenized(self, items, name: str) -> tuple[str, int]:
+    def tokenized(self, items, name: str, first: int = 1) -> tuple[str, int]:
         """CoNLL-U of paragraphs tokenized by the model's own tokenizer (its text stage): its
         tokens, multiword tokens and sentences, annotated by the other components."""
         documents = self.pipeline.tokenize([text for _, text in items])
@@ -546,7 +573,7 @@ class Annotator:
         out = []
         for (paragraph, _), (doc, xs) in zip(items, documents):
             for k, (tokens, x) in enumerate(zip(doc.sentences, xs), start=1):
-                out.append(tokenized_conllu(tokens, next(parsed), paragraph, k, name if paragraph == 1 and k == 1
+                out.append(tokenized_conllu(tokens, next(parsed), paragraph, k, name if paragraph == first and k == 1
                                             else None))
         return "".join(out), sum(x.n for x in sentences)
 
@@ -669,6 +696,21 @@ class _WorkerPool(multiprocessing.pool.Pool):
             kwds["target"] = functools.partial(_quiet_worker, kwds["target"])
         return ctx.Process(*args, **kwds)
 
+    @staticmethod
+    def _help_stuff_finish(inqueue, task_handler, size):
+        # terminate() with tasks in flight (a run stopped early: Ctrl-C, `| head`). Pool's own
+        # version takes the task pipe's read lock, reads what is in the pipe at that moment
+        # and stops: a task handler that is then writing a chunk larger than the pipe's buffer
+        # (ours are about 100 KB) blocks for ever, the workers cannot read, and terminate()
+        # hangs joining it (seen in 6 of 8 runs of `arborist parse ... -n 2 | head`). So
+        # read until the task handler has gone: it stops at its next task, the pool being
+        # terminated, once its current write completes (its sentinels are read here too).
+        inqueue._rlock.acquire()
+        deadline = time.monotonic() + 60
+        while task_handler.is_alive() and time.monotonic() < deadline:
+            if inqueue._reader.poll(0.01):
+                inqueue._reader.recv_bytes()
+
 
 class _Done:
     """A chunk done in this process (n_process = 1), with the interface of AsyncResult:
@@ -725,7 +767,9 @@ class _StandardOutput:
     flushed as it comes, so a reader downstream gets it at once; what was written stays."""
 
     def __init__(self, job: Job, fmt: str, lang: str):
-        self.fmt, self.stream = fmt, sys.stdout.buffer
+        if sys.stdout is None:  # started with it closed (`>&-`)
+            raise OSError(errno.EBADF, "closed")
+        self.fmt, self.stream, self.tail = fmt, sys.stdout.buffer, ""
         if fmt == "html":
             from html import escape
 
@@ -734,10 +778,15 @@ class _StandardOutput:
     def write(self, text: str) -> None:
         self.stream.write(text.encode("utf-8"))
         self.stream.flush()
+        self.tail = (self.tail + text)[-2:]
 
     def commit(self) -> None:
         if self.fmt == "html":
             self.write(HTML_TAIL)
+        elif self.fmt == "conllu" and self.tail and self.tail != "\n\n":
+            # a CoNLL-U input without its final blank line: the next document must not run
+            # into its last sentence
+            self.write("\n" if self.tail.endswith("\n") else "\n\n")
 
     def discard(self) -> None:
         pass
@@ -800,9 +849,15 @@ def _run(jobs, fmt, lang, pool, window, report, bar) -> None:
     def items():
         """(job, payload, input bytes) per chunk; then (job, None, 0) at the end of the job,
         after (job, message, 0) when its file could not be read."""
+        paragraphs = 0  # of the text inputs before, on standard output
         for job in jobs:
+            if job.target is None and not job.conllu:
+                # one stream, one numbering: the sentence ids `P.S` stay unique in it
+                job = dataclasses.replace(job, paragraph=paragraphs, newdoc_paragraph=paragraphs + 1)
             try:
                 for payload, nbytes in chunks(job):
+                    if job.target is None and payload[0] == "text":
+                        paragraphs = payload[1][-1][0]
                     yield job, payload, nbytes
             except (InputError, CorpusError) as e:
                 yield job, str(e), 0
@@ -863,7 +918,8 @@ def _run(jobs, fmt, lang, pool, window, report, bar) -> None:
             else:
                 result = payload
             inflight.append((job, result, nbytes))
-            while len(inflight) > window:
+            # Waiting on standard input: write what is done before the read blocks.
+            while len(inflight) > (0 if job.source is STDIN and stdin_idle() else window):
                 settle(*inflight.popleft())
         while inflight:
             settle(*inflight.popleft())

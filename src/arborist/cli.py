@@ -260,6 +260,8 @@ def parse(
         _fail(f"{urls[0]}: URLs are read and written with --engine ray")
     if engine == "ray" and (output_dir is None or "-" in inputs):
         _fail("--engine ray reads files and writes them to --output-dir, not standard input and output")
+    if engine == "ray" and input_format != "auto":
+        _fail("--input-format runs with --engine local for now (with ray, a .conllu file is CoNLL-U)")
     for given in inputs:
         if given != "-" and "://" not in given and not os.path.lexists(given):
             _fail(f"{given}: no such file or directory")
@@ -293,7 +295,8 @@ def parse(
             output_dir.mkdir(parents=True, exist_ok=True)
         try:
             report = parse_files(pipeline, jobs, fmt, model_path=model, lang=lang, gold_tags=gold_tags,
-                                 n_process=n_process, overwrite=overwrite, progress=progress and not reads_stdin,
+                                 n_process=n_process, overwrite=overwrite, progress=progress and not reads_stdin
+                                 and not (output_dir is None and sys.stdout is not None and sys.stdout.isatty()),
                                  confidence=confidence)
         except BrokenPipeError:
             # The reader of standard output went away (`arborist parse ... | head`): stop

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import errno
 import os
 import re
 import sys
@@ -65,6 +66,8 @@ def open_input(path: str | os.PathLike | StandardInput):
     hdfs://, http://, file://...; the filesystem's own package must be installed), or
     standard input (`STDIN`; left open when the caller's `with` ends)."""
     if path is STDIN:
+        if sys.stdin is None:  # started with it closed (`<&-`)
+            raise OSError(errno.EBADF, "standard input is closed")
         return contextlib.nullcontext(sys.stdin.buffer)
     if isinstance(path, str) and "://" in path:
         import fsspec
