@@ -9,6 +9,7 @@ from typing import List, Optional
 
 import typer
 
+# Help texts are rich markup (typer's default): a literal "[" is written "\\[" ("arborist\\[ray]").
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Linear dependency parsing and tagging.")
 
 
@@ -204,10 +205,10 @@ def parse(
     n_process: int = typer.Option(1, "--n-process", "-n", min=1, help="worker processes"),
     overwrite: bool = typer.Option(False, "--overwrite", help="parse again inputs whose output exists"),
     lang: Optional[str] = typer.Option(None, "--lang", help="language of the text's tokenizer "
-                                       "(default: the model's [nlp] lang, else en)"),
+                                       "(default: the model config's nlp.lang, else en)"),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="show a progress bar"),
     engine: str = typer.Option("local", "--engine", help="local (this machine's processes) or ray (a Ray cluster: "
-                               "pip install \"arborist[ray]\")"),
+                               "pip install \"arborist\\[ray]\")"),
     address: Optional[str] = typer.Option(None, "--address", help="--engine ray: the cluster to join (ray://HOST:10001, "
                                           "auto); default: start Ray on this machine"),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="--engine ray: parsing actors (default: "
@@ -320,8 +321,8 @@ def parse(
 def package(
     model: Path = typer.Argument(..., exists=True, file_okay=False, help="model directory"),
     output_dir: Path = typer.Argument(..., help="directory for the spaCy pipeline"),
-    lang: Optional[str] = typer.Option(None, "--lang", help="the tokenizer's language (default: the model's "
-                                       "[nlp] lang, else en)"),
+    lang: Optional[str] = typer.Option(None, "--lang", help="the tokenizer's language (default: the model "
+                                       "config's nlp.lang, else en)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace OUTPUT_DIR if it exists"),
 ):
     """Write a spaCy pipeline (the language's tokenizer, the sentencizer, arborist_tagger,
