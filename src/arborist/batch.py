@@ -123,7 +123,7 @@ class Job:
 
 @dataclass
 class Report:
-    written: list[Path] = field(default_factory=list)  # (the inputs: sources)
+    written: list[Path] = field(default_factory=list)  # the inputs parsed (sources, as in skipped and failed)
     skipped: list[Path] = field(default_factory=list)  # complete outputs from an earlier run
     failed: list[tuple[Path, str]] = field(default_factory=list)
     words: int = 0
@@ -701,13 +701,13 @@ class _WorkerPool(multiprocessing.pool.Pool):
         # terminate() with tasks in flight (a run stopped early: Ctrl-C, `| head`). Pool's own
         # version takes the task pipe's read lock, reads what is in the pipe at that moment
         # and stops: a task handler that is then writing a chunk larger than the pipe's buffer
-        # (ours are about 100 KB) blocks for ever, the workers cannot read, and terminate()
-        # hangs joining it (seen in 6 of 8 runs of `arborist parse ... -n 2 | head`). So
-        # read until the task handler has gone: it stops at its next task, the pool being
-        # terminated, once its current write completes (its sentinels are read here too).
+        # (a CoNLL-U chunk of CHUNK_SENTENCES sentences is) blocks for ever, the workers cannot
+        # read, and terminate() hangs joining it (seen in 6 of 8 runs of `arborist parse ...
+        # -n 2 | head`). So read until the task handler has gone: it stops at its next task,
+        # the pool being terminated, once its current write completes (its sentinels are
+        # read here too).
         inqueue._rlock.acquire()
-        deadline = time.monotonic() + 60
-        while task_handler.is_alive() and time.monotonic() < deadline:
+        while task_handler.is_alive():
             if inqueue._reader.poll(0.01):
                 inqueue._reader.recv_bytes()
 
@@ -732,6 +732,13 @@ def _output(job: Job, fmt: str, lang: str):
     return _Output(job, fmt, lang) if job.target is not None else _StandardOutput(job, fmt, lang)
 
 
+def _html_head(job: Job, lang: str) -> str:
+    """The opening of a job's html page, titled with the input's name ("stdin" for standard input)."""
+    from html import escape
+
+    return HTML_HEAD.format(lang=escape(lang), title=escape(location_name(job.source) or "stdin"))
+
+
 class _Output:
     """A job's temporary output file, renamed into place when complete."""
 
@@ -744,9 +751,7 @@ class _Output:
         self.tmp = job.target.with_name(f".{job.target.name}.tmp{os.getpid()}")
         self.file = open(self.tmp, "w", encoding="utf-8", newline="")
         if fmt == "html":
-            from html import escape
-
-            self.file.write(HTML_HEAD.format(lang=escape(lang), title=escape(location_name(job.source))))
+            self.file.write(_html_head(job, lang))
 
     def write(self, text: str) -> None:
         self.file.write(text)
@@ -771,9 +776,7 @@ class _StandardOutput:
             raise OSError(errno.EBADF, "closed")
         self.fmt, self.stream, self.tail = fmt, sys.stdout.buffer, ""
         if fmt == "html":
-            from html import escape
-
-            self.write(HTML_HEAD.format(lang=escape(lang), title=escape(location_name(job.source) or "stdin")))
+            self.write(_html_head(job, lang))
 
     def write(self, text: str) -> None:
         self.stream.write(text.encode("utf-8"))
