@@ -448,30 +448,59 @@ def test_a_closed_pipe_stops_the_run_quietly(tiny_model, tmp_path, n_process):
         assert b"Traceback" not in stderr and b"error" not in stderr.lower() and b"pipe" not in stderr, stderr.decode()
 
 
+def _read_until(process, done) -> bytes:
+    """What the process writes to standard output until `done(what came)`, or a failure after 120 s."""
+    import select
+
+    got = b""
+    deadline = time.time() + 120
+    while not done(got):
+        assert time.time() < deadline, f"no output for what was written: {got!r}"
+        if select.select([process.stdout], [], [], 1)[0]:
+            got += os.read(process.stdout.fileno(), 65536)
+            assert got, "standard output closed early"
+    return got
+
+
 @pytest.mark.parametrize("n_process", ["1", "2"])
 def test_standard_input_is_parsed_as_it_comes(tiny_model, tmp_path, n_process):
     """A paragraph written to the pipe is parsed and its CoNLL-U comes out while the writer
     still holds the pipe open, not when 50,000 characters or the end have come."""
-    import select
-
     process = subprocess.Popen(parse_command(tiny_model, "-", "-n", n_process), stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
     try:
         process.stdin.write(PARAGRAPHS[0].encode("utf-8") + b"\n\n")
         process.stdin.flush()
-        got = b""
-        deadline = time.time() + 120
-        while b"\n\n" not in got.split(b"# sent_id = 1.2", 1)[-1] or b"# sent_id = 1.2" not in got:
-            assert time.time() < deadline, f"no output for the first paragraph: {got!r}"
-            if select.select([process.stdout], [], [], 1)[0]:
-                got += os.read(process.stdout.fileno(), 65536)
-                assert got, "standard output closed early"
+        got = _read_until(process, lambda got: b"\n\n" in got.split(b"# sent_id = 1.2", 1)[-1]
+                          and b"# sent_id = 1.2" in got)
         assert got.startswith(b"# newdoc\n# newpar\n# sent_id = 1.1\n")
         rest, stderr = process.communicate(input=PARAGRAPHS[1].encode("utf-8"), timeout=120)
     finally:
         process.kill()
     assert process.returncode == 0, stderr.decode()
     assert (got + rest).count(b"# sent_id = ") == 4 and b"# sent_id = 2.2" in rest
+
+
+def test_conllu_standard_input_is_parsed_as_it_comes(tiny_model, tmp_path):
+    """The same for CoNLL-U: a sentence comes out at its blank line, not when the next one
+    starts (a writer waiting for it would wait for ever). Blank lines after that one lead the
+    next sentence, so the stream is the input's bytes but for the predicted columns."""
+    sentences = DEV.read_text(encoding="utf-8").split("\n\n")[:3]
+    first, second, third = (s.strip("\n") + "\n\n" for s in sentences)
+    process = subprocess.Popen(parse_command(tiny_model, "-", "-i", "conllu"), stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    try:
+        for text in (first, "\n" + second):  # the second with a blank line of its own before it
+            process.stdin.write(text.encode("utf-8"))
+            process.stdin.flush()
+            got = _read_until(process, lambda got: got.count(b"\n\n") == 1)
+            assert len(got.splitlines()) == len(text.splitlines())
+        rest, stderr = process.communicate(input=third.encode("utf-8"), timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 0, stderr.decode()
+    with_words = [line.split("\t")[1] for line in rest.decode("utf-8").splitlines() if "\t" in line]
+    assert with_words == [line.split("\t")[1] for line in third.splitlines() if "\t" in line]
 
 
 def test_closed_standard_input_or_output(tiny_model, tmp_path):

@@ -571,3 +571,20 @@ def test_sentences_from_forms_equal_from_columns():
         np.testing.assert_array_equal(got.attrs, one.attrs)
         np.testing.assert_array_equal(got.heads, one.heads)
         assert (got.forms, got.upos, got.xpos, got.deprels) == (one.forms, one.upos, one.xpos, one.deprels)
+
+
+def test_read_conllu_yields_at_the_blank_line_when_idle(tmp_path):
+    """With `idle` true (standard input with nothing waiting), a sentence comes at its first
+    blank line; the blank lines after it lead the next sentence, so the lines written back are
+    the input's, and those that end the input are dropped. Without `idle`, or when it is false,
+    a sentence keeps the blank lines after it."""
+    one = "# text = a\n1\ta\t_\t_\t_\t_\t_\t_\t_\t_\n"
+    two = "1\tb\t_\t_\t_\t_\t_\t_\t_\t_\n"
+    path = tmp_path / "x.conllu"
+    path.write_text(one + "\n\n" + two + "\n\n", encoding="utf-8")
+    lines = lambda **kw: [s.lines for s in read_conllu(path, **kw)]
+    kept = [one.splitlines(keepends=True) + ["\n", "\n"], [two, "\n", "\n"]]
+    assert lines() == lines(idle=lambda: False) == kept
+    eager = list(read_conllu(path, idle=lambda: True))
+    assert [s.lines for s in eager] == [one.splitlines(keepends=True) + ["\n"], ["\n", two, "\n"]]
+    assert [s.forms[1:] for s in eager] == [["a"], ["b"]] and eager[1].first_line == 4

@@ -272,7 +272,7 @@ def chunks(job: Job) -> Iterator[tuple[tuple, int]]:
     size = nbytes = 0
     idle = stdin_idle if job.source is STDIN else _never
     if job.conllu:
-        for sentence in read_conllu(job.source, start=job.start, end=job.end, first_line=job.line):
+        for sentence in read_conllu(job.source, start=job.start, end=job.end, first_line=job.line, idle=idle):
             batch.append(sentence)
             nbytes += sum(len(line) for line in sentence.lines)
             if len(batch) >= CHUNK_SENTENCES or idle():

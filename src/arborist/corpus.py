@@ -22,7 +22,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import conllu.parser
 from .sentence import Sentence
@@ -77,7 +77,7 @@ def open_input(path: str | os.PathLike | StandardInput):
 
 
 def read_conllu(path: str | os.PathLike, require_heads: bool = False, *, start: int = 0, end: int | None = None,
-                first_line: int = 1) -> Iterator[Sentence]:
+                first_line: int = 1, idle: Callable[[], bool] | None = None) -> Iterator[Sentence]:
     """Yield the sentences of a CoNLL-U file (a path or a URL) one at a time.
 
     With `require_heads`, every word must have an integer HEAD (training and
@@ -85,6 +85,13 @@ def read_conllu(path: str | os.PathLike, require_heads: bool = False, *, start: 
     be parsed). `start`, `end` and `first_line` read one shard of the file: the
     bytes [start, end), which begin at a sentence's first line, line `first_line`
     (`conllu_boundaries` finds such places).
+
+    A sentence is its lines up to and including the blank lines after it, so it is
+    yielded when the next one starts. `idle` (standard input: `batch.stdin_idle`) says
+    whether nothing more is waiting: then a sentence is yielded at its first blank line,
+    without waiting for the next (a writer that waits for the parse of what it wrote
+    would wait for ever); blank lines that come after it lead the next sentence, and
+    those that end the input are dropped.
     """
     block: list[str] = []
     first, has_content, after_blank = first_line, False, False
@@ -107,6 +114,9 @@ def read_conllu(path: str | os.PathLike, require_heads: bool = False, *, start: 
             block.append(line)
             has_content = has_content or not blank
             after_blank = has_content and blank
+            if after_blank and idle is not None and idle():
+                yield _parse_block(block, path, first, require_heads)
+                block, first, has_content, after_blank = [], number + 1, False, False
     if has_content:
         yield _parse_block(block, path, first, require_heads)
 
