@@ -511,3 +511,78 @@ def test_closed_standard_input_or_output(tiny_model, tmp_path):
         done = subprocess.run(parse_command(tiny_model, *args), capture_output=fd == 0, stderr=subprocess.PIPE
                               if fd == 1 else None, cwd=tmp_path, timeout=300, preexec_fn=lambda fd=fd: os.close(fd))
         assert done.returncode == 1 and message in done.stderr and b"Traceback" not in done.stderr, done.stderr
+
+
+PRETOKENIZED_INPUTS = {
+    # horizontal: a sentence per line; "don't" and "e-mail," stay one word (spaCy's tokenizer splits them)
+    "horizontal": ("The girl read the e-mail, then smiled .\n\n  I don't  know .  \nShe left\n",
+                   [["The", "girl", "read", "the", "e-mail,", "then", "smiled", "."], ["I", "don't", "know", "."],
+                    ["She", "left"]]),
+    # vertical: a token per line up to a tab; blank lines (several, or only spaces) end a sentence;
+    # a control character is left out; a token may hold a space
+    "vertical": ("The\ngirl\tNOUN\tx\nsmiled\n.\n\n\n \nNew York\x01\n  is \nbig\n",
+                 [["The", "girl", "smiled", "."], ["New York", "is", "big"]]),
+}
+
+
+@pytest.mark.parametrize("layout", ["horizontal", "vertical"])
+def test_pretokenized_input_keeps_its_tokens_and_sentences(tiny_model, runner, tmp_path, layout):
+    """`-i horizontal` and `-i vertical` (UDPipe's pre-tokenized formats): each token is a word
+    and each line (horizontal) or blank-line-separated block (vertical) a sentence, whatever the
+    tokenizer would do; the output is CoNLL-U with a document id, sentence ids and # text, which
+    the reader takes back; JSON too."""
+    text, expected = PRETOKENIZED_INPUTS[layout]
+    source = tmp_path / f"in.{layout[0]}"
+    source.write_text(text, encoding="utf-8")
+    result, output = invoke(runner, tiny_model, source, "-i", layout, "-d", tmp_path / "out")
+    assert result.exit_code == 0, output
+    written = (tmp_path / "out" / f"in.conllu").read_text(encoding="utf-8")
+    sentences = list(read_conllu(tmp_path / "out" / "in.conllu", require_heads=True))
+    assert [s.forms[1:] for s in sentences] == expected
+    assert written.startswith(f"# newdoc id = {source.name}\n# sent_id = 1\n# text = {' '.join(expected[0])}\n")
+    assert [line for line in written.splitlines() if line.startswith("# sent_id")] == [
+        f"# sent_id = {k}" for k in range(1, len(expected) + 1)]
+    assert all(t != "_" for s in sentences for t in s.upos[1:])
+    result, output = invoke(runner, tiny_model, source, "-i", layout, "-f", "json")
+    assert result.exit_code == 0, output
+    docs = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [[t["end"] - t["start"] for t in d["tokens"]] for d in docs] == [[len(w) for w in s] for s in expected]
+
+
+def test_pretokenized_standard_input_numbers_on(tiny_model, tmp_path):
+    """On standard output, the sentence ids go on from one pre-tokenized input to the next."""
+    (tmp_path / "b.txt").write_text("One more sentence .\n", encoding="utf-8")
+    done = subprocess.run(parse_command(tiny_model, "-", tmp_path / "b.txt", "-i", "horizontal"),
+                          input=b"A first one .\nA second one .\n", capture_output=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr.decode()
+    comments = [line for line in done.stdout.decode("utf-8").splitlines() if line.startswith("# newdoc")
+                or line.startswith("# sent_id")]
+    assert comments == ["# newdoc", "# sent_id = 1", "# sent_id = 2", "# newdoc id = b.txt", "# sent_id = 3"]
+
+
+def test_pretokenized_input_errors(tiny_model, runner, tmp_path):
+    """Invalid UTF-8 is reported with its line; --gold-tags has no tags to keep there."""
+    (tmp_path / "bad.txt").write_bytes(b"fine words\n\xff bad\n")
+    result, output = invoke(runner, tiny_model, tmp_path / "bad.txt", "-i", "vertical")
+    assert result.exit_code == 1 and "bad.txt:2: invalid UTF-8" in output
+    result, output = invoke(runner, tiny_model, tmp_path / "bad.txt", "-i", "horizontal", "--gold-tags")
+    assert result.exit_code == 1 and "--gold-tags" in output and "horizontal text has none" in output
+
+
+@pytest.mark.parametrize("layout", ["horizontal", "vertical"])
+def test_pretokenized_memory_is_bounded(tmp_path, monkeypatch, layout):
+    """A line longer than the limit, with spaces or without, never becomes one sentence or one
+    token longer than MAX_PARAGRAPH_CHARS, and no character but the spaces is lost."""
+    monkeypatch.setattr(batch, "MAX_PARAGRAPH_CHARS", 1000)
+    words = " ".join(f"w{k}" for k in range(1500))  # ~ 8,800 characters
+    glued = "x" * 4321
+    source = tmp_path / "long.txt"
+    source.write_text(f"{words}\n{glued}\n" if layout == "horizontal" else f"{glued}\n\n{words}\n", encoding="utf-8")
+    sentences = [s for s, _ in batch.read_pretokenized(source, layout)]
+    sizes = [sum(map(len, s.forms[1:])) + s.n - 1 for s in sentences]
+    assert max(sizes) <= 1000 and max(len(f) for s in sentences for f in s.forms[1:]) <= 1000
+    forms = "".join(f for s in sentences for f in s.forms[1:])  # a vertical token may hold spaces
+    assert sorted(forms.replace(" ", "")) == sorted(words.replace(" ", "") + glued)
+    if layout == "horizontal":
+        assert [f for s in sentences for f in s.forms[1:]][:1500] == words.split()
+    assert sum(n for _, n in batch.read_pretokenized(source, layout)) == source.stat().st_size

@@ -5,7 +5,9 @@ sentence by sentence and, as CoNLL-U output, written back byte for byte with onl
 the predicted columns changed (`corpus.write_conllu`); any other file is raw UTF-8
 text, parsed by the spaCy pipeline `spacy_pipeline` builds (the language's tokenizer,
 the sentencizer, `arborist_tagger`, `arborist_parser`). Paragraphs are separated by
-blank lines; the lines of a paragraph are joined by spaces.
+blank lines; the lines of a paragraph are joined by spaces. Pre-tokenized text
+(`read_pretokenized`: UDPipe's horizontal and vertical formats) is made into CoNLL-U
+sentences and parsed as CoNLL-U is.
 
 Memory is bounded whatever the input size: a file is read in chunks of about
 CHUNK_CHARS characters of whole paragraphs (a line is read at most MAX_PARAGRAPH_CHARS
@@ -42,6 +44,7 @@ import json
 import multiprocessing
 import multiprocessing.pool
 import os
+import re
 import signal
 import sys
 import time
@@ -55,9 +58,12 @@ import numpy as np
 from .confidence import ARC, LOW, NO_MISC_CANDIDATES, format_prob, misc_items, misc_key
 from .corpus import STDIN, CorpusError, StandardInput, format_sentence, merge_misc, read_conllu
 from .model import Pipeline
+from .sentence import Sentence
 
 FORMATS = {"conllu": ".conllu", "json": ".jsonl", "html": ".html"}
-INPUT_FORMATS = ("auto", "text", "conllu")  # auto: a .conllu file is CoNLL-U, anything else (and stdin) text
+INPUT_FORMATS = ("auto", "text", "conllu", "horizontal", "vertical")  # auto: a .conllu file is CoNLL-U, anything
+# else (and stdin) text; horizontal and vertical: pre-tokenized text (read_pretokenized), as UDPipe's --input
+PRETOKENIZED = ("horizontal", "vertical")
 CONLLU_SUFFIX = ".conllu"
 CHUNK_CHARS = 50_000  # a unit of work: ~10,000 words, a fraction of a second
 CHUNK_SENTENCES = 400  # the same for CoNLL-U input
@@ -119,6 +125,9 @@ class Job:
     # The paragraph number that opens the document (`# newdoc id`): 1, which a later shard
     # never has; on standard output, the numbers go on from one text input to the next.
     newdoc_paragraph: int = 1
+    # Pre-tokenized text: "horizontal" or "vertical" (read_pretokenized; `conllu` is False),
+    # its sentences numbered after `paragraph` sentences.
+    pretokenized: str | None = None
 
 
 @dataclass
@@ -157,7 +166,7 @@ def plan(inputs: list[Path | StandardInput], output_dir: Path | None, fmt: str,
     jobs = []
     for given in inputs:
         if given is STDIN:
-            jobs.append(Job(STDIN, None, input_format == "conllu"))
+            jobs.append(Job(STDIN, None, input_format == "conllu", pretokenized=_pretokenized(input_format)))
             continue
         if given.is_dir():
             files = sorted(p for p in given.rglob("*")
@@ -169,7 +178,7 @@ def plan(inputs: list[Path | StandardInput], output_dir: Path | None, fmt: str,
         for path, relative in pairs:
             target = None if output_dir is None else output_dir / relative / (path.stem + FORMATS[fmt])
             conllu = path.suffix == CONLLU_SUFFIX if input_format == "auto" else input_format == "conllu"
-            jobs.append(Job(path, target, conllu))
+            jobs.append(Job(path, target, conllu, pretokenized=_pretokenized(input_format)))
     if output_dir is None:
         if fmt == "html" and len(jobs) > 1:
             raise ValueError(f"--format html writes one page per input and {len(jobs)} inputs would go to "
@@ -183,6 +192,10 @@ def plan(inputs: list[Path | StandardInput], output_dir: Path | None, fmt: str,
         raise ValueError("two inputs would write the same output: " + "; ".join(
             f"{', '.join(map(str, s))} -> {t}" for t, s in clashes.items()))
     return jobs
+
+
+def _pretokenized(input_format: str) -> str | None:
+    return input_format if input_format in PRETOKENIZED else None
 
 
 # -- reading ----------------------------------------------------------------------
@@ -212,56 +225,144 @@ def paragraph_boundaries(path: Path | str) -> Iterator[tuple[int, int, int]]:
 
 def _paragraphs(path, start: int, end: int | None, line: int) -> Iterator[tuple[str, int, int, bool]]:
     """(paragraph, bytes read, the next line's number, whether a blank line ended it)."""
+    lines: list[str] = []
+    size = nbytes = 0
+    following = line  # the next line's number
+    for text, read, number, ends_line in _text_lines(path, start, end, line):
+        nbytes += read
+        following = number + ends_line
+        stripped = text.strip()
+        if not stripped and ends_line:
+            if lines:
+                yield " ".join(lines), nbytes, following, True
+                lines, size, nbytes = [], 0, 0
+            continue
+        if stripped:
+            lines.append(stripped)
+            size += len(stripped) + 1
+        while size > MAX_PARAGRAPH_CHARS:
+            # A paragraph too long for one Doc (a file without blank lines): cut at a space.
+            joined = " ".join(lines)
+            cut = joined.rfind(" ", 0, MAX_PARAGRAPH_CHARS)
+            cut = cut if cut > 0 else MAX_PARAGRAPH_CHARS
+            yield joined[:cut], nbytes, following, False
+            rest = joined[cut:].strip()
+            lines, size, nbytes = ([rest], len(rest) + 1, 0) if rest else ([], 0, 0)
+    if lines:
+        yield " ".join(lines), nbytes, following, False
+
+
+def _text_lines(path, start: int, end: int | None, line: int) -> Iterator[tuple[str, int, int, bool]]:
+    """(text, bytes read, line number, whether it ends its line) for each line of a UTF-8 text
+    file (a path, a URL or standard input), or of its shard [start, end) that begins at line
+    `line`. A line longer than MAX_PARAGRAPH_CHARS comes in pieces: never a whole 1 GB line in
+    memory. Raises InputError for a binary file (a NUL byte) or invalid UTF-8, with the line."""
     from .corpus import open_input
 
     decoder = codecs.getincrementaldecoder("utf-8")()
-    lines: list[str] = []
-    size = nbytes = 0
     number = line
     position = start
     with open_input(path) as f:
         if start:
             f.seek(start)
         while end is None or position < end:
-            # A line longer than the limit comes in pieces: never a whole 1 GB line in memory.
             raw = f.readline(MAX_PARAGRAPH_CHARS)
             if not raw:
                 break
-            nbytes += len(raw)
-            position += len(raw)
             if b"\x00" in raw:
                 raise InputError(f"{path}:{number}: binary file (NUL byte), not UTF-8 text")
             try:
                 text = decoder.decode(raw)  # keeps a character cut by the limit for the next piece
             except UnicodeDecodeError as e:
                 raise InputError(f"{path}:{number}: invalid UTF-8 ({e.reason})") from None
-            if number == 1 and not lines and text.startswith("\ufeff"):
+            if position == 0 and text.startswith("\ufeff"):
                 text = text[1:]  # a byte-order mark is not text
+            position += len(raw)
             ends_line = raw.endswith(b"\n")
+            yield text, len(raw), number, ends_line
             number += ends_line
-            stripped = text.strip()
-            if not stripped and ends_line:
-                if lines:
-                    yield " ".join(lines), nbytes, number, True
-                    lines, size, nbytes = [], 0, 0
-                continue
-            if stripped:
-                lines.append(stripped)
-                size += len(stripped) + 1
-            while size > MAX_PARAGRAPH_CHARS:
-                # A paragraph too long for one Doc (a file without blank lines): cut at a space.
-                joined = " ".join(lines)
-                cut = joined.rfind(" ", 0, MAX_PARAGRAPH_CHARS)
-                cut = cut if cut > 0 else MAX_PARAGRAPH_CHARS
-                yield joined[:cut], nbytes, number, False
-                rest = joined[cut:].strip()
-                lines, size, nbytes = ([rest], len(rest) + 1, 0) if rest else ([], 0, 0)
         try:
             decoder.decode(b"", final=True)
         except UnicodeDecodeError as e:
             raise InputError(f"{path}:{number}: invalid UTF-8 at the end of the file ({e.reason})") from None
-    if lines:
-        yield " ".join(lines), nbytes, number, False
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode's control characters (Cc): never in CoNLL-U
+
+
+def read_pretokenized(path, layout: str, first: int = 1, newdoc: str | None = None) -> Iterator[tuple[Sentence, int]]:
+    """(sentence, bytes read) for each sentence of pre-tokenized text, UDPipe's `--input`
+    formats: "horizontal", a sentence per line and its tokens separated by whitespace;
+    "vertical", a token per line (the line's text up to a tab, without the whitespace around
+    it) and a blank line after each sentence. Each token is a word (no multiword tokens).
+    Sentences are CoNLL-U with `# sent_id` numbered from `first`, `# text` (the tokens joined
+    by spaces) and no column but ID and FORM; `newdoc`: the document id of the first one
+    (`# newdoc id`; "" for `# newdoc`). Control characters are left out of the tokens. Memory
+    stays bounded: a sentence longer than MAX_PARAGRAPH_CHARS characters is cut at a token
+    into several, and a token that long is cut too."""
+    if layout not in PRETOKENIZED:
+        raise ValueError(f"pre-tokenized layout must be one of {', '.join(PRETOKENIZED)}, got {layout!r}")
+    tokens: list[str] = []
+    size = nbytes = 0
+    number, start_line = first, 1
+    pending = ""  # a line's token so far (a long line comes in pieces)
+    after_tab, blank = False, True  # vertical: the line's tab was seen; the line is blank so far
+
+    def sentence() -> tuple[Sentence, int]:
+        nonlocal tokens, size, nbytes, number, newdoc
+        lines = [] if newdoc is None else [newdoc_comment(newdoc)]
+        lines += [f"# sent_id = {number}\n", f"# text = {' '.join(tokens)}\n"]
+        word_lines = list(range(len(lines), len(lines) + len(tokens)))
+        lines += [f"{m}\t{form}\t_\t_\t_\t_\t_\t_\t_\t_\n" for m, form in enumerate(tokens, start=1)]
+        lines.append("\n")
+        out = Sentence.from_columns(tokens, lines=lines, word_lines=word_lines, source=str(path),
+                                    first_line=start_line), nbytes
+        tokens, size, nbytes, number, newdoc = [], 0, 0, number + 1, None
+        return out
+
+    def add(words: list[str]) -> Iterator[tuple[Sentence, int]]:
+        nonlocal size
+        for token in words:
+            token = _CONTROL.sub("", token)
+            if not token:
+                continue
+            if size and size + len(token) > MAX_PARAGRAPH_CHARS:
+                yield sentence()
+            tokens.append(token)
+            size += len(token) + 1
+
+    for text, read, line, ends_line in _text_lines(path, 0, None, 1):
+        nbytes += read
+        if not tokens and not pending:
+            start_line = line
+        if layout == "horizontal":
+            words = (pending + text).split()
+            # the last token may go on in the line's next piece, unless it is as long as the limit
+            open_end = not ends_line and words and not text[-1].isspace() and len(words[-1]) < MAX_PARAGRAPH_CHARS
+            pending = words.pop() if open_end else ""
+            yield from add(words)
+            if ends_line and tokens:
+                yield sentence()
+            continue
+        if not after_tab:
+            field, tab, _ = text.partition("\t")
+            pending += field
+            after_tab = bool(tab)
+        blank = blank and not text.strip()
+        if len(pending) >= MAX_PARAGRAPH_CHARS:
+            yield from add([pending.strip()])
+            pending = ""
+        if ends_line:
+            token, was_blank = pending.strip(), blank
+            pending, after_tab, blank = "", False, True
+            if token:
+                yield from add([token])
+            elif was_blank and tokens:
+                yield sentence()
+    if pending.strip():
+        yield from add(pending.split() if layout == "horizontal" else [pending.strip()])
+    if tokens:
+        yield sentence()
 
 
 def chunks(job: Job) -> Iterator[tuple[tuple, int]]:
@@ -271,6 +372,18 @@ def chunks(job: Job) -> Iterator[tuple[tuple, int]]:
     batch: list = []
     size = nbytes = 0
     idle = stdin_idle if job.source is STDIN else _never
+    if job.pretokenized:
+        for sentence, read in read_pretokenized(job.source, job.pretokenized, job.paragraph + 1,
+                                                location_name(job.source)):
+            batch.append(sentence)
+            size += sum(map(len, sentence.forms)) + sentence.n
+            nbytes += read
+            if len(batch) >= CHUNK_SENTENCES or size >= CHUNK_CHARS or idle():
+                yield ("conllu", batch), nbytes
+                batch, size, nbytes = [], 0, 0
+        if batch:
+            yield ("conllu", batch), nbytes
+        return
     if job.conllu:
         for sentence in read_conllu(job.source, start=job.start, end=job.end, first_line=job.line, idle=idle):
             batch.append(sentence)
@@ -861,6 +974,8 @@ def _run(jobs, fmt, lang, pool, window, report, bar) -> None:
                 for payload, nbytes in chunks(job):
                     if job.target is None and payload[0] == "text":
                         paragraphs = payload[1][-1][0]
+                    elif job.target is None and job.pretokenized:  # sentences, numbered as paragraphs are
+                        paragraphs += len(payload[1])
                     yield job, payload, nbytes
             except (InputError, CorpusError) as e:
                 yield job, str(e), 0

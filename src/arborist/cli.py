@@ -200,7 +200,9 @@ def parse(
     fmt: str = typer.Option("conllu", "--format", "-f", help="conllu, json (spaCy's Doc JSON, one line per "
                             "paragraph or sentence) or html (displaCy)"),
     input_format: str = typer.Option("auto", "--input-format", "-i", help="auto (a .conllu file is CoNLL-U; "
-                                     "other files and standard input are text), text or conllu"),
+                                     "other files and standard input are text), text, conllu, or pre-tokenized "
+                                     "text as UDPipe's --input: horizontal (a sentence per line, tokens separated "
+                                     "by spaces) or vertical (a token per line, a blank line after each sentence)"),
     gold_tags: bool = typer.Option(False, "--gold-tags", help="CoNLL-U input: keep its UPOS/XPOS and parse with them"),
     n_process: int = typer.Option(1, "--n-process", "-n", min=1, help="worker processes"),
     overwrite: bool = typer.Option(False, "--overwrite", help="parse again inputs whose output exists"),
@@ -261,6 +263,8 @@ def parse(
         _fail(f"{urls[0]}: URLs are read and written with --engine ray")
     if engine == "ray" and (output_dir is None or "-" in inputs):
         _fail("--engine ray reads files and writes them to --output-dir, not standard input and output")
+    if gold_tags and input_format in ("horizontal", "vertical"):
+        _fail(f"--gold-tags keeps the tags of CoNLL-U input; {input_format} text has none")
     if engine == "ray" and input_format != "auto":
         _fail("--input-format runs with --engine local for now (with ray, a .conllu file is CoNLL-U)")
     for given in inputs:
