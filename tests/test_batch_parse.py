@@ -481,6 +481,25 @@ def test_standard_input_is_parsed_as_it_comes(tiny_model, tmp_path, n_process):
     assert (got + rest).count(b"# sent_id = ") == 4 and b"# sent_id = 2.2" in rest
 
 
+@pytest.mark.parametrize("layout", ["horizontal", "vertical"])
+def test_pretokenized_standard_input_is_parsed_as_it_comes(tiny_model, tmp_path, layout):
+    """The same for pre-tokenized text: a sentence comes out at its line (horizontal) or blank
+    line (vertical) while the writer holds the pipe open."""
+    first = "The girl smiled .\n" if layout == "horizontal" else "The\ngirl\nsmiled\n.\n\n"
+    process = subprocess.Popen(parse_command(tiny_model, "-", "-i", layout), stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    try:
+        process.stdin.write(first.encode("utf-8"))
+        process.stdin.flush()
+        got = _read_until(process, lambda got: got.endswith(b"\n\n"))
+        assert b"# text = The girl smiled .\n" in got and got.count(b"# sent_id") == 1
+        rest, stderr = process.communicate(input=first.encode("utf-8"), timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 0, stderr.decode()
+    assert b"# sent_id = 2\n" in rest
+
+
 def test_conllu_standard_input_is_parsed_as_it_comes(tiny_model, tmp_path):
     """The same for CoNLL-U: a sentence comes out at its blank line, not when the next one
     starts (a writer waiting for it would wait for ever). Blank lines after that one lead the
@@ -514,13 +533,16 @@ def test_closed_standard_input_or_output(tiny_model, tmp_path):
 
 
 PRETOKENIZED_INPUTS = {
-    # horizontal: a sentence per line; "don't" and "e-mail," stay one word (spaCy's tokenizer splits them)
-    "horizontal": ("The girl read the e-mail, then smiled .\n\n  I don't  know .  \nShe left\n",
+    # horizontal: a sentence per line, tokens separated by spaces and tabs (a blank line starts a
+    # paragraph); "don't" and "e-mail," stay one word (spaCy's tokenizer splits them); U+00A0 is a
+    # space inside a token, as in UDPipe
+    "horizontal": ("The girl read the e-mail, then smiled .\n\n  I don't \t know .  \nShe left New\u00a0York\n",
                    [["The", "girl", "read", "the", "e-mail,", "then", "smiled", "."], ["I", "don't", "know", "."],
-                    ["She", "left"]]),
-    # vertical: a token per line up to a tab; blank lines (several, or only spaces) end a sentence;
-    # a control character is left out; a token may hold a space
-    "vertical": ("The\ngirl\tNOUN\tx\nsmiled\n.\n\n\n \nNew York\x01\n  is \nbig\n",
+                    ["She", "left", "New York"]]),
+    # vertical: a token per line, its first tab-separated field (leading tabs skipped, as UDPipe
+    # does); blank lines (several, or only spaces) end a sentence; a control character is left
+    # out; a token may hold a space
+    "vertical": ("The\n\tgirl\tNOUN\tx\nsmiled\n.\n\n\n \nNew York\x01\n  is \nbig\n",
                  [["The", "girl", "smiled", "."], ["New York", "is", "big"]]),
 }
 
@@ -539,7 +561,9 @@ def test_pretokenized_input_keeps_its_tokens_and_sentences(tiny_model, runner, t
     written = (tmp_path / "out" / f"in.conllu").read_text(encoding="utf-8")
     sentences = list(read_conllu(tmp_path / "out" / "in.conllu", require_heads=True))
     assert [s.forms[1:] for s in sentences] == expected
-    assert written.startswith(f"# newdoc id = {source.name}\n# sent_id = 1\n# text = {' '.join(expected[0])}\n")
+    newpar = "# newpar\n" if layout == "horizontal" else ""
+    assert written.startswith(f"# newdoc id = {source.name}\n{newpar}# sent_id = 1\n# text = {' '.join(expected[0])}\n")
+    assert written.count("# newpar") == (2 if layout == "horizontal" else 0)
     assert [line for line in written.splitlines() if line.startswith("# sent_id")] == [
         f"# sent_id = {k}" for k in range(1, len(expected) + 1)]
     assert all(t != "_" for s in sentences for t in s.upos[1:])
@@ -560,11 +584,18 @@ def test_pretokenized_standard_input_numbers_on(tiny_model, tmp_path):
     assert comments == ["# newdoc", "# sent_id = 1", "# sent_id = 2", "# newdoc id = b.txt", "# sent_id = 3"]
 
 
-def test_pretokenized_input_errors(tiny_model, runner, tmp_path):
-    """Invalid UTF-8 is reported with its line; --gold-tags has no tags to keep there."""
+@pytest.mark.parametrize("layout", ["horizontal", "vertical"])
+def test_pretokenized_input_errors(tiny_model, runner, tmp_path, layout):
+    """Invalid UTF-8 is reported with its line, also a character cut at the end after a long line
+    (a traceback once), and the other inputs are parsed; --gold-tags has no tags to keep there."""
     (tmp_path / "bad.txt").write_bytes(b"fine words\n\xff bad\n")
-    result, output = invoke(runner, tiny_model, tmp_path / "bad.txt", "-i", "vertical")
-    assert result.exit_code == 1 and "bad.txt:2: invalid UTF-8" in output
+    (tmp_path / "cut.txt").write_bytes(b"a " + b"x" * (batch.MAX_PARAGRAPH_CHARS - 2) + b"\xc3")
+    (tmp_path / "fine.txt").write_text("A fine sentence .\n", encoding="utf-8")
+    result, output = invoke(runner, tiny_model, tmp_path / "bad.txt", tmp_path / "cut.txt", tmp_path / "fine.txt",
+                            "-i", layout, "-d", tmp_path / "out")
+    assert result.exit_code == 2 and "bad.txt:2: invalid UTF-8" in output, output
+    assert "cut.txt:1: invalid UTF-8 at the end of the file" in output
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["fine.conllu"]
     result, output = invoke(runner, tiny_model, tmp_path / "bad.txt", "-i", "horizontal", "--gold-tags")
     assert result.exit_code == 1 and "--gold-tags" in output and "horizontal text has none" in output
 
@@ -575,14 +606,15 @@ def test_pretokenized_memory_is_bounded(tmp_path, monkeypatch, layout):
     token longer than MAX_PARAGRAPH_CHARS, and no character but the spaces is lost."""
     monkeypatch.setattr(batch, "MAX_PARAGRAPH_CHARS", 1000)
     words = " ".join(f"w{k}" for k in range(1500))  # ~ 8,800 characters
-    glued = "x" * 4321
+    glued = "x" * 4321 + "é" * 997  # a long token that starts inside a line (and a piece), multi-byte characters
     source = tmp_path / "long.txt"
-    source.write_text(f"{words}\n{glued}\n" if layout == "horizontal" else f"{glued}\n\n{words}\n", encoding="utf-8")
+    source.write_text(f"{words}\nab {glued}\n" if layout == "horizontal" else f"ab {glued}\n\n{words}\n",
+                      encoding="utf-8")
     sentences = [s for s, _ in batch.read_pretokenized(source, layout)]
     sizes = [sum(map(len, s.forms[1:])) + s.n - 1 for s in sentences]
     assert max(sizes) <= 1000 and max(len(f) for s in sentences for f in s.forms[1:]) <= 1000
     forms = "".join(f for s in sentences for f in s.forms[1:])  # a vertical token may hold spaces
-    assert sorted(forms.replace(" ", "")) == sorted(words.replace(" ", "") + glued)
+    assert sorted(forms.replace(" ", "")) == sorted(words.replace(" ", "") + "ab" + glued)
     if layout == "horizontal":
         assert [f for s in sentences for f in s.forms[1:]][:1500] == words.split()
     assert sum(n for _, n in batch.read_pretokenized(source, layout)) == source.stat().st_size

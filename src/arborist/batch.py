@@ -27,9 +27,11 @@ Without an output directory the outputs go to standard output, one after the oth
 input order, each chunk as it is done (a stream: a filter in a shell pipeline, as
 UDPipe's command is); standard input is an input then (`corpus.STDIN`, `-` on the
 command line), and a chunk of it also ends when nothing more is waiting (`stdin_idle`), so
-what came is parsed and written before the read blocks. The stream is one CoNLL-U file:
-the text inputs' paragraph numbers (`# sent_id = P.S`) go on from one to the next, and a
-CoNLL-U input without its final blank line gets one. A file that fails there has had its
+what came is parsed and written before the read blocks (CoNLL-U: a sentence at its blank
+line, `read_conllu`'s `idle`, so blank lines that end the input after a pause are dropped).
+The stream is one CoNLL-U file: the text inputs' paragraph numbers (`# sent_id = P.S`) and
+the pre-tokenized inputs' sentence numbers go on from one to the next, and a CoNLL-U input
+without its final blank line gets one. A file that fails there has had its
 earlier chunks written already.
 """
 from __future__ import annotations
@@ -288,69 +290,80 @@ def _text_lines(path, start: int, end: int | None, line: int) -> Iterator[tuple[
 
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode's control characters (Cc): never in CoNLL-U
+_TOKEN_SPACE = re.compile("[\u00a0\u2028\u2029]")  # a space inside a token (UDPipe's U+00A0); line breaks too
+_SEPARATORS = re.compile("[ \t]+")  # what separates horizontal tokens, as in UDPipe
 
 
 def read_pretokenized(path, layout: str, first: int = 1, newdoc: str | None = None) -> Iterator[tuple[Sentence, int]]:
-    """(sentence, bytes read) for each sentence of pre-tokenized text, UDPipe's `--input`
-    formats: "horizontal", a sentence per line and its tokens separated by whitespace;
-    "vertical", a token per line (the line's text up to a tab, without the whitespace around
-    it) and a blank line after each sentence. Each token is a word (no multiword tokens).
+    """(sentence, bytes read for it) for each sentence of pre-tokenized text, UDPipe's `--input`
+    formats: "horizontal", a sentence per line and its tokens separated by spaces and tabs, a
+    blank line before a new paragraph; "vertical", a token per line (its first tab-separated
+    field), a blank line after each sentence. Each token is a word (no multiword tokens).
     Sentences are CoNLL-U with `# sent_id` numbered from `first`, `# text` (the tokens joined
     by spaces) and no column but ID and FORM; `newdoc`: the document id of the first one
-    (`# newdoc id`; "" for `# newdoc`). Control characters are left out of the tokens. Memory
-    stays bounded: a sentence longer than MAX_PARAGRAPH_CHARS characters is cut at a token
-    into several, and a token that long is cut too."""
+    (`# newdoc id`; "" for `# newdoc`); horizontal text's paragraphs get `# newpar`. In a
+    token, U+00A0 is a space (UDPipe's way to write one), as are the line and paragraph
+    separators, and control characters are left out. Memory stays bounded: a sentence longer
+    than MAX_PARAGRAPH_CHARS characters is cut at a token into several, and a token longer
+    than that into pieces. Blank lines that end the input are not counted in the bytes."""
     if layout not in PRETOKENIZED:
         raise ValueError(f"pre-tokenized layout must be one of {', '.join(PRETOKENIZED)}, got {layout!r}")
     tokens: list[str] = []
     size = nbytes = 0
     number, start_line = first, 1
+    newpar = layout == "horizontal"  # the next sentence opens a paragraph
     pending = ""  # a line's token so far (a long line comes in pieces)
     after_tab, blank = False, True  # vertical: the line's tab was seen; the line is blank so far
 
     def sentence() -> tuple[Sentence, int]:
-        nonlocal tokens, size, nbytes, number, newdoc
+        nonlocal tokens, size, nbytes, number, newdoc, newpar
         lines = [] if newdoc is None else [newdoc_comment(newdoc)]
+        lines += ["# newpar\n"] if newpar else []
         lines += [f"# sent_id = {number}\n", f"# text = {' '.join(tokens)}\n"]
         word_lines = list(range(len(lines), len(lines) + len(tokens)))
         lines += [f"{m}\t{form}\t_\t_\t_\t_\t_\t_\t_\t_\n" for m, form in enumerate(tokens, start=1)]
         lines.append("\n")
         out = Sentence.from_columns(tokens, lines=lines, word_lines=word_lines, source=str(path),
                                     first_line=start_line), nbytes
-        tokens, size, nbytes, number, newdoc = [], 0, 0, number + 1, None
+        tokens, size, nbytes, number, newdoc, newpar = [], 0, 0, number + 1, None, False
         return out
 
     def add(words: list[str]) -> Iterator[tuple[Sentence, int]]:
         nonlocal size
-        for token in words:
-            token = _CONTROL.sub("", token)
-            if not token:
-                continue
-            if size and size + len(token) > MAX_PARAGRAPH_CHARS:
-                yield sentence()
-            tokens.append(token)
-            size += len(token) + 1
+        for word in words:
+            word = _TOKEN_SPACE.sub(" ", _CONTROL.sub("", word)).strip()
+            for cut in range(0, len(word), MAX_PARAGRAPH_CHARS):
+                token = word[cut:cut + MAX_PARAGRAPH_CHARS].strip()
+                if not token:
+                    continue
+                if size and size + len(token) > MAX_PARAGRAPH_CHARS:
+                    yield sentence()
+                tokens.append(token)
+                size += len(token) + 1
 
     for text, read, line, ends_line in _text_lines(path, 0, None, 1):
         nbytes += read
         if not tokens and not pending:
             start_line = line
         if layout == "horizontal":
-            words = (pending + text).split()
-            # the last token may go on in the line's next piece, unless it is as long as the limit
-            open_end = not ends_line and words and not text[-1].isspace() and len(words[-1]) < MAX_PARAGRAPH_CHARS
-            pending = words.pop() if open_end else ""
+            rest = pending + text
+            words = _SEPARATORS.split(rest)
+            # the last token may go on in the line's next piece (a piece is at most
+            # MAX_PARAGRAPH_CHARS long, so `pending` stays under twice that)
+            pending = words.pop() if not ends_line else ""
+            if ends_line and not rest.strip():
+                newpar = True
             yield from add(words)
             if ends_line and tokens:
                 yield sentence()
             continue
         if not after_tab:
-            field, tab, _ = text.partition("\t")
+            field, tab, _ = (text.lstrip() if not pending.strip() else text).partition("\t")
             pending += field
             after_tab = bool(tab)
         blank = blank and not text.strip()
         if len(pending) >= MAX_PARAGRAPH_CHARS:
-            yield from add([pending.strip()])
+            yield from add([pending])
             pending = ""
         if ends_line:
             token, was_blank = pending.strip(), blank
@@ -360,7 +373,7 @@ def read_pretokenized(path, layout: str, first: int = 1, newdoc: str | None = No
             elif was_blank and tokens:
                 yield sentence()
     if pending.strip():
-        yield from add(pending.split() if layout == "horizontal" else [pending.strip()])
+        yield from add(_SEPARATORS.split(pending) if layout == "horizontal" else [pending])
     if tokens:
         yield sentence()
 
