@@ -156,3 +156,30 @@ def test_inputs_and_outputs_by_url(cluster, tiny_model, tmp_path):
     assert outputs(tmp_path / "ray") == expected
     again = parse_on_ray([f"file://{source}"], tiny_model, f"file://{tmp_path / 'ray'}", workers=2)
     assert len(again.skipped) == 2
+
+
+def test_pretokenized_inputs_in_shards_give_the_one_process_output(cluster, tiny_model, tmp_path):
+    """`-i horizontal` (and vertical) on Ray: a huge pre-tokenized input is cut at blank lines,
+    its shards concatenate to the one-process output (the document id once, sentence ids
+    numbered on); a small one is parsed whole."""
+    import json
+
+    source = tmp_path / "in"
+    source.mkdir()
+    lines = "The cat sat on the mat .\nIt was warm !\n\nA second paragraph , with a comma .\n"
+    (source / "big.txt").write_text(lines * 80, encoding="utf-8")
+    (source / "small.txt").write_text(lines, encoding="utf-8")
+    for layout in ("horizontal", "vertical"):
+        local = tmp_path / f"local_{layout}"
+        local.mkdir()
+        report = parse_files(load(tiny_model), plan([source], local, "conllu", layout), "conllu", model_path=tiny_model,
+                             progress=False)
+        expected = outputs(local)
+        target = tmp_path / f"ray_{layout}"
+        report = parse_on_ray([source], tiny_model, target, workers=2, shard_bytes=2048, input_format=layout)
+        assert report.exit_code == 0 and len(report.written) == 2, report.failed
+        manifest = json.loads((target / "big.manifest.json").read_text())
+        assert len(manifest["shards"]) > 2
+        assert b"".join((target / s["path"]).read_bytes() for s in manifest["shards"]) == expected["big.conllu"]
+        assert expected["big.conllu"].count(b"# newdoc") == 1
+        assert (target / "small.conllu").read_bytes() == expected["small.conllu"]

@@ -94,3 +94,47 @@ def test_shards_cover_the_file_once_in_order(tmp_path, conllu):
     assert {p.target.parent for p in parts} == {tmp_path / "out" / "in.shards"}
     assert shard(Job(path, tmp_path / "x.conllu", conllu), path.stat().st_size) == [Job(path, tmp_path / "x.conllu",
                                                                                           conllu, path.stat().st_size)]
+
+
+PRETOKENIZED = {
+    "horizontal": "\ufeffFirst line of words\nsecond\tline\n\n\n  \nafter blank lines\n{long}\n\nÜnïcödé ελληνικά\n\nlast",
+    "vertical": "\ufeffFirst\nsentence\n\n\n  \nsecond\tX\n{long}\n\nÜnïcödé\nελληνικά\n\nlast",
+}
+
+
+@pytest.mark.parametrize("layout", ["horizontal", "vertical"])
+def test_every_pretokenized_boundary_splits_the_file_into_its_sentences(tmp_path, monkeypatch, layout):
+    """Pre-tokenized text (`-i horizontal|vertical`): at every place `pretokenized_boundaries`
+    gives, the two parts, the second numbered on and without the document id, read as the
+    whole file's sentences, lines (sent_id, newpar) and line numbers included."""
+    monkeypatch.setattr(batch, "MAX_PARAGRAPH_CHARS", 300)
+    path = tmp_path / "in.txt"
+    path.write_bytes(PRETOKENIZED[layout].format(long=" ".join(["word"] * 200)).encode("utf-8"))
+    read = lambda *args: [(s.lines, s.first_line) for s, _ in batch.read_pretokenized(path, layout, *args)]
+    whole = read(1, "in.txt")
+    boundaries = list(batch.pretokenized_boundaries(path, layout))
+    assert len(boundaries) >= 4 and len(whole) >= 6
+    for offset, line, before in boundaries:
+        head = read(1, "in.txt", 0, offset)
+        tail = read(before + 1, None, offset, None, line)
+        assert head + tail == whole and len(head) == before, (offset, line, before)
+    job = Job(path, tmp_path / "out" / "in.conllu", False, pretokenized=layout)
+    parts = shard(job, 10)
+    assert len(parts) > 2 and {p.paragraph for p in parts[1:]} <= {b[2] for b in boundaries}
+    pieces = [x for p in parts for x in read(p.paragraph + 1, "in.txt" if p.start == 0 else None, p.start, p.end, p.line)]
+    assert pieces == whole
+
+
+@pytest.mark.parametrize("input_format,conllu,layout", [("auto", True, None), ("text", False, None),
+                                                         ("vertical", False, "vertical"), ("conllu", True, None)])
+def test_plan_any_reads_the_input_format_for_paths_and_urls(tmp_path, input_format, conllu, layout):
+    """`--engine ray -i FORMAT`: the jobs of local paths and of URLs read their inputs alike."""
+    from arborist.distributed import plan_any
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.conllu").write_bytes(DEV.read_bytes())
+    for given in (tmp_path / "in", f"file://{tmp_path / 'in'}"):
+        [job] = plan_any([given], tmp_path / "out", "conllu", input_format)
+        assert (job.conllu, job.pretokenized) == (conllu, layout), given
+    with pytest.raises(ValueError, match="unknown input format"):
+        plan_any([tmp_path / "in"], tmp_path / "out", "conllu", "xml")

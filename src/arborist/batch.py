@@ -168,7 +168,7 @@ def plan(inputs: list[Path | StandardInput], output_dir: Path | None, fmt: str,
     jobs = []
     for given in inputs:
         if given is STDIN:
-            jobs.append(Job(STDIN, None, input_format == "conllu", pretokenized=_pretokenized(input_format)))
+            jobs.append(Job(STDIN, None, input_format == "conllu", pretokenized=_layout(input_format)))
             continue
         if given.is_dir():
             files = sorted(p for p in given.rglob("*")
@@ -180,7 +180,7 @@ def plan(inputs: list[Path | StandardInput], output_dir: Path | None, fmt: str,
         for path, relative in pairs:
             target = None if output_dir is None else output_dir / relative / (path.stem + FORMATS[fmt])
             conllu = path.suffix == CONLLU_SUFFIX if input_format == "auto" else input_format == "conllu"
-            jobs.append(Job(path, target, conllu, pretokenized=_pretokenized(input_format)))
+            jobs.append(Job(path, target, conllu, pretokenized=_layout(input_format)))
     if output_dir is None:
         if fmt == "html" and len(jobs) > 1:
             raise ValueError(f"--format html writes one page per input and {len(jobs)} inputs would go to "
@@ -196,7 +196,8 @@ def plan(inputs: list[Path | StandardInput], output_dir: Path | None, fmt: str,
     return jobs
 
 
-def _pretokenized(input_format: str) -> str | None:
+def _layout(input_format: str) -> str | None:
+    """The pre-tokenized layout an input format reads (None: text or CoNLL-U)."""
     return input_format if input_format in PRETOKENIZED else None
 
 
@@ -294,7 +295,8 @@ _TOKEN_SPACE = re.compile("[\u00a0\u2028\u2029]")  # a space inside a token (UDP
 _SEPARATORS = re.compile("[ \t]+")  # what separates horizontal tokens, as in UDPipe
 
 
-def read_pretokenized(path, layout: str, first: int = 1, newdoc: str | None = None) -> Iterator[tuple[Sentence, int]]:
+def read_pretokenized(path, layout: str, first: int = 1, newdoc: str | None = None, start: int = 0,
+                      end: int | None = None, line: int = 1) -> Iterator[tuple[Sentence, int]]:
     """(sentence, bytes read for it) for each sentence of pre-tokenized text, UDPipe's `--input`
     formats: "horizontal", a sentence per line and its tokens separated by spaces and tabs, a
     blank line before a new paragraph; "vertical", a token per line (its first tab-separated
@@ -305,7 +307,31 @@ def read_pretokenized(path, layout: str, first: int = 1, newdoc: str | None = No
     token, U+00A0 is a space (UDPipe's way to write one), as are the line and paragraph
     separators, and control characters are left out. Memory stays bounded: a sentence longer
     than MAX_PARAGRAPH_CHARS characters is cut at a token into several, and a token longer
-    than that into pieces. Blank lines that end the input are not counted in the bytes."""
+    than that into pieces. Blank lines that end the input are not counted in the bytes.
+    `start`, `end` and `line` read the shard [start, end) of the file, which begins at line
+    `line` (`pretokenized_boundaries` finds such places)."""
+    for sentence, read in _pretokenized(path, layout, first, newdoc, start, end, line):
+        if sentence is not None:
+            yield sentence, read
+
+
+def pretokenized_boundaries(path, layout: str) -> Iterator[tuple[int, int, int]]:
+    """(byte offset, line number, sentences before) of every place a pre-tokenized text file
+    can be cut so that `read_pretokenized` of the two parts, the second numbered on, gives the
+    sentences of the whole: just after a blank line, where no sentence is open. Reads the whole
+    file with the same reader, so the counts agree."""
+    sentences = 0
+    for sentence, place in _pretokenized(path, layout):
+        if sentence is not None:
+            sentences += 1
+        else:
+            yield place[0], place[1], sentences
+
+
+def _pretokenized(path, layout: str, first: int = 1, newdoc: str | None = None, start: int = 0,
+                  end: int | None = None, line: int = 1) -> Iterator[tuple[Sentence | None, object]]:
+    """`read_pretokenized`'s (sentence, bytes) pairs, and (None, (byte offset, line number)) at
+    every place after a blank line where no sentence is open (`pretokenized_boundaries`)."""
     if layout not in PRETOKENIZED:
         raise ValueError(f"pre-tokenized layout must be one of {', '.join(PRETOKENIZED)}, got {layout!r}")
     tokens: list[str] = []
@@ -341,10 +367,12 @@ def read_pretokenized(path, layout: str, first: int = 1, newdoc: str | None = No
                 tokens.append(token)
                 size += len(token) + 1
 
-    for text, read, line, ends_line in _text_lines(path, 0, None, 1):
+    position = start
+    for text, read, number_of_line, ends_line in _text_lines(path, start, end, line):
         nbytes += read
+        position += read
         if not tokens and not pending:
-            start_line = line
+            start_line = number_of_line
         if layout == "horizontal":
             rest = pending + text
             words = _SEPARATORS.split(rest)
@@ -352,7 +380,9 @@ def read_pretokenized(path, layout: str, first: int = 1, newdoc: str | None = No
             # MAX_PARAGRAPH_CHARS long, so `pending` stays under twice that)
             pending = words.pop() if not ends_line else ""
             if ends_line and not rest.strip():
-                newpar = True
+                newpar = True  # which a shard starting here begins with too
+                yield None, (position, number_of_line + 1)
+                continue
             yield from add(words)
             if ends_line and tokens:
                 yield sentence()
@@ -370,8 +400,10 @@ def read_pretokenized(path, layout: str, first: int = 1, newdoc: str | None = No
             pending, after_tab, blank = "", False, True
             if token:
                 yield from add([token])
-            elif was_blank and tokens:
-                yield sentence()
+            elif was_blank:
+                if tokens:
+                    yield sentence()
+                yield None, (position, number_of_line + 1)
     if pending.strip():
         yield from add(_SEPARATORS.split(pending) if layout == "horizontal" else [pending])
     if tokens:
@@ -386,8 +418,10 @@ def chunks(job: Job) -> Iterator[tuple[tuple, int]]:
     size = nbytes = 0
     idle = stdin_idle if job.source is STDIN else _never
     if job.pretokenized:
-        for sentence, read in read_pretokenized(job.source, job.pretokenized, job.paragraph + 1,
-                                                location_name(job.source)):
+        # a document's first shard opens it (`# newdoc id`); the others go on numbering its sentences
+        newdoc = location_name(job.source) if job.start == 0 else None
+        for sentence, read in read_pretokenized(job.source, job.pretokenized, job.paragraph + 1, newdoc,
+                                                job.start, job.end, job.line):
             batch.append(sentence)
             size += sum(map(len, sentence.forms)) + sentence.n
             nbytes += read

@@ -265,8 +265,6 @@ def parse(
         _fail("--engine ray reads files and writes them to --output-dir, not standard input and output")
     if gold_tags and input_format in ("horizontal", "vertical"):
         _fail(f"--gold-tags keeps the tags of CoNLL-U input; {input_format} text has none")
-    if engine == "ray" and input_format != "auto":
-        _fail("--input-format runs with --engine local for now (with ray, a .conllu file is CoNLL-U)")
     for given in inputs:
         if given != "-" and "://" not in given and not os.path.lexists(given):
             _fail(f"{given}: no such file or directory")
@@ -284,7 +282,7 @@ def parse(
 
             report = parse_on_ray(inputs, model, output_dir, fmt, workers=workers, address=address, lang=lang,
                                   gold_tags=gold_tags, overwrite=overwrite, shard_bytes=int(shard_size * 2 ** 20),
-                                  share_weights=share_weights)
+                                  share_weights=share_weights, input_format=input_format)
         except ImportError as e:
             _fail(f"--engine ray needs Ray: pip install \"arborist[ray]\" ({e})")
         except ValueError as e:

@@ -18,13 +18,15 @@ reaches (s3://, gs://, abfs://, hdfs://, file://; the filesystem's package must 
 installed on every node). A remote input is read in place (ranged reads); a remote
 output is written under a temporary name and moved into place when complete.
 
-Huge inputs are cut into shards of about `shard_bytes` at paragraph (text) or
-sentence (CoNLL-U) boundaries, found by reading the file once with the same reader,
+Huge inputs are cut into shards of about `shard_bytes` at paragraph (text), sentence
+(CoNLL-U) or blank-line (pre-tokenized text) boundaries, found by reading the file once with
+the same reader,
 so the shards are spread over the actors. A sharded input A.txt gives
 A.shards/00000.conllu, 00001... and, once every shard is written, A.manifest.json,
 which lists them in order; the shards concatenated in that order are byte for byte
-the output `arborist parse` writes for A.txt (the paragraph numbers of sentence ids
-continue across shards). A rerun skips the shards that exist, and an input whose
+the output `arborist parse` writes for A.txt (the paragraph numbers of sentence ids, and
+the sentence numbers of pre-tokenized text, continue across shards; the manifest's
+`paragraphs_before` counts sentences for the latter). A rerun skips the shards that exist, and an input whose
 manifest exists.
 
 Without an address, Ray starts on this machine (`ray.init(num_cpus=workers)`); with
@@ -42,7 +44,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from .batch import FORMATS, Job, Report, location_name, location_size, paragraph_boundaries, parse_files, plan
+from .batch import (FORMATS, INPUT_FORMATS, PRETOKENIZED, Job, Report, location_name, location_size,
+                    paragraph_boundaries, parse_files, plan, pretokenized_boundaries)
 from .corpus import conllu_boundaries
 
 SHARD_BYTES = 256 * 2 ** 20  # inputs larger than this are cut into shards of about this size
@@ -72,14 +75,16 @@ def _exists(location) -> bool:
     return Path(location).exists()
 
 
-def plan_any(inputs: list, output_dir, fmt: str) -> list[Job]:
+def plan_any(inputs: list, output_dir, fmt: str, input_format: str = "auto") -> list[Job]:
     """`batch.plan` for local paths and URLs alike: one job per input file (a directory
     contributes its files, recursively, sorted, hidden ones left out), its output below
-    `output_dir` at its path relative to the directory given."""
+    `output_dir` at its path relative to the directory given; `input_format` as `plan`'s."""
+    if input_format not in INPUT_FORMATS:
+        raise ValueError(f"unknown input format {input_format!r}: one of {', '.join(INPUT_FORMATS)}")
     jobs = []
     for given in inputs:
         if not is_url(given):
-            local = plan([Path(given)], Path("/") if is_url(output_dir) else Path(output_dir), fmt)
+            local = plan([Path(given)], Path("/") if is_url(output_dir) else Path(output_dir), fmt, input_format)
             if is_url(output_dir):
                 local = [dataclasses.replace(j, target=_join(output_dir, *j.target.relative_to("/").parts))
                          for j in local]
@@ -96,8 +101,9 @@ def plan_any(inputs: list, output_dir, fmt: str) -> list[Job]:
         for path, relative in pairs:
             name = path.rsplit("/", 1)[-1]
             stem, suffix = os.path.splitext(name)
+            conllu = suffix == ".conllu" if input_format == "auto" else input_format == "conllu"
             jobs.append(Job(fs.unstrip_protocol(path), _join(output_dir, *relative.split("/"), stem + FORMATS[fmt]),
-                            suffix == ".conllu"))
+                            conllu, pretokenized=input_format if input_format in PRETOKENIZED else None))
     targets = [str(j.target) for j in jobs]
     if len(set(targets)) != len(targets):
         raise ValueError("two inputs would write the same output: "
@@ -122,6 +128,8 @@ def shard(job: Job, shard_bytes: int | None) -> list[Job]:
     cuts, nxt = [], shard_bytes
     if job.conllu:
         boundaries = ((offset, line, 0) for offset, line in conllu_boundaries(job.source))
+    elif job.pretokenized:
+        boundaries = pretokenized_boundaries(job.source, job.pretokenized)
     else:
         boundaries = paragraph_boundaries(job.source)
     for offset, line, paragraphs in boundaries:
@@ -195,7 +203,7 @@ class FileParser:
             job = Job(source if is_url(source) else Path(source), target if is_url(target) else Path(target),
                       bool(batch["conllu"][k]), size=int(batch["size"][k]), start=int(batch["start"][k]),
                       end=int(batch["end"][k]) if batch["end"][k] >= 0 else None, line=int(batch["line"][k]),
-                      paragraph=int(batch["paragraph"][k]))
+                      paragraph=int(batch["paragraph"][k]), pretokenized=str(batch["pretokenized"][k]) or None)
             report = self.parse_to_url(job) if is_url(target) else self.parse(job)
             out["key"].append(batch["key"][k])
             out["written"].append(bool(report.written))
@@ -226,13 +234,14 @@ class FileParser:
 def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir: str | os.PathLike,
           fmt: str = "conllu", *, workers: int | None = None, address: str | None = None,
           lang: str | None = None, gold_tags: bool = False, overwrite: bool = False,
-          shard_bytes: int | None = SHARD_BYTES, share_weights: bool = False) -> Report:
+          shard_bytes: int | None = SHARD_BYTES, share_weights: bool = False, input_format: str = "auto") -> Report:
     """Parse files and directories of text and CoNLL-U (local paths or URLs) on Ray into
     `output_dir` (a path or a URL); returns the same report as `batch.parse_files`.
     `workers`: the actors (default: the cluster's CPUs). `shard_bytes`: inputs larger
     than this are parsed in shards (None or 0: never). `share_weights`: the actors of a
     node memory-map the weights and share their pages (less memory, slower lookups; see
-    the module docstring); by default each holds a copy."""
+    the module docstring); by default each holds a copy. `input_format`: as `arborist parse
+    --input-format` (`batch.INPUT_FORMATS`)."""
     import time
 
     import ray
@@ -241,7 +250,7 @@ def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir:
     output_dir = output_dir if is_url(output_dir) else Path(output_dir)
     report = Report()
     todo: list[tuple[Job, list[Job], set[int]]] = []  # (input, its shards or itself, those to parse)
-    for job in plan_any(inputs, output_dir, fmt):
+    for job in plan_any(inputs, output_dir, fmt, input_format):
         done = _exists(shard_paths(job.target)[1]) or _exists(job.target)
         if done and not overwrite:
             report.skipped.append(job.source)
@@ -266,7 +275,8 @@ def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir:
     context.enable_progress_bars = False
     workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
     rows = [{"key": f"{i}/{k}", "source": str(p.source), "target": str(p.target), "conllu": p.conllu, "size": p.size,
-             "start": p.start, "end": -1 if p.end is None else p.end, "line": p.line, "paragraph": p.paragraph}
+             "start": p.start, "end": -1 if p.end is None else p.end, "line": p.line, "paragraph": p.paragraph,
+             "pretokenized": p.pretokenized or ""}
             for i, (_, parts, pending) in enumerate(todo) for k, p in enumerate(parts) if k in pending]
     by_key = {}
     if rows:
