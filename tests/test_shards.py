@@ -97,32 +97,63 @@ def test_shards_cover_the_file_once_in_order(tmp_path, conllu):
 
 
 PRETOKENIZED = {
-    "horizontal": "\ufeffFirst line of words\nsecond\tline\n\n\n  \nafter blank lines\n{long}\n\nÜnïcödé ελληνικά\n\nlast",
-    "vertical": "\ufeffFirst\nsentence\n\n\n  \nsecond\tX\n{long}\n\nÜnïcödé\nελληνικά\n\nlast",
+    "horizontal": "\ufeffFirst line of words\nsecond\tline\n\n\n  \nafter blank lines\n{long}\n{exact}\n"
+                  "Ünïcödé ελληνικά\n\nlast",
+    "vertical": "\ufeffFirst\nsentence\n\n\n  \nsecond\tX\n{long}\n\n{exact}\n\nÜnïcödé\nελληνικά\n\nlast",
 }
 
 
+def pretokenized_file(tmp_path: Path, layout: str, lead: str = "") -> Path:
+    """A file of the layout; {long} is cut for its length (the limit is patched to 300), and
+    {exact} is a line of exactly 300 characters, read in two pieces, the second only its
+    newline (once taken for a blank line: the sentence went on into the next line)."""
+    path = tmp_path / f"{layout}.txt"
+    text = lead + PRETOKENIZED[layout].format(long=" ".join(["word"] * 200), exact="wort " * 60)
+    path.write_bytes(text.encode("utf-8"))
+    return path
+
+
+def shard_output(job: Job) -> str:
+    """The CoNLL-U lines `chunks` gives a job (a file or a shard), before parsing."""
+    return "".join(line for payload, _ in batch.chunks(job) for sentence in payload[1] for line in sentence.lines)
+
+
+@pytest.mark.parametrize("lead", ["", "\n" * 50])
 @pytest.mark.parametrize("layout", ["horizontal", "vertical"])
-def test_every_pretokenized_boundary_splits_the_file_into_its_sentences(tmp_path, monkeypatch, layout):
+def test_every_pretokenized_boundary_splits_the_file_into_its_sentences(tmp_path, monkeypatch, layout, lead):
     """Pre-tokenized text (`-i horizontal|vertical`): at every place `pretokenized_boundaries`
     gives, the two parts, the second numbered on and without the document id, read as the
-    whole file's sentences, lines (sent_id, newpar) and line numbers included."""
+    whole file's sentences, lines (sent_id, newpar) and line numbers included; the shards'
+    CoNLL-U concatenated is the whole file's, `# newdoc` once, also when the first shard holds
+    only blank lines."""
     monkeypatch.setattr(batch, "MAX_PARAGRAPH_CHARS", 300)
-    path = tmp_path / "in.txt"
-    path.write_bytes(PRETOKENIZED[layout].format(long=" ".join(["word"] * 200)).encode("utf-8"))
+    path = pretokenized_file(tmp_path, layout, lead)
     read = lambda *args: [(s.lines, s.first_line) for s, _ in batch.read_pretokenized(path, layout, *args)]
-    whole = read(1, "in.txt")
+    whole = read(1, "x.txt")
+    exact = f"# text = {('wort ' * 60).strip()}\n"  # {exact}: a sentence of its own
+    assert [exact in lines for lines, _ in whole].count(True) == 1
     boundaries = list(batch.pretokenized_boundaries(path, layout))
-    assert len(boundaries) >= 4 and len(whole) >= 6
+    assert len(boundaries) >= 5 and len(whole) >= 6
     for offset, line, before in boundaries:
-        head = read(1, "in.txt", 0, offset)
-        tail = read(before + 1, None, offset, None, line)
+        head = read(1, "x.txt", 0, offset)
+        tail = read(before + 1, "x.txt" if before == 0 else None, offset, None, line)
         assert head + tail == whole and len(head) == before, (offset, line, before)
     job = Job(path, tmp_path / "out" / "in.conllu", False, pretokenized=layout)
     parts = shard(job, 10)
-    assert len(parts) > 2 and {p.paragraph for p in parts[1:]} <= {b[2] for b in boundaries}
-    pieces = [x for p in parts for x in read(p.paragraph + 1, "in.txt" if p.start == 0 else None, p.start, p.end, p.line)]
-    assert pieces == whole
+    assert len(parts) > 3 and {p.paragraph for p in parts[1:]} <= {b[2] for b in boundaries}
+    expected = shard_output(job)
+    assert expected.count("# newdoc id = ") == 1
+    assert "".join(shard_output(p) for p in parts) == expected
+
+
+def test_horizontal_text_without_blank_lines_is_cut_after_any_line(tmp_path):
+    """The usual horizontal file, a sentence per line and no paragraphs, is still sharded."""
+    path = tmp_path / "lines.txt"
+    path.write_text("".join(f"sentence number {k} .\n" for k in range(300)), encoding="utf-8")
+    job = Job(path, tmp_path / "out" / "lines.conllu", False, pretokenized="horizontal")
+    parts = shard(job, 500)
+    assert len(parts) > 5 and "".join(shard_output(p) for p in parts) == shard_output(job)
+    assert shard_output(job).count("# newpar") == 1
 
 
 @pytest.mark.parametrize("input_format,conllu,layout", [("auto", True, None), ("text", False, None),
@@ -138,3 +169,33 @@ def test_plan_any_reads_the_input_format_for_paths_and_urls(tmp_path, input_form
         assert (job.conllu, job.pretokenized) == (conllu, layout), given
     with pytest.raises(ValueError, match="unknown input format"):
         plan_any([tmp_path / "in"], tmp_path / "out", "conllu", "xml")
+
+
+def test_counting_the_boundaries_finds_the_places_reading_does(tmp_path, monkeypatch):
+    """`pretokenized_boundaries` counts sentences without making them, and takes a short cut
+    for plain lines; on random files of awkward pieces (long lines read in pieces, tabs,
+    U+00A0, U+2028, control characters, CRLF, a BOM) it gives the places and counts of the
+    reader that makes every sentence."""
+    import random
+
+    from arborist.batch import _pretokenized
+
+    def made(path, layout):
+        out, sentences = [], 0
+        for kind, a, b in _pretokenized(path, layout):
+            if kind == "sentence":
+                sentences += 1
+            else:
+                out.append((a, b, sentences))
+        return out
+
+    monkeypatch.setattr(batch, "MAX_PARAGRAPH_CHARS", 12)
+    pieces = ["a", "bb", "ccc", "é", "ελ", " ", "  ", "\t", "\n", "\n", "\n", "\r\n", "\xa0", "\x01", "x" * 15,
+              " \n", "\t\n", "\u2028"]
+    rng = random.Random(0)
+    path = tmp_path / "r.txt"
+    for _ in range(400):
+        path.write_bytes(("\ufeff" if rng.random() < 0.2 else "").encode() +
+                         "".join(rng.choice(pieces) for _ in range(rng.randint(0, 40))).encode("utf-8"))
+        for layout in ("horizontal", "vertical"):
+            assert list(batch.pretokenized_boundaries(path, layout)) == made(path, layout), path.read_bytes()

@@ -310,54 +310,62 @@ def read_pretokenized(path, layout: str, first: int = 1, newdoc: str | None = No
     than that into pieces. Blank lines that end the input are not counted in the bytes.
     `start`, `end` and `line` read the shard [start, end) of the file, which begins at line
     `line` (`pretokenized_boundaries` finds such places)."""
-    for sentence, read in _pretokenized(path, layout, first, newdoc, start, end, line):
-        if sentence is not None:
+    for kind, sentence, read in _pretokenized(path, layout, first, newdoc, start, end, line):
+        if kind == "sentence":
             yield sentence, read
 
 
 def pretokenized_boundaries(path, layout: str) -> Iterator[tuple[int, int, int]]:
     """(byte offset, line number, sentences before) of every place a pre-tokenized text file
     can be cut so that `read_pretokenized` of the two parts, the second numbered on, gives the
-    sentences of the whole: just after a blank line, where no sentence is open. Reads the whole
-    file with the same reader, so the counts agree."""
+    sentences of the whole: where no sentence is open and none of the reader's state carries
+    over (horizontal: after a line that ended a sentence; vertical: after a blank line). Reads
+    the whole file with the same reader (without making the sentences), so the counts agree."""
     sentences = 0
-    for sentence, place in _pretokenized(path, layout):
-        if sentence is not None:
+    for kind, offset, line in _pretokenized(path, layout, build=False):
+        if kind == "sentence":
             sentences += 1
         else:
-            yield place[0], place[1], sentences
+            yield offset, line, sentences
 
 
 def _pretokenized(path, layout: str, first: int = 1, newdoc: str | None = None, start: int = 0,
-                  end: int | None = None, line: int = 1) -> Iterator[tuple[Sentence | None, object]]:
-    """`read_pretokenized`'s (sentence, bytes) pairs, and (None, (byte offset, line number)) at
-    every place after a blank line where no sentence is open (`pretokenized_boundaries`)."""
+                  end: int | None = None, line: int = 1, build: bool = True) -> Iterator[tuple[str, object, int]]:
+    """`read_pretokenized`'s sentences as ("sentence", sentence, bytes), and ("cut", byte
+    offset, line number) at every place `pretokenized_boundaries` gives. `build=False` counts
+    the sentences without making them (None in their place)."""
     if layout not in PRETOKENIZED:
         raise ValueError(f"pre-tokenized layout must be one of {', '.join(PRETOKENIZED)}, got {layout!r}")
     tokens: list[str] = []
     size = nbytes = 0
     number, start_line = first, 1
-    newpar = layout == "horizontal"  # the next sentence opens a paragraph
+    # horizontal: the next sentence opens a paragraph (the file's first, or one after a blank
+    # line; a shard starts after a sentence's line, or at a blank line, which it reads)
+    newpar = layout == "horizontal" and start == 0
     pending = ""  # a line's token so far (a long line comes in pieces)
     after_tab, blank = False, True  # vertical: the line's tab was seen; the line is blank so far
 
-    def sentence() -> tuple[Sentence, int]:
+    def sentence() -> tuple[str, Sentence | None, int]:
         nonlocal tokens, size, nbytes, number, newdoc, newpar
-        lines = [] if newdoc is None else [newdoc_comment(newdoc)]
-        lines += ["# newpar\n"] if newpar else []
-        lines += [f"# sent_id = {number}\n", f"# text = {' '.join(tokens)}\n"]
-        word_lines = list(range(len(lines), len(lines) + len(tokens)))
-        lines += [f"{m}\t{form}\t_\t_\t_\t_\t_\t_\t_\t_\n" for m, form in enumerate(tokens, start=1)]
-        lines.append("\n")
-        out = Sentence.from_columns(tokens, lines=lines, word_lines=word_lines, source=str(path),
-                                    first_line=start_line), nbytes
+        out = None
+        if build:
+            lines = [] if newdoc is None else [newdoc_comment(newdoc)]
+            lines += ["# newpar\n"] if newpar else []
+            lines += [f"# sent_id = {number}\n", f"# text = {' '.join(tokens)}\n"]
+            word_lines = list(range(len(lines), len(lines) + len(tokens)))
+            lines += [f"{m}\t{form}\t_\t_\t_\t_\t_\t_\t_\t_\n" for m, form in enumerate(tokens, start=1)]
+            lines.append("\n")
+            out = Sentence.from_columns(tokens, lines=lines, word_lines=word_lines, source=str(path),
+                                        first_line=start_line)
+        read = nbytes
         tokens, size, nbytes, number, newdoc, newpar = [], 0, 0, number + 1, None, False
-        return out
+        return "sentence", out, read
 
-    def add(words: list[str]) -> Iterator[tuple[Sentence, int]]:
+    def add(words: list[str]) -> Iterator[tuple[str, Sentence | None, int]]:
         nonlocal size
         for word in words:
-            word = _TOKEN_SPACE.sub(" ", _CONTROL.sub("", word)).strip()
+            if not word.isprintable():  # (false for control characters, U+00A0, U+2028/9)
+                word = _TOKEN_SPACE.sub(" ", _CONTROL.sub("", word)).strip()
             for cut in range(0, len(word), MAX_PARAGRAPH_CHARS):
                 token = word[cut:cut + MAX_PARAGRAPH_CHARS].strip()
                 if not token:
@@ -368,30 +376,45 @@ def _pretokenized(path, layout: str, first: int = 1, newdoc: str | None = None, 
                 size += len(token) + 1
 
     position = start
+    at_line_start = True  # the next piece read starts a line
     for text, read, number_of_line, ends_line in _text_lines(path, start, end, line):
         nbytes += read
         position += read
+        starts_line, at_line_start = at_line_start, ends_line
         if not tokens and not pending:
             start_line = number_of_line
+        blank = blank and not text.strip()  # the line so far (a long line comes in pieces)
         if layout == "horizontal":
-            rest = pending + text
-            words = _SEPARATORS.split(rest)
+            body = text.rstrip("\r\n")
+            if not build and starts_line and ends_line and not tokens and body.isprintable():
+                # counting only, a line in one piece without tabs, control characters or U+00A0
+                # (the usual one): a sentence if it holds more than spaces, never cut for its size
+                if blank:
+                    newpar = True
+                else:
+                    number, nbytes, newpar = number + 1, 0, False
+                    yield "sentence", None, 0
+                    yield "cut", position, number_of_line + 1
+                blank = True
+                continue
+            words = _SEPARATORS.split(pending + text)
             # the last token may go on in the line's next piece (a piece is at most
             # MAX_PARAGRAPH_CHARS long, so `pending` stays under twice that)
             pending = words.pop() if not ends_line else ""
-            if ends_line and not rest.strip():
-                newpar = True  # which a shard starting here begins with too
-                yield None, (position, number_of_line + 1)
-                continue
             yield from add(words)
-            if ends_line and tokens:
+            if not ends_line:
+                continue
+            was_blank, blank = blank, True
+            if was_blank:
+                newpar = True
+            elif tokens:
                 yield sentence()
+                yield "cut", position, number_of_line + 1
             continue
         if not after_tab:
             field, tab, _ = (text.lstrip() if not pending.strip() else text).partition("\t")
             pending += field
             after_tab = bool(tab)
-        blank = blank and not text.strip()
         if len(pending) >= MAX_PARAGRAPH_CHARS:
             yield from add([pending])
             pending = ""
@@ -403,7 +426,7 @@ def _pretokenized(path, layout: str, first: int = 1, newdoc: str | None = None, 
             elif was_blank:
                 if tokens:
                     yield sentence()
-                yield None, (position, number_of_line + 1)
+                yield "cut", position, number_of_line + 1
     if pending.strip():
         yield from add(_SEPARATORS.split(pending) if layout == "horizontal" else [pending])
     if tokens:
@@ -418,8 +441,9 @@ def chunks(job: Job) -> Iterator[tuple[tuple, int]]:
     size = nbytes = 0
     idle = stdin_idle if job.source is STDIN else _never
     if job.pretokenized:
-        # a document's first shard opens it (`# newdoc id`); the others go on numbering its sentences
-        newdoc = location_name(job.source) if job.start == 0 else None
+        # the document's first sentence opens it (`# newdoc id`): a shard with sentences before
+        # it does not (the text path's rule: the paragraph that opens the document)
+        newdoc = location_name(job.source) if job.paragraph + 1 == job.newdoc_paragraph else None
         for sentence, read in read_pretokenized(job.source, job.pretokenized, job.paragraph + 1, newdoc,
                                                 job.start, job.end, job.line):
             batch.append(sentence)

@@ -19,8 +19,8 @@ installed on every node). A remote input is read in place (ranged reads); a remo
 output is written under a temporary name and moved into place when complete.
 
 Huge inputs are cut into shards of about `shard_bytes` at paragraph (text), sentence
-(CoNLL-U) or blank-line (pre-tokenized text) boundaries, found by reading the file once with
-the same reader,
+(CoNLL-U) or line-end (pre-tokenized text: after a sentence's line, or a blank line)
+boundaries, found by reading the file once with the same reader,
 so the shards are spread over the actors. A sharded input A.txt gives
 A.shards/00000.conllu, 00001... and, once every shard is written, A.manifest.json,
 which lists them in order; the shards concatenated in that order are byte for byte
