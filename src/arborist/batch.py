@@ -411,6 +411,21 @@ def _pretokenized(path, layout: str, first: int = 1, newdoc: str | None = None, 
                 yield sentence()
                 yield "cut", position, number_of_line + 1
             continue
+        if not build and starts_line and ends_line and text.rstrip("\r\n").isprintable():
+            # counting only, a line in one piece without tabs, control characters or U+00A0:
+            # its token is the line (shorter than the limit: never cut itself)
+            token = text.strip()
+            if token:
+                if size and size + len(token) > MAX_PARAGRAPH_CHARS:
+                    yield sentence()
+                tokens.append(token)
+                size += len(token) + 1
+            else:
+                if tokens:
+                    yield sentence()
+                yield "cut", position, number_of_line + 1
+            blank = True
+            continue
         if not after_tab:
             field, tab, _ = (text.lstrip() if not pending.strip() else text).partition("\t")
             pending += field
