@@ -26,6 +26,10 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import official_scorer  # noqa: E402  (scripts/official_scorer.py)
+
 SHARED = HERE.parent.parent / "shared"
 # UDPipe 1 (UD 2.5 models), raw text, test sets: the figures the issues compare with.
 UDPIPE1 = {
@@ -76,13 +80,13 @@ def main() -> None:
         if done.returncode != 0:
             raise SystemExit(done.stderr[-2000:])
         speed = re.search(r"([\d,]+) words, ([\d,]+) words/s", done.stderr)
-        scored = subprocess.run([sys.executable, str(SHARED / "tools" / "conll18_ud_eval.py"), "-v", str(gold),
-                                 str(tmp / "out" / f"{text.stem}.conllu")], capture_output=True, text=True,
-                                check=True)
-    f1 = {line.split("|")[0].strip(): float(line.split("|")[3]) for line in scored.stdout.splitlines()[2:]
-          if "|" in line}
+        # the official scorer's F1 truncated from its counts (its printout rounds them; until
+        # 2026-11-28 this script kept the printout's figures)
+        scored = official_scorer.score(gold, tmp / "out" / f"{text.stem}.conllu")
+    f1 = {name: figures["f1"] for name, figures in scored.items()}
     result = {"treebank": args.treebank, "model": args.model, "tokenizer": args.tokenizer or "the model's own "
               "(spaCy's rule tokenizer and sentencizer when it has none)", "f1": f1,
+              "counts": {name: {k: figures[k] for k in ("correct", "gold", "system")} for name, figures in scored.items()},
               "words": int(speed.group(1).replace(",", "")), "words_per_second": int(speed.group(2).replace(",", "")),
               "wall_s": round(wall, 1), "udpipe1_ud25_test": UDPIPE1.get(args.treebank),
               "input": "the dev CoNLL-U (gold tokens)" if args.gold_tokens else "the dev raw text"}

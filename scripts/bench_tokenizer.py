@@ -5,7 +5,8 @@ with the official CoNLL 2018 scorer, and measure the round trip on the training 
 
 For each treebank, writes scripts/results/tokenizer_<treebank>.json (with --fast, the faster
 feature set FAST_TEMPLATES: tokenizer_<treebank>_fast.json) with:
-  dev:        Tokens / Sentences / Words F1 of the scorer on dev (raw text from ud_raw_text.py)
+  dev:        Tokens / Sentences / Words F1 of the scorer on dev (raw text from ud_raw_text.py),
+              truncated from its counts (scripts/official_scorer.py; the counts in "detail")
   round_trip: the same three F1 on the training text (the model tokenizing what it was
               trained on), plus the share of gold multiword tokens reproduced with their words
   train_seconds, and tokenizing speed in words/s (one process, one thread, whole
@@ -21,13 +22,15 @@ import argparse
 import json
 import os
 import platform
-import re
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import official_scorer  # noqa: E402  (scripts/official_scorer.py)
 
 from arborist.tokenizer.features import DEFAULT_TEMPLATES, FAST_TEMPLATES, PPLAST_TEMPLATES
 
@@ -49,13 +52,11 @@ def raw_text(gold: str, out: str) -> str:
 
 
 def score(gold: str, system: str) -> dict:
-    out = subprocess.run([sys.executable, os.path.join(TOOLS, "conll18_ud_eval.py"), "-v", gold, system],
-                         check=True, capture_output=True, text=True).stdout
-    figures = {}
-    for name in ("Tokens", "Sentences", "Words"):
-        m = re.search(rf"^{name}\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)", out, re.MULTILINE)
-        figures[name] = {"precision": float(m.group(1)), "recall": float(m.group(2)), "f1": float(m.group(3))}
-    return figures
+    """Tokens, Sentences and Words by the official scorer: precision, recall and F1 truncated
+    from its counts (its printout rounds them; until 2026-11-28 these figures were the
+    printout's), and the counts."""
+    figures = official_scorer.score(gold, system)
+    return {name: figures[name] for name in ("Tokens", "Sentences", "Words")}
 
 
 def mwt_reproduction(gold_path: str, docs) -> dict:
