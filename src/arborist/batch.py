@@ -343,7 +343,8 @@ def _pretokenized(path, layout: str, first: int = 1, newdoc: str | None = None, 
     # line; a shard starts after a sentence's line, or at a blank line, which it reads)
     newpar = layout == "horizontal" and start == 0
     pending = ""  # a line's token so far (a long line comes in pieces)
-    after_tab, blank = False, True  # vertical: the line's tab was seen; the line is blank so far
+    after_tab = False  # vertical: the line's tab was seen
+    blank = True  # the line so far is blank (a long line comes in pieces)
 
     def sentence() -> tuple[str, Sentence | None, int]:
         nonlocal tokens, size, nbytes, number, newdoc, newpar
@@ -383,7 +384,7 @@ def _pretokenized(path, layout: str, first: int = 1, newdoc: str | None = None, 
         starts_line, at_line_start = at_line_start, ends_line
         if not tokens and not pending:
             start_line = number_of_line
-        blank = blank and not text.strip()  # the line so far (a long line comes in pieces)
+        blank = blank and not text.strip()
         if layout == "horizontal":
             body = text.rstrip("\r\n")
             if not build and starts_line and ends_line and not tokens and body.isprintable():

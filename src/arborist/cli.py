@@ -202,7 +202,7 @@ def parse(
     input_format: str = typer.Option("auto", "--input-format", "-i", help="auto (a .conllu file is CoNLL-U; "
                                      "other files and standard input are text), text, conllu, or pre-tokenized "
                                      "text as UDPipe's --input: horizontal (a sentence per line, tokens separated "
-                                     "by spaces) or vertical (a token per line, a blank line after each sentence)"),
+                                     "by spaces and tabs) or vertical (a token per line, a blank line after each sentence)"),
     gold_tags: bool = typer.Option(False, "--gold-tags", help="CoNLL-U input: keep its UPOS/XPOS and parse with them"),
     n_process: int = typer.Option(1, "--n-process", "-n", min=1, help="worker processes"),
     overwrite: bool = typer.Option(False, "--overwrite", help="parse again inputs whose output exists"),
@@ -241,7 +241,7 @@ def parse(
     and skipped. Exit status: 0 all parsed, 2 some failed, 1 all failed. --probs, --k-best
     and --min-prob add the model's calibrated probabilities (off by default: the output is
     then unchanged)."""
-    from .batch import FORMATS, INPUT_FORMATS, ConfidenceOptions, parse_files, plan
+    from .batch import FORMATS, INPUT_FORMATS, PRETOKENIZED, ConfidenceOptions, parse_files, plan
     from .corpus import STDIN
     from .model import ModelError, load
 
@@ -263,7 +263,7 @@ def parse(
         _fail(f"{urls[0]}: URLs are read and written with --engine ray")
     if engine == "ray" and (output_dir is None or "-" in inputs):
         _fail("--engine ray reads files and writes them to --output-dir, not standard input and output")
-    if gold_tags and input_format in ("horizontal", "vertical"):
+    if gold_tags and input_format in PRETOKENIZED:
         _fail(f"--gold-tags keeps the tags of CoNLL-U input; {input_format} text has none")
     for given in inputs:
         if given != "-" and "://" not in given and not os.path.lexists(given):
