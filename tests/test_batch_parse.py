@@ -19,6 +19,7 @@ import arborist
 import arborist.batch as batch
 from arborist.cli import app
 from arborist.corpus import read_conllu
+from arborist.model import load
 
 REPO = Path(__file__).resolve().parents[1]
 DEV = REPO / "corpora" / "sample" / "sample-dev.conllu"
@@ -618,3 +619,47 @@ def test_pretokenized_memory_is_bounded(tmp_path, monkeypatch, layout):
     if layout == "horizontal":
         assert [f for s in sentences for f in s.forms[1:]][:1500] == words.split()
     assert sum(n for _, n in batch.read_pretokenized(source, layout)) == source.stat().st_size
+
+
+def _columns(conllu: str) -> list[list[str]]:
+    return [line.split("\t") for line in conllu.splitlines() if "\t" in line]
+
+
+@pytest.mark.parametrize("n_process", ["1", "2"])
+def test_no_parse_writes_the_tags_without_trees(tiny_model, runner, tmp_path, n_process):
+    """`--no-parse`: the same tokens, sentences and tags as a full parse, HEAD and DEPREL '_',
+    for text (spaCy's tokenizer here), CoNLL-U (its own HEAD and DEPREL kept) and
+    pre-tokenized input, in one process or several; html, which draws trees, is refused."""
+    root = corpus_dir(tmp_path)
+    full = {}
+    for name, options in (("full", ()), ("tags", ("--no-parse",))):
+        outputs = {}
+        for source in (root / "a.txt", root / "c.conllu"):
+            outputs[source.name] = file_output(runner, tiny_model, source, tmp_path / f"{name}_{n_process}",
+                                               "-n", n_process, *options)
+        full[name] = outputs
+    text_full, text_tags = _columns(full["full"]["a.txt"]), _columns(full["tags"]["a.txt"])
+    assert [r[:6] + r[8:] for r in text_full] == [r[:6] + r[8:] for r in text_tags]
+    assert all(r[6] == r[7] == "_" for r in text_tags) and any(r[6] != "_" for r in text_full)
+    gold, tags = _columns(DEV.read_text(encoding="utf-8")), _columns(full["tags"]["c.conllu"])
+    assert [r[6:8] for r in tags] == [r[6:8] for r in gold]  # CoNLL-U input keeps its own tree
+    assert [r[3] for r in tags] == [r[3] for r in _columns(full["full"]["c.conllu"])]
+    result, output = invoke(runner, tiny_model, root / "a.txt", "--no-parse", "-f", "html")
+    assert result.exit_code == 1 and "--no-parse leaves them out" in output
+
+
+def test_a_model_without_a_parser_runs_what_it_has(tiny_model, runner, tmp_path):
+    """A model of taggers only (or a tokenizer alone) is no longer refused: `arborist parse`
+    writes its tags with HEAD and DEPREL '_', as `--no-parse` does with the whole model; html
+    and --gold-tags, which need a parser, are refused with the reason."""
+    from arborist.batch import without_trees
+
+    tags_only = tmp_path / "tags_only"
+    without_trees(load(tiny_model)).save(tags_only)
+    assert load(tags_only).writer("head") is None
+    source = corpus_dir(tmp_path) / "a.txt"
+    assert file_output(runner, tags_only, source, tmp_path / "a") == file_output(runner, tiny_model, source,
+                                                                                tmp_path / "b", "--no-parse")
+    for args, message in [(("-f", "html"), "has no parser"), (("--gold-tags",), "has no parser")]:
+        result, output = invoke(runner, tags_only, source, *args)
+        assert result.exit_code == 1 and message in output, output

@@ -183,3 +183,17 @@ def test_pretokenized_inputs_in_shards_give_the_one_process_output(cluster, tiny
         assert b"".join((target / s["path"]).read_bytes() for s in manifest["shards"]) == expected["big.conllu"]
         assert expected["big.conllu"].count(b"# newdoc") == 1
         assert (target / "small.conllu").read_bytes() == expected["small.conllu"]
+
+
+def test_no_parse_on_ray_gives_the_one_process_output(cluster, tiny_model, tmp_path):
+    """`--engine ray --no-parse`: the actors leave the tree stage out as one process does."""
+    source = inputs(tmp_path / "in", copies=1)
+    local = tmp_path / "local"
+    local.mkdir()
+    parse_files(load(tiny_model), plan([source], local, "conllu"), "conllu", model_path=tiny_model, progress=False,
+                trees=False)
+    expected = outputs(local)
+    report = parse_on_ray([source], tiny_model, tmp_path / "ray", workers=2, trees=False)
+    assert report.exit_code == 0 and len(report.written) == 2
+    assert outputs(tmp_path / "ray") == expected
+    assert "\t_\t_\t_\t" in expected["text0.conllu"].decode("utf-8")  # HEAD, DEPREL, DEPS: '_'

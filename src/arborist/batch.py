@@ -531,7 +531,8 @@ def spacy_pipeline(pipeline: Pipeline, lang: str | None = None, confidence: Conf
         nlp.add_pipe("sentencizer")
     if pipeline.taggers:
         nlp.add_pipe("arborist_tagger", config=config).set_model(pipeline)
-    nlp.add_pipe("arborist_parser", config=config).set_model(pipeline)
+    if pipeline.writer("head") is not None:
+        nlp.add_pipe("arborist_parser", config=config).set_model(pipeline)
     return nlp
 
 
@@ -543,6 +544,7 @@ def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
     from .spacy_components import to_ud_label, ud_feats
 
     out = []
+    has_trees = doc.has_annotation("DEP")  # none without a parser (`--no-parse`, or none in the model)
     for k, sent in enumerate(doc.sents, start=1):
         words = [t for t in sent if not t.is_space]
         if not words:
@@ -575,7 +577,8 @@ def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
                 misc = merge_misc(misc, "|".join(items)) if items else misc
             out.append("\t".join((
                 str(j), t.text, t.lemma_ or "_", t.pos_ or "_", t.tag_ or "_", ud_feats(str(t.morph)),
-                "_" if dropped else str(head_id), "_" if dropped or not t.dep_ else to_ud_label(t.dep_), "_", misc,
+                "_" if dropped or not has_trees else str(head_id), "_" if dropped or not t.dep_ else to_ud_label(t.dep_),
+                "_", misc,
             )) + "\n")
         out.append("\n")
     return "".join(out)
@@ -735,11 +738,20 @@ def sentence_doc(vocab, sentence, heads, deprels, tags: dict):
     )
 
 
+def without_trees(pipeline: Pipeline) -> Pipeline:
+    """The pipeline without its tree stage (parser, labeler): what `--no-parse` runs."""
+    return pipeline.subset(lambda c: c.tagging or "text" in c.reads)
+
+
 class Annotator:
-    """Turns a chunk into output text; one per worker process."""
+    """Turns a chunk into output text; one per worker process. `trees=False` leaves the tree
+    stage out (`--no-parse`); a model without a parser has none either: HEAD and DEPREL are
+    then '_' (CoNLL-U input keeps its own)."""
 
     def __init__(self, pipeline: Pipeline, fmt: str, lang: str | None = None, gold_tags: bool = False,
-                 confidence: ConfidenceOptions | None = None):
+                 confidence: ConfidenceOptions | None = None, trees: bool = True):
+        if not trees:  # `arborist parse --no-parse`: tokens, tags, lemmas and features only
+            pipeline = without_trees(pipeline)
         self.pipeline, self.fmt, self.gold_tags = pipeline, fmt, gold_tags
         self.confidence = confidence
         # the columns with probabilities, in pipeline order
@@ -855,7 +867,7 @@ def batch_gc():
             gc.unfreeze()
 
 
-def _init_worker(pipeline_path, fmt, lang, gold_tags, confidence=None) -> None:
+def _init_worker(pipeline_path, fmt, lang, gold_tags, confidence=None, trees=True) -> None:
     global _ANNOTATOR
     # Ctrl-C reaches the whole process group: the parent stops the pool (parse_files'
     # `finally`), and a worker's own KeyboardInterrupt would only print a traceback.
@@ -863,7 +875,7 @@ def _init_worker(pipeline_path, fmt, lang, gold_tags, confidence=None) -> None:
     if _ANNOTATOR is None:  # started by spawn: load the model here
         from .model import load
 
-        _ANNOTATOR = Annotator(load(pipeline_path), fmt, lang, gold_tags, confidence)
+        _ANNOTATOR = Annotator(load(pipeline_path), fmt, lang, gold_tags, confidence, trees)
     gc.freeze()  # for the worker's life (see batch_gc)
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
 
@@ -998,9 +1010,10 @@ class _StandardOutput:
 def parse_files(pipeline: Pipeline, jobs: list[Job], fmt: str = "conllu", *, model_path=None,
                 lang: str | None = None, gold_tags: bool = False, n_process: int = 1, overwrite: bool = False,
                 progress: bool = True, confidence: ConfidenceOptions | None = None,
-                annotator: "Annotator | None" = None) -> Report:
+                annotator: "Annotator | None" = None, trees: bool = True) -> Report:
     """Parse every job's file into its target; see the module docstring. `annotator`: one
-    built before (for this pipeline, format and language), reused across calls."""
+    built before (for this pipeline, format and language), reused across calls. `trees=False`:
+    no parser or labeler (`--no-parse`)."""
     from rich.console import Console
 
     console = Console(stderr=True)
@@ -1022,14 +1035,14 @@ def parse_files(pipeline: Pipeline, jobs: list[Job], fmt: str = "conllu", *, mod
         return report
     language = lang or pipeline.lang
     global _ANNOTATOR
-    _ANNOTATOR = annotator or Annotator(pipeline, fmt, language, gold_tags, confidence)
+    _ANNOTATOR = annotator or Annotator(pipeline, fmt, language, gold_tags, confidence, trees)
     pool = None
     if n_process > 1:
         # Fork where there is fork: the workers share the parent's model pages instead of
         # reading their own copy. The pool starts before the progress bar's thread.
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
         context = multiprocessing.get_context(method)
-        pool = _WorkerPool(n_process, _init_worker, (str(model_path), fmt, language, gold_tags, confidence),
+        pool = _WorkerPool(n_process, _init_worker, (str(model_path), fmt, language, gold_tags, confidence, trees),
                            context=context)
     window = WINDOW * n_process if pool is not None else 0  # in this process: write each chunk when done
     start = time.perf_counter()

@@ -204,6 +204,8 @@ def parse(
                                      "text as UDPipe's --input: horizontal (a sentence per line, tokens separated "
                                      "by spaces and tabs) or vertical (a token per line, a blank line after each sentence)"),
     gold_tags: bool = typer.Option(False, "--gold-tags", help="CoNLL-U input: keep its UPOS/XPOS and parse with them"),
+    trees: bool = typer.Option(True, "--parse/--no-parse", help="--no-parse: tokens, sentences, tags, lemmas and "
+                               "features only, HEAD and DEPREL '_' (faster; a model without a parser always runs so)"),
     n_process: int = typer.Option(1, "--n-process", "-n", min=1, help="worker processes"),
     overwrite: bool = typer.Option(False, "--overwrite", help="parse again inputs whose output exists"),
     lang: Optional[str] = typer.Option(None, "--lang", help="language of the text's tokenizer "
@@ -272,8 +274,14 @@ def parse(
         pipeline = load(model)
     except ModelError as e:
         _fail(str(e))
-    if pipeline.writer("head") is None:
-        _fail(f"{model}: the model has no parser")
+    if pipeline.writer("head") is None or not trees:
+        if fmt == "html":
+            _fail("--format html draws dependency trees: "
+                  + ("--no-parse leaves them out" if trees is False and pipeline.writer("head") else
+                     f"{model} has no parser"))
+        if gold_tags:
+            _fail("--gold-tags runs the parser on the input's tags: " + ("--no-parse leaves it out" if
+                  pipeline.writer("head") else f"{model} has no parser"))
     if engine == "ray":
         if confidence is not None:
             _fail("--probs and --min-prob run with --engine local for now")
@@ -282,7 +290,7 @@ def parse(
 
             report = parse_on_ray(inputs, model, output_dir, fmt, workers=workers, address=address, lang=lang,
                                   gold_tags=gold_tags, overwrite=overwrite, shard_bytes=int(shard_size * 2 ** 20),
-                                  share_weights=share_weights, input_format=input_format)
+                                  share_weights=share_weights, input_format=input_format, trees=trees)
         except ImportError as e:
             _fail(f"--engine ray needs Ray: pip install \"arborist[ray]\" ({e})")
         except ValueError as e:
@@ -300,7 +308,7 @@ def parse(
             report = parse_files(pipeline, jobs, fmt, model_path=model, lang=lang, gold_tags=gold_tags,
                                  n_process=n_process, overwrite=overwrite, progress=progress and not reads_stdin
                                  and not (output_dir is None and sys.stdout is not None and sys.stdout.isatty()),
-                                 confidence=confidence)
+                                 confidence=confidence, trees=trees)
         except BrokenPipeError:
             # The reader of standard output went away (`arborist parse ... | head`): stop
             # quietly, as a filter does; the interpreter must not flush to the closed pipe again.

@@ -186,7 +186,8 @@ def _remove(location) -> None:
 class FileParser:
     """One Ray Data actor: the model, loaded once; parses the files (or shards) of each batch of rows."""
 
-    def __init__(self, model: str, fmt: str, lang: str | None, gold_tags: bool, share_weights: bool = False):
+    def __init__(self, model: str, fmt: str, lang: str | None, gold_tags: bool, share_weights: bool = False,
+                 trees: bool = True):
         from .model import load
 
         from .batch import Annotator
@@ -194,7 +195,7 @@ class FileParser:
         self.model, self.fmt, self.lang, self.gold_tags = model, fmt, lang, gold_tags
         self.pipeline = load(model, mmap=share_weights)
         # built once per actor: its spaCy pipeline is the costly part of a small file's parse
-        self.annotator = Annotator(self.pipeline, fmt, lang or self.pipeline.lang, gold_tags)
+        self.annotator = Annotator(self.pipeline, fmt, lang or self.pipeline.lang, gold_tags, trees=trees)
 
     def __call__(self, batch: dict) -> dict:
         out = {"key": [], "written": [], "message": [], "words": []}
@@ -234,14 +235,15 @@ class FileParser:
 def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir: str | os.PathLike,
           fmt: str = "conllu", *, workers: int | None = None, address: str | None = None,
           lang: str | None = None, gold_tags: bool = False, overwrite: bool = False,
-          shard_bytes: int | None = SHARD_BYTES, share_weights: bool = False, input_format: str = "auto") -> Report:
+          shard_bytes: int | None = SHARD_BYTES, share_weights: bool = False, input_format: str = "auto",
+          trees: bool = True) -> Report:
     """Parse files and directories of text and CoNLL-U (local paths or URLs) on Ray into
     `output_dir` (a path or a URL); returns the same report as `batch.parse_files`.
     `workers`: the actors (default: the cluster's CPUs). `shard_bytes`: inputs larger
     than this are parsed in shards (None or 0: never). `share_weights`: the actors of a
     node memory-map the weights and share their pages (less memory, slower lookups; see
     the module docstring); by default each holds a copy. `input_format`: as `arborist parse
-    --input-format` (`batch.INPUT_FORMATS`)."""
+    --input-format` (`batch.INPUT_FORMATS`). `trees=False`: no parser or labeler (`--no-parse`)."""
     import time
 
     import ray
@@ -282,7 +284,8 @@ def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir:
     if rows:
         results = ray.data.from_items(rows, override_num_blocks=len(rows)).map_batches(
             FileParser, fn_constructor_kwargs={"model": str(Path(model).resolve()), "fmt": fmt, "lang": lang,
-                                               "gold_tags": gold_tags, "share_weights": share_weights},
+                                               "gold_tags": gold_tags, "share_weights": share_weights,
+                                               "trees": trees},
             # Ray Data restarts a dead actor and retries its file (its defaults: no limit)
             batch_size=1, compute=ray.data.ActorPoolStrategy(size=min(workers, len(rows))), num_cpus=1).take_all()
         by_key = {row["key"]: row for row in results}
