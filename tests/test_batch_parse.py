@@ -663,3 +663,25 @@ def test_a_model_without_a_parser_runs_what_it_has(tiny_model, runner, tmp_path)
     for args, message in [(("-f", "html"), "has no parser"), (("--gold-tags",), "has no parser")]:
         result, output = invoke(runner, tags_only, source, *args)
         assert result.exit_code == 1 and message in output, output
+
+
+def test_a_tokenizer_alone_writes_json_of_input_without_tags(tiny_model, runner, tmp_path):
+    """A model with no UPOS tagger, on CoNLL-U or pre-tokenized input whose UPOS is '_', writes
+    JSON (spaCy was handed None for a missing POS and raised E1021); --min-prob, which marks
+    arcs, is refused without a parser."""
+    from arborist.batch import without_trees
+
+    no_upos = tmp_path / "no_upos"
+    without_trees(load(tiny_model)).subset(lambda c: "upos" not in c.writes).save(no_upos)
+    (tmp_path / "h.txt").write_text("The girl smiled .\n", encoding="utf-8")
+    (tmp_path / "bare.conllu").write_text("".join(f"{k}\t{w}\t_\t_\t_\t_\t_\t_\t_\t_\n" for k, w in
+                                                  enumerate(["The", "girl", "smiled", "."], start=1)) + "\n",
+                                          encoding="utf-8")
+    for args in (("-i", "horizontal"), ("-i", "conllu")):
+        source = tmp_path / ("h.txt" if args[1] == "horizontal" else "bare.conllu")
+        result, output = invoke(runner, no_upos, source, *args, "-f", "json")
+        assert result.exit_code == 0, output
+        assert all("pos" not in t or t["pos"] == "" for line in result.stdout.splitlines()
+                   for t in json.loads(line)["tokens"])
+    result, output = invoke(runner, no_upos, tmp_path / "h.txt", "-i", "horizontal", "--min-prob", "0.5")
+    assert result.exit_code == 1 and "--min-prob marks (or drops) arcs" in output, output

@@ -732,7 +732,8 @@ def sentence_doc(vocab, sentence, heads, deprels, tags: dict):
     return Doc(
         vocab, words=sentence.forms[1:], spaces=["SpaceAfter=No" not in m.split("|") for m in misc],
         # spaCy accepts only universal POS tags; a treebank with others keeps them in CoNLL-U only
-        pos=[t if t != "_" else None for t in upos] if all(t in UNIVERSAL_POS or t == "_" for t in upos) else None,
+        # (spaCy takes "" for a word without one; None fails)
+        pos=[t if t != "_" else "" for t in upos] if all(t in UNIVERSAL_POS or t == "_" for t in upos) else None,
         tags=[t if t != "_" else "" for t in xpos], heads=doc_heads, deps=deps,
         lemmas=[t if t != "_" else "" for t in lemmas], morphs=[spacy_feats(t) for t in feats],
     )

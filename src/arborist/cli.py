@@ -282,6 +282,9 @@ def parse(
         if gold_tags:
             _fail("--gold-tags runs the parser on the input's tags: " + ("--no-parse leaves it out" if
                   pipeline.writer("head") else f"{model} has no parser"))
+        if min_prob is not None:
+            _fail("--min-prob marks (or drops) arcs: " + ("--no-parse leaves them out" if
+                  pipeline.writer("head") else f"{model} has no parser"))
     if engine == "ray":
         if confidence is not None:
             _fail("--probs and --min-prob run with --engine local for now")
