@@ -35,7 +35,6 @@ Writes scripts/results/lemma_morph_<treebank>.json. Jackknifed tags are cached i
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import os
@@ -59,9 +58,11 @@ from arborist.strings import hash_strings
 from arborist.tagger.chain import LinearChain
 from arborist.weights import Weights
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import official_scorer  # noqa: E402  (scripts/official_scorer.py)
+
 ROOT_DIR = Path(__file__).resolve().parent.parent
 UD = Path(os.environ.get("ARBORIST_UD", "/work/shared/corpora/ud"))
-SCORER = Path("/work/shared/tools/conll18_ud_eval.py")
 TREEBANKS = ("en_ewt", "el_gdt", "hu_szeged", "tr_imst", "it_partut")
 TARGETS = {"en_ewt": (97.0, 96.0), "el_gdt": (94.6, 90.3), "hu_szeged": (88.5, 88.1),
            "tr_imst": (90.0, 88.5), "it_partut": (96.5, 96.3)}
@@ -71,13 +72,6 @@ BATCH = 64
 def make_trainer(margin: float, seed: int = 0):
     """The averaged perceptron, cost-augmented with `margin` (0: the plain one exactly)."""
     return MarginPerceptron(margin=margin, averaged=True, shuffle=True, seed=seed)
-
-
-def scorer():
-    spec = importlib.util.spec_from_file_location("conll18_ud_eval", SCORER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def with_upos(sentence, tags, blank=False):
@@ -597,7 +591,7 @@ def main():
               f"| {sp['words_per_second']:.0f} w/s, {sp['words_per_cpu_second']:.0f} w/cpu-s (predict only {sp['predict_only_words_per_second']:.0f})", flush=True)
 
 
-SCORE = scorer()
+SCORE = official_scorer.scorer()  # the official scorer's module (scripts/official_scorer.py)
 UNIVERSAL = SCORE.UNIVERSAL_FEATURES
 
 if __name__ == "__main__":

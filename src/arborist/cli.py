@@ -274,17 +274,13 @@ def parse(
         pipeline = load(model)
     except ModelError as e:
         _fail(str(e))
-    if pipeline.writer("head") is None or not trees:
-        if fmt == "html":
-            _fail("--format html draws dependency trees: "
-                  + ("--no-parse leaves them out" if trees is False and pipeline.writer("head") else
-                     f"{model} has no parser"))
-        if gold_tags:
-            _fail("--gold-tags runs the parser on the input's tags: " + ("--no-parse leaves it out" if
-                  pipeline.writer("head") else f"{model} has no parser"))
-        if min_prob is not None:
-            _fail("--min-prob marks (or drops) arcs: " + ("--no-parse leaves them out" if
-                  pipeline.writer("head") else f"{model} has no parser"))
+    if pipeline.writer("head") is None or not trees:  # what needs trees is refused, with why
+        for asked, needs, what in ((fmt == "html", "--format html draws dependency trees", "them"),
+                                   (gold_tags, "--gold-tags runs the parser on the input's tags", "it"),
+                                   (min_prob is not None, "--min-prob marks (or drops) arcs", "them")):
+            if asked:
+                _fail(f"{needs}: " + (f"--no-parse leaves {what} out" if pipeline.writer("head") else
+                                      f"{model} has no parser"))
     if engine == "ray":
         if confidence is not None:
             _fail("--probs and --min-prob run with --engine local for now")

@@ -44,7 +44,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from .batch import (FORMATS, INPUT_FORMATS, PRETOKENIZED, Job, Report, location_name, location_size,
+from .batch import (FORMATS, INPUT_FORMATS, Job, Report, input_kind, location_name, location_size,
                     paragraph_boundaries, parse_files, plan, pretokenized_boundaries)
 from .corpus import conllu_boundaries
 
@@ -101,9 +101,9 @@ def plan_any(inputs: list, output_dir, fmt: str, input_format: str = "auto") -> 
         for path, relative in pairs:
             name = path.rsplit("/", 1)[-1]
             stem, suffix = os.path.splitext(name)
-            conllu = suffix == ".conllu" if input_format == "auto" else input_format == "conllu"
+            conllu, layout = input_kind(suffix, input_format)
             jobs.append(Job(fs.unstrip_protocol(path), _join(output_dir, *relative.split("/"), stem + FORMATS[fmt]),
-                            conllu, pretokenized=input_format if input_format in PRETOKENIZED else None))
+                            conllu, pretokenized=layout))
     targets = [str(j.target) for j in jobs]
     if len(set(targets)) != len(targets):
         raise ValueError("two inputs would write the same output: "
