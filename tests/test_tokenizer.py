@@ -147,6 +147,47 @@ def test_long_text_windows_agree_with_one_window():
     assert np.array_equal(whole, windows)
 
 
+def _combine(seed: int, value: int) -> int:
+    """hashing.combine in Python: the reference the kernel's keys are checked against."""
+    m = (1 << 64) - 1
+    x = seed ^ ((value + 0x9E3779B97F4A7C15 + (seed << 6) + (seed >> 2)) & m)
+    x ^= x >> 30
+    x = (x * 0xBF58476D1CE4E5B9) & m
+    x ^= x >> 27
+    x = (x * 0x94D049BB133111EB) & m
+    return x ^ (x >> 31)
+
+
+@pytest.mark.parametrize("length", [0, 1, 5, 7, 64, 150])
+def test_keys_are_the_templates_combined_values(length):
+    """Every key is its template's seed combined with the values at its parts' offsets (BOS /
+    EOS outside the text), at the text's edges, inside it (the kernel reads those rows at fixed
+    distances), and across its blocks of KEY_BLOCK characters; tag_many (blocks of keys summed
+    into emissions) gives score's tags."""
+    from arborist.strings import hash_string, hash_strings
+    from arborist.tokenizer.features import template_parts
+
+    templates = ("bias", "low-3", "low+3", "cp-1|cp", "prev|chunk|pos", "four+3", "cls-2|low|cls+2")
+    chain = CharacterChain(16, templates)
+    text = ("Mr. Smith said: don't!  Νέα αρχή, 12.5%. " * 4)[:length]
+    chars = make_example(text).chars
+    vals = chain.features.values(chars).tolist()
+    bos, eos = hash_string("<char-bos>"), hash_string("<char-eos>")
+    expected = np.zeros((length, len(templates)), dtype=np.uint64)
+    for j, (name, seed) in enumerate(zip(templates, hash_strings([f"char/{t}" for t in templates]))):
+        for t in range(length):
+            key = int(seed)
+            for column, offset in template_parts(name):
+                pos = t + offset
+                key = _combine(key, bos if pos < 0 else eos if pos >= length else vals[pos][column])
+            expected[t, j] = key
+    assert np.array_equal(chain.features.keys(chars), expected)
+    w = np.random.default_rng(length).normal(size=1 << 16)
+    starts = np.array([0, length], dtype=np.int64)
+    tags = chain.features.tag_many(chars, starts, w)
+    assert np.array_equal(tags, chain_argmax(chain.features.score(chars, w))[0] if length else np.zeros(0))
+
+
 def test_feature_values():
     chain = CharacterChain(16)
     text = "ab cd. ab"

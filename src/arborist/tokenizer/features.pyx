@@ -325,30 +325,52 @@ cdef void _values(const uint64_t[:, ::1] chars, Py_ssize_t base, int n, uint64_t
         vals[t, C_CLS5] = (h << 4) | (vals[t + 2, C_CLS] if t + 2 < n else CLS_EOS)
 
 
-cdef void _keys(const uint64_t[:, ::1] vals, int n, const uint64_t[::1] seeds, const int[::1] n_parts,
-                const int[:, ::1] columns, const int[:, ::1] offsets, uint64_t[:, ::1] keys) noexcept nogil:
-    """keys[t, j]: template j's feature of character t, before conjunction with a tag."""
+# Characters whose keys are made, then summed into emissions, per kernel step: the keys of a
+# whole window (39 templates x 8 bytes a character) would leave the cache between the two.
+cdef int KEY_BLOCK = 64
+
+
+cdef void _keys(const uint64_t[:, ::1] vals, int n, int t0, int t1, const uint64_t[::1] seeds,
+                const int[::1] n_parts, const int[:, ::1] columns, const int[:, ::1] offsets,
+                const int[:, ::1] deltas, int reach, uint64_t[:, ::1] keys) noexcept nogil:
+    """keys[t - t0, j]: template j's feature of character t, for t0 <= t < t1 of a text of n
+    characters, before conjunction with a tag. A part (column, offset) reads vals[t + offset,
+    column], BOS / EOS outside the text; deltas[j, m] = offset * V + column of part m of
+    template j, and reach the largest |offset|: a row at least reach characters from both
+    ends reads its parts at fixed distances, without the BOS / EOS tests (13% of the
+    kernel's time)."""
     cdef int t, j, m, pos, J = keys.shape[1], V = vals.shape[1], P = columns.shape[1]
     cdef uint64_t key
     cdef const uint64_t* vp = &vals[0, 0]
+    cdef const uint64_t* row
     cdef const int* cols = &columns[0, 0]
     cdef const int* offs = &offsets[0, 0]
+    cdef const int* dp = &deltas[0, 0]
     cdef const int* parts = &n_parts[0]
     cdef uint64_t* out
-    for t in range(n):
-        out = &keys[t, 0]
-        for j in range(J):
-            key = seeds[j]
-            for m in range(parts[j]):
-                pos = t + offs[j * P + m]
-                key = combine(key, BOS if pos < 0 else EOS if pos >= n else vp[<Py_ssize_t>pos * V + cols[j * P + m]])
-            out[j] = key
+    for t in range(t0, t1):
+        out = &keys[t - t0, 0]
+        if t >= reach and t + reach < n:
+            row = vp + <Py_ssize_t>t * V
+            for j in range(J):
+                key = seeds[j]
+                for m in range(parts[j]):
+                    key = combine(key, row[dp[j * P + m]])
+                out[j] = key
+        else:
+            for j in range(J):
+                key = seeds[j]
+                for m in range(parts[j]):
+                    pos = t + offs[j * P + m]
+                    key = combine(key, BOS if pos < 0 else EOS if pos >= n else vp[<Py_ssize_t>pos * V + cols[j * P + m]])
+                out[j] = key
 
 
 cdef void _emissions(const uint64_t[:, ::1] keys, int n, int K, uint64_t mask, const double* w,
-                     double[:, ::1] E) noexcept nogil:
-    """E[t, c] = sum over templates j of w[(keys[t, j] + c) & mask], each row's weights
-    prefetched while the previous row is summed (the reads are cache misses; this overlaps them)."""
+                     double* E) noexcept nogil:
+    """E[t * K + c] = sum over templates j of w[(keys[t, j] + c) & mask], t < n, each row's
+    weights prefetched while the previous row is summed (the reads are cache misses; this
+    overlaps them)."""
     cdef int t, j, c, J = keys.shape[1]
     cdef const uint64_t* row
     cdef const double* block
@@ -364,7 +386,7 @@ cdef void _emissions(const uint64_t[:, ::1] keys, int n, int K, uint64_t mask, c
             for j in range(J):
                 prefetch(w, row[j] & mask)
         row = &keys[t, 0]
-        out = &E[t, 0]
+        out = E + <Py_ssize_t>t * K
         if K == 4:
             # The tokenizer's tag set: the block's four weights summed in registers.
             e0 = e1 = e2 = e3 = 0.0
@@ -407,7 +429,8 @@ cdef class CharFeatures:
 
     cdef readonly int bits, n_tags
     cdef readonly tuple templates
-    cdef object seeds, n_parts, part_columns, part_offsets, bigram_keys
+    cdef object seeds, n_parts, part_columns, part_offsets, part_deltas, bigram_keys
+    cdef int reach  # the largest |offset| of a template's part
     cdef readonly object vocab_table  # uint64 open-addressing table of known-token hashes (token_table)
 
     def __init__(self, int n_tags, int bits=22, templates=DEFAULT_TEMPLATES):
@@ -428,6 +451,8 @@ cdef class CharFeatures:
             self.n_parts[j] = len(parts)
             for m, (column, offset) in enumerate(parts):
                 self.part_columns[j, m], self.part_offsets[j, m] = column, offset
+        self.part_deltas = self.part_offsets * N_VALUES + self.part_columns
+        self.reach = int(numpy.abs(self.part_offsets).max()) if J else 0
         self.seeds = hash_strings([f"char/{name}" for name in self.templates])
         cdef uint64_t seed = hash_string("char/bigram")
         bigram = numpy.empty((n_tags + 1, n_tags), dtype=numpy.uint64)
@@ -472,10 +497,10 @@ cdef class CharFeatures:
         cdef const uint64_t[:, ::1] vv = vals
         cdef const uint64_t[::1] seeds = self.seeds
         cdef const int[::1] n_parts = self.n_parts
-        cdef const int[:, ::1] columns = self.part_columns, offsets = self.part_offsets
+        cdef const int[:, ::1] columns = self.part_columns, offsets = self.part_offsets, deltas = self.part_deltas
         cdef uint64_t[:, ::1] kv = keys
         with nogil:
-            _keys(vv, <int>vv.shape[0], seeds, n_parts, columns, offsets, kv)
+            _keys(vv, <int>vv.shape[0], 0, <int>vv.shape[0], seeds, n_parts, columns, offsets, deltas, self.reach, kv)
         return keys
 
     def _check_weights(self, Py_ssize_t size):
@@ -496,7 +521,7 @@ cdef class CharFeatures:
         cdef double[:, ::1] E = numpy.empty((n, K)), B = numpy.empty((K + 1, K))
         cdef double[:, :, ::1] S = out
         with nogil:
-            _emissions(kv, n, K, mask, &w[0], E)
+            _emissions(kv, n, K, mask, &w[0], &E[0, 0])
             for p in range(K + 1):
                 for c in range(K):
                     B[p, c] = touch(bk[p, c], mask, &w[0], None, 0.0)
@@ -557,10 +582,11 @@ cdef class CharFeatures:
         cdef uint64_t mask = (<uint64_t>1 << self.bits) - 1
         cdef const uint64_t[:, ::1] cv = chars, bk = self.bigram_keys
         cdef uint64_t[:, ::1] vv = numpy.empty((size, N_VALUES), dtype=numpy.uint64)
-        cdef uint64_t[:, ::1] kv = numpy.empty((size, len(self.templates)), dtype=numpy.uint64)
+        cdef uint64_t[:, ::1] kv = numpy.empty((KEY_BLOCK, len(self.templates)), dtype=numpy.uint64)
         cdef const uint64_t[::1] seeds = self.seeds
         cdef const int[::1] n_parts = self.n_parts
-        cdef const int[:, ::1] columns = self.part_columns, offsets = self.part_offsets
+        cdef const int[:, ::1] columns = self.part_columns, offsets = self.part_offsets, deltas = self.part_deltas
+        cdef int reach = self.reach, t0, t1
         cdef double[:, ::1] E = numpy.empty((size, K)), B = numpy.empty((K + 1, K))
         cdef double[:, :, ::1] S = numpy.zeros((size, K + 1, K))
         cdef double[::1] terms = numpy.empty((K + 1) * (K + 1))
@@ -581,8 +607,12 @@ cdef class CharFeatures:
                 if n == 0:
                     continue
                 _values(cv, base, n, vv, &table[0], tmask)
-                _keys(vv, n, seeds, n_parts, columns, offsets, kv)
-                _emissions(kv, n, K, mask, &w[0], E)
+                t0 = 0
+                while t0 < n:
+                    t1 = t0 + KEY_BLOCK if t0 + KEY_BLOCK < n else n
+                    _keys(vv, n, t0, t1, seeds, n_parts, columns, offsets, deltas, reach, kv)
+                    _emissions(kv, t1 - t0, K, mask, &w[0], &E[t0, 0])
+                    t0 = t1
                 _fill_parts(n, K, E, B, S)
                 best = _forward1(S, n, K, True, alpha, bp, &terms[0], &last)
                 if best == -INFINITY:
