@@ -63,7 +63,8 @@ from . import chars as _chars
 from ..hashing cimport combine, mix64
 from ..weights cimport Weights, touch, prefetch
 from ..strings import hash_string, hash_strings
-from ..tagger.viterbi cimport _forward1, _backtrack1
+from ..tagger.viterbi cimport _backtrack1
+from ..semiring cimport Acc, acc_init, acc_add, acc_value
 
 INPUT_COLUMNS = ("cp", "low", "cls", "scr")
 VALUES = INPUT_COLUMNS + ("chunk", "pos", "rev", "prefix", "suffix", "prev", "bi", "tri", "four", "clsthree",
@@ -424,6 +425,30 @@ cdef void _fill_parts(int n, int K, const double[:, ::1] E, const double[:, ::1]
                 S[t, p, c] = E[t, c] + B[p, c]
 
 
+cdef double _viterbi(int n, int K, const double[:, ::1] E, const double[:, ::1] B, double[:, ::1] alpha,
+                     int[:, ::1] bp, int* last) noexcept nogil:
+    """`_fill_parts` then `viterbi._forward1` (max) in one pass, without the (n, K+1, K) parts:
+    each part's score E[t, c] + B[p, c] is formed where it is used, and reduced with the same
+    accumulator in the same order (first maximum, -inf skipped), so the same tags."""
+    cdef int t, p, c
+    cdef Acc acc
+    for c in range(K):
+        alpha[0, c] = E[0, c] + B[K, c]
+        bp[0, c] = K
+    for t in range(1, n):
+        for c in range(K):
+            acc_init(&acc)
+            for p in range(K):
+                acc_add(&acc, alpha[t - 1, p] + (E[t, c] + B[p, c]), p, True)
+            alpha[t, c] = acc_value(&acc, True)
+            bp[t, c] = acc.arg if acc.arg >= 0 else 0
+    acc_init(&acc)
+    for c in range(K):
+        acc_add(&acc, alpha[n - 1, c], c, True)
+    last[0] = acc.arg if acc.arg >= 0 else 0
+    return acc_value(&acc, True)
+
+
 cdef class CharFeatures:
     """Emission and transition features of an order-1 chain of K tags over characters."""
 
@@ -588,8 +613,6 @@ cdef class CharFeatures:
         cdef const int[:, ::1] columns = self.part_columns, offsets = self.part_offsets, deltas = self.part_deltas
         cdef int reach = self.reach, t0, t1
         cdef double[:, ::1] E = numpy.empty((size, K)), B = numpy.empty((K + 1, K))
-        cdef double[:, :, ::1] S = numpy.zeros((size, K + 1, K))
-        cdef double[::1] terms = numpy.empty((K + 1) * (K + 1))
         cdef double[:, ::1] alpha = numpy.empty((size, K))
         cdef int[:, ::1] bp = numpy.zeros((size, K), dtype=numpy.intc)
         cdef int[::1] tags = tags_arr
@@ -613,8 +636,7 @@ cdef class CharFeatures:
                     _keys(vv, n, t0, t1, seeds, n_parts, columns, offsets, deltas, reach, kv)
                     _emissions(kv, t1 - t0, K, mask, &w[0], &E[t0, 0])
                     t0 = t1
-                _fill_parts(n, K, E, B, S)
-                best = _forward1(S, n, K, True, alpha, bp, &terms[0], &last)
+                best = _viterbi(n, K, E, B, alpha, bp, &last)
                 if best == -INFINITY:
                     failed = <int>i
                     break
