@@ -158,35 +158,83 @@ def _combine(seed: int, value: int) -> int:
     return x ^ (x >> 31)
 
 
-@pytest.mark.parametrize("length", [0, 1, 5, 7, 64, 150])
-def test_keys_are_the_templates_combined_values(length):
+KEY_TEMPLATE_SETS = [
+    ("bias", "low-3", "low+3", "cp-1|cp", "prev|chunk|pos", "four+3", "cls-2|low|cls+2"),
+    ("low-5", "cp-2|cp-1"),            # reach from one side only
+    ("low+4", "bias"),
+    ("low-4|low+4|cls-1|cp+2|tri-3",),  # five parts
+    ("low", "cp"),                     # reach 0: every row reads at fixed distances
+    ("bias",),
+    (),
+]
+
+
+@pytest.mark.parametrize("templates", KEY_TEMPLATE_SETS)
+@pytest.mark.parametrize("design", ["start", "end"])
+def test_keys_are_the_templates_combined_values(templates, design):
     """Every key is its template's seed combined with the values at its parts' offsets (BOS /
     EOS outside the text), at the text's edges, inside it (the kernel reads those rows at fixed
     distances), and across its blocks of KEY_BLOCK characters; tag_many (blocks of keys summed
-    into emissions) gives score's tags."""
+    into emissions, then Viterbi over emissions and bigrams) gives score's tags, ties included,
+    for 4 tags (design "start") and 5 ("end")."""
     from arborist.strings import hash_string, hash_strings
     from arborist.tokenizer.features import template_parts
 
-    templates = ("bias", "low-3", "low+3", "cp-1|cp", "prev|chunk|pos", "four+3", "cls-2|low|cls+2")
-    chain = CharacterChain(16, templates)
-    text = ("Mr. Smith said: don't!  Νέα αρχή, 12.5%. " * 4)[:length]
-    chars = make_example(text).chars
-    vals = chain.features.values(chars).tolist()
+    chain = CharacterChain(16, templates, None, design)
     bos, eos = hash_string("<char-bos>"), hash_string("<char-eos>")
-    expected = np.zeros((length, len(templates)), dtype=np.uint64)
-    for j, (name, seed) in enumerate(zip(templates, hash_strings([f"char/{t}" for t in templates]))):
-        for t in range(length):
-            key = int(seed)
-            for column, offset in template_parts(name):
-                pos = t + offset
-                key = _combine(key, bos if pos < 0 else eos if pos >= length else vals[pos][column])
-            expected[t, j] = key
-    assert np.array_equal(chain.features.keys(chars), expected)
-    w = np.random.default_rng(length).normal(size=1 << 16)
-    starts = np.array([0, length], dtype=np.int64)
-    for weights in (w, np.zeros(1 << 16), np.round(w)):  # ties: the first maximum wins, as in chain_argmax
-        tags = chain.features.tag_many(chars, starts, weights)
-        assert np.array_equal(tags, chain_argmax(chain.features.score(chars, weights))[0] if length else np.zeros(0))
+    seeds = [int(x) for x in hash_strings([f"char/{t}" for t in templates])] if templates else []
+    for length in (0, 1, 5, 6, 7, 63, 64, 65, 128, 129, 150):
+        text = ("Mr. Smith said: don't!  Νέα αρχή, 12.5%. " * 4)[:length]
+        chars = make_example(text).chars
+        vals = chain.features.values(chars).tolist()
+        expected = np.zeros((length, len(templates)), dtype=np.uint64)
+        for j, (name, seed) in enumerate(zip(templates, seeds)):
+            for t in range(length):
+                key = seed
+                for column, offset in template_parts(name):
+                    pos = t + offset
+                    key = _combine(key, bos if pos < 0 else eos if pos >= length else vals[pos][column])
+                expected[t, j] = key
+        assert np.array_equal(chain.features.keys(chars), expected), (templates, length)
+        w = np.random.default_rng(length).normal(size=1 << 16)
+        starts = np.array([0, length], dtype=np.int64)
+        for weights in (w, np.zeros(1 << 16), np.round(w)):  # ties: the first maximum wins, as in chain_argmax
+            tags = chain.features.tag_many(chars, starts, weights)
+            one = chain_argmax(chain.features.score(chars, weights))[0] if length else np.zeros(0)
+            assert np.array_equal(tags, one), (templates, length)
+
+
+@pytest.mark.parametrize("design", ["start", "end"])
+def test_tag_many_batch_of_mixed_lengths(design):
+    """One tag_many call over texts of mixed lengths (the kernel reuses its buffers from one
+    text to the next) gives each text the tags of scoring it alone."""
+    chain = CharacterChain(16, None, None, design)
+    base = "Dr. Νέα αρχή: 12,5% — don't stop!  Then \ta new line.\n" * 4
+    texts = [base[:n] for n in (150, 0, 1, 64, 65, 6, 129, 3)]
+    starts = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum([len(t) for t in texts], out=starts[1:])
+    w = np.random.default_rng(3).normal(size=1 << 16)
+    batch = chain.features.tag_many(char_values(np.concatenate([code_points(t) for t in texts])), starts, w)
+    for i, text in enumerate(texts):
+        one = chain_argmax(chain.features.score(make_example(text).chars, w))[0] if text else np.zeros(0)
+        assert np.array_equal(batch[starts[i]:starts[i + 1]], one), len(text)
+
+
+def test_offsets_are_bounded_and_infinite_weights_refused():
+    from arborist.tokenizer.features import MAX_OFFSET, template_parts
+
+    assert template_parts(f"low-{MAX_OFFSET}|low+{MAX_OFFSET}") == ((1, -MAX_OFFSET), (1, MAX_OFFSET))
+    with pytest.raises(ValueError, match="beyond"):
+        CharacterChain(16, (f"low+{MAX_OFFSET + 1}",))
+    with pytest.raises(ValueError, match="beyond"):
+        template_parts("low-2147483648")
+    chain = CharacterChain(16)
+    chars = make_example("a b").chars
+    for bad in (np.inf, -np.inf, np.nan):
+        w = np.zeros(1 << 16)
+        w[::3] = bad
+        with pytest.raises(ValueError, match="finite score"):
+            chain.features.tag_many(chars, np.array([0, 3], dtype=np.int64), w)
 
 
 def test_feature_values():

@@ -80,6 +80,10 @@ cdef int C_MAX_KNOWN = 16  # longest known token looked for (characters)
 cdef uint64_t CLS_SPACE = 0, CLS_NEWLINE = 9
 
 MAX_PARTS = 5
+# The largest |offset| of a template's part. CONTEXT's 8 characters beyond the chunks cover an
+# offset of 5 plus the 3 characters a 4-gram reaches back, so windows stay exact; the kernel's
+# offsets also stay far from int32 overflow.
+MAX_OFFSET = 5
 cdef int C_MAX_CHUNK = 40, C_MAX_AFFIX = 20, C_MAX_POS = 8
 MAX_CHUNK, MAX_AFFIX, MAX_POS = C_MAX_CHUNK, C_MAX_AFFIX, C_MAX_POS
 CONTEXT = 3 * MAX_CHUNK + 8  # characters of margin that make a window's features exact
@@ -147,7 +151,11 @@ def template_parts(str name):
         match = re.fullmatch(r"([a-z]+?)([+-][0-9]+)?", piece)
         if match is None or match.group(1) not in VALUES:
             raise ValueError(f"character template {name!r}: {piece!r} is not one of {VALUES} with an optional offset")
-        parts.append((VALUES.index(match.group(1)), int(match.group(2) or 0)))
+        offset = int(match.group(2) or 0)
+        if abs(offset) > MAX_OFFSET:
+            raise ValueError(f"character template {name!r}: offset {offset} is beyond ±{MAX_OFFSET} "
+                             "(windows of a long text keep exact features only that far)")
+        parts.append((VALUES.index(match.group(1)), offset))
     if len(parts) > MAX_PARTS:
         raise ValueError(f"character template {name!r} conjoins more than {MAX_PARTS} values")
     return tuple(parts)
@@ -637,7 +645,7 @@ cdef class CharFeatures:
                     _emissions(kv, t1 - t0, K, mask, &w[0], &E[t0, 0])
                     t0 = t1
                 best = _viterbi(n, K, E, B, alpha, bp, &last)
-                if best == -INFINITY:
+                if best == -INFINITY or best == INFINITY or best != best:
                     failed = <int>i
                     break
                 _backtrack1(n, last, bp, tags[base:base + n])
