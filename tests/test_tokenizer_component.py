@@ -114,6 +114,45 @@ def test_parse_standard_input_with_the_model_s_tokenizer(run, tmp_path):
     assert result.stdout_bytes.decode("utf-8") == expected.replace("# newdoc id = t.txt\n", "# newdoc\n", 1)
 
 
+CONTROL_TEXT = "Hello\x01world is\x7fhere.\x1b[31m Red\x9ftext\x85 ends.\n\x01\x02\nThe baker\x1b ate."
+
+
+@pytest.mark.parametrize("tokenizer", ["model", "spacy"])
+def test_control_characters_never_reach_the_output(run, tiny_model, tmp_path, tokenizer):
+    """Control characters in raw text (an escape sequence, a stray \\x01) are read as spaces by
+    `arborist parse`, with the model's tokenizer and with spaCy's: no FORM and no `# text`
+    holds one, arborist reads its own output back, and a line of them alone is a blank line."""
+    import re
+
+    model = run / "run" if tokenizer == "model" else tiny_model
+    (tmp_path / "c.txt").write_text(CONTROL_TEXT, encoding="utf-8")
+    result = CliRunner().invoke(app, ["parse", str(model), str(tmp_path / "c.txt"), "-d", str(tmp_path / "out"),
+                                      "--no-progress"])
+    assert result.exit_code == 0, result.output
+    output = (tmp_path / "out" / "c.conllu").read_text(encoding="utf-8")
+    assert not re.search("[\x00-\x08\x0a-\x1f\x7f-\x9f]", output.replace("\n", ""))
+    read_corpus(tmp_path / "out" / "c.conllu", require_heads=True)
+    forms = [line.split("\t")[1] for line in output.splitlines() if line and not line.startswith("#")]
+    assert {"Hello", "world", "Red", "baker"} <= set(forms)
+    assert output.count("# newpar") == 2
+
+
+def test_control_characters_are_not_tokens_in_python(run):
+    """From Python too (`Pipeline.tokenize`, the spaCy tokenizer): the model's tokenizer never
+    puts a control character in a token, and the tokens' offsets still index the text."""
+    from arborist.batch import spacy_pipeline
+
+    pipeline = load(run / "run")
+    (doc, _), = pipeline.tokenize([CONTROL_TEXT])
+    tokens = [t for s in doc.sentences for t in s.tokens]
+    assert all(t.form.isprintable() for t in tokens) and {"Hello", "world", "Red", "text"} <= {t.form for t in tokens}
+    assert all(CONTROL_TEXT[t.start:t.end] == t.form for t in tokens)
+    assert all(t.text.isprintable() for t in spacy_pipeline(pipeline)(CONTROL_TEXT) if not t.is_space)
+    # a sentence's text may hold them between its tokens: its `# text` comment does not
+    from arborist.batch import comment_text
+    assert comment_text("a\x01b\t c\x1b[0m\x85 d\n") == "a b c [0m d"
+
+
 @pytest.mark.skipif(not (TOOLS / "conll18_ud_eval.py").exists(), reason="needs ../shared/tools")
 def test_evaluate_raw_text_equals_the_official_scorer(run, tmp_path):
     """`arborist evaluate --raw-text` parses the gold file's own text and gives the official

@@ -237,7 +237,9 @@ def _paragraphs(path, start: int, end: int | None, line: int) -> Iterator[tuple[
     for text, read, number, ends_line in _text_lines(path, start, end, line):
         nbytes += read
         following = number + ends_line
-        stripped = text.strip()
+        # Control characters (an escape sequence, a stray \x01) are not text: read as spaces, so
+        # that no tokenizer puts them in a FORM (never in CoNLL-U); offsets do not move.
+        stripped = _CONTROL.sub(" ", text).strip()
         if not stripped and ends_line:
             if lines:
                 yield " ".join(lines), nbytes, following, True
@@ -294,6 +296,12 @@ def _text_lines(path, start: int, end: int | None, line: int) -> Iterator[tuple[
 
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode's control characters (Cc): never in CoNLL-U
+
+
+def comment_text(text: str) -> str:
+    """A sentence's text for its `# text` comment: one line, runs of whitespace and control
+    characters one space."""
+    return " ".join(_CONTROL.sub(" ", text).split())
 _TOKEN_SPACE = re.compile("[\u00a0\u2028\u2029]")  # a space inside a token (UDPipe's U+00A0); line breaks too
 _SEPARATORS = re.compile("[ \t]+")  # what separates horizontal tokens, as in UDPipe
 
@@ -553,7 +561,7 @@ def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
             out.append("# newpar\n")
         if paragraph is not None:
             out.append(f"# sent_id = {paragraph}.{k}\n")
-        out.append(f"# text = {' '.join(sent.text.split())}\n")
+        out.append(f"# text = {comment_text(sent.text)}\n")
         inside_until = 0  # the last word of the multiword token being written: its words get no SpaceAfter
         for j, t in enumerate(words, start=1):
             mwt = t._.arborist_mwt if t.has_extension("arborist_mwt") else None
@@ -603,7 +611,7 @@ def tokenized_conllu(sentence, parsed, paragraph: int, k: int, newdoc: str | Non
         out.append(newdoc_comment(newdoc))
     if k == 1:
         out.append("# newpar\n")
-    out.append(f"# sent_id = {paragraph}.{k}\n# text = {' '.join(sentence.text.split())}\n")
+    out.append(f"# sent_id = {paragraph}.{k}\n# text = {comment_text(sentence.text)}\n")
     columns = parsed.columns
     n = sum(len(t.word_forms) for t in sentence.tokens)
     missing = ["_"] * n

@@ -388,7 +388,9 @@ def train_tokenizer(paths, epochs: int = 40, hash_bits: int = 20, window_sentenc
 
 # -- CoNLL-U output -----------------------------------------------------------------
 
-_LINE_BREAKS = re.compile(r"[\t\n\r]")
+# tabs, line breaks and the other control characters: a space in a CoNLL-U line (tokens
+# never hold control characters, `decode_spans`; a sentence's text may, between its tokens)
+_LINE_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def conllu_lines(docs: Sequence[Document], doc_prefix: str = "doc") -> Iterable[str]:

@@ -660,6 +660,11 @@ cdef inline bint _inner_space(uint32_t cp) noexcept nogil:
     return cp == 0x20 or cp == 0xA0 or cp == 0x2009 or cp == 0x202F
 
 
+cdef inline bint _control(uint32_t cp) noexcept nogil:
+    # Unicode's control characters (Cc): not text, so never in a token (CoNLL-U has none)
+    return cp < 0x20 or (0x7F <= cp and cp <= 0x9F)
+
+
 cdef inline int _role(int8_t tg, int design) noexcept nogil:
     """0 outside a token, 1 a token's first character, 2 a later character. Tags: design 0
     (sentence starts) O B I S = 0 1 2 3; design 1 (sentence ends) O B I E F = 0 1 2 3 4,
@@ -691,7 +696,8 @@ def decode_spans(const uint32_t[::1] cps, const uint8_t[::1] cls, const int8_t[:
     and text i's tokens first_token[i]..first_token[i+1]-1.
 
     Whatever the tags, the output is valid for the scorer: every non-space character is in a
-    token (a non-space O continues the token before it, or starts one); whitespace never
+    token (a non-space O continues the token before it, or starts one); control characters
+    count as whitespace (they are not text: no token holds one); whitespace never
     starts or ends a token, and only an inner space between two characters tagged inside stays
     inside one; a sentence start (or end) tagged on whitespace makes the next token start a
     sentence, as does a sentence end anywhere in a token; a text's first token starts a
@@ -724,13 +730,13 @@ def decode_spans(const uint32_t[::1] cps, const uint8_t[::1] cls, const int8_t[:
             for i in range(p0, p1):
                 tg = tags[i]
                 role = _role(tg, design)
-                ws = cls[i] == CLS_SPACE or cls[i] == CLS_NEWLINE
+                ws = cls[i] == CLS_SPACE or cls[i] == CLS_NEWLINE or _control(cps[i])
                 if ws:
                     if _starts_sentence(tg, design) or _ends_sentence(tg, design):
                         pending = True
                     if (in_token and role == 2 and _inner_space(cps[i]) and i + 1 < p1
                             and _role(tags[i + 1], design) == 2
-                            and cls[i + 1] != CLS_SPACE and cls[i + 1] != CLS_NEWLINE):
+                            and cls[i + 1] != CLS_SPACE and cls[i + 1] != CLS_NEWLINE and not _control(cps[i + 1])):
                         continue
                     if in_token:
                         te[k - 1] = i
