@@ -21,16 +21,23 @@ pytestmark = pytest.mark.skipif(
     reason="needs fork and Linux process semantics")
 
 
-def test_killed_parent_leaves_no_worker_traceback(tiny_model, tmp_path):
-    # Far more input than is parsed before the kill: the workers always have chunks queued.
+def _parse_big_input(model, tmp_path) -> tuple[subprocess.Popen, Path]:
+    """`arborist parse -n 2` of far more input than is parsed before a kill (the workers always
+    have chunks queued), in its own session; (process, output directory)."""
     source = tmp_path / "big.conllu"
     source.write_bytes(SAMPLE_DEV.read_bytes() * 2000)  # ~480,000 words
     out_dir = tmp_path / "out"
     env = {**os.environ, "WANDB_MODE": "disabled"}
     process = subprocess.Popen(
-        [sys.executable, "-c", "from arborist.cli import app; app()", "parse", str(tiny_model), str(source),
+        [sys.executable, "-c", "from arborist.cli import app; app()", "parse", str(model), str(source),
          "--output-dir", str(out_dir), "--n-process", "2", "--no-progress"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=REPO, start_new_session=True)
+    return process, out_dir
+
+
+def test_killed_parent_leaves_no_worker_traceback(tiny_model, tmp_path):
+    process, out_dir = _parse_big_input(tiny_model, tmp_path)
+
     def written() -> bool:
         return any(p.stat().st_size for p in out_dir.glob(".big.conllu.tmp*")) if out_dir.is_dir() else False
 
@@ -57,3 +64,89 @@ def test_killed_parent_leaves_no_worker_traceback(tiny_model, tmp_path):
     assert process.returncode == -signal.SIGKILL
     assert "Traceback" not in text and "BrokenPipeError" not in text, text
     assert not (out_dir / "big.conllu").exists()  # only the killed run's temporary file
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (from /proc)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
+def test_a_worker_killed_mid_run_stops_the_run_with_an_error(tiny_model, tmp_path):
+    """A worker killed during `arborist parse -n 2` (the kernel's out-of-memory killer does
+    this) loses the chunk it held, and Pool never says so: the run used to wait for it for
+    ever. Now it stops within seconds with status 1 and a message, and leaves no half file."""
+    process, out_dir = _parse_big_input(tiny_model, tmp_path)
+    finished = False
+    try:
+        deadline = time.monotonic() + 120
+        while not (out_dir.is_dir() and any(p.stat().st_size for p in out_dir.glob(".big.conllu.tmp*"))):
+            assert process.poll() is None, "parse ended before a worker could be killed: " + process.stderr.read().decode()
+            assert time.monotonic() < deadline, "no output after 120 s"
+            time.sleep(0.05)
+        workers = _children(process.pid)
+        assert len(workers) >= 2, workers
+        os.kill(workers[0], signal.SIGKILL)
+        _, err = process.communicate(timeout=60)
+        finished = True
+    finally:
+        if not finished:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    text = err.decode("utf-8", "replace")
+    assert process.returncode == 1, text
+    assert "a worker process died during the run, killed by SIGKILL" in text and "Traceback" not in text, text
+    assert not list(out_dir.glob("*big.conllu*"))  # neither a final nor a temporary file
+
+
+ABANDON_SCRIPT = """
+import os, struct, sys, time
+import multiprocessing
+from arborist.batch import WorkerLost, _WorkerPool
+
+def die_mid_result():
+    # Write the start of a result message on the pool's result pipe, then die: what a worker
+    # killed while sending a large result leaves behind.
+    frame = sys._getframe()
+    while 'outqueue' not in frame.f_locals:
+        frame = frame.f_back
+    os.write(frame.f_locals['outqueue']._writer.fileno(), struct.pack('!i', 1 << 20) + b'partial')
+    os._exit(1)
+
+pool = _WorkerPool(2, context=multiprocessing.get_context('fork'))
+pool.apply_async(die_mid_result)
+deadline = time.monotonic() + 30
+while True:
+    try:
+        pool.check_workers()
+    except WorkerLost as e:
+        print('lost:', e, flush=True)
+        break
+    assert time.monotonic() < deadline, 'no worker death seen'
+    time.sleep(0.05)
+pool.abandon()
+print('abandoned', flush=True)
+"""
+
+
+def test_abandon_does_not_wait_on_a_half_sent_result(tmp_path):
+    """`_WorkerPool.abandon` (the early-end path) returns, and the process exits, although a
+    dead worker left half a result in the result pipe, where Pool.terminate() waits for the
+    rest for ever; `check_workers` sees the death (exit status 1)."""
+    (tmp_path / "abandon.py").write_text(ABANDON_SCRIPT)
+    result = subprocess.run([sys.executable, str(tmp_path / "abandon.py")], capture_output=True, text=True,
+                            timeout=60, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert "lost: a worker process died during the run, exit status 1" in result.stdout
+    assert result.stdout.rstrip().endswith("abandoned")

@@ -243,7 +243,7 @@ def parse(
     and skipped. Exit status: 0 all parsed, 2 some failed, 1 all failed. --probs, --k-best
     and --min-prob add the model's calibrated probabilities (off by default: the output is
     then unchanged)."""
-    from .batch import FORMATS, INPUT_FORMATS, PRETOKENIZED, ConfidenceOptions, parse_files, plan
+    from .batch import FORMATS, INPUT_FORMATS, PRETOKENIZED, ConfidenceOptions, WorkerLost, parse_files, plan
     from .corpus import STDIN
     from .model import ModelError, load
 
@@ -315,6 +315,8 @@ def parse(
             raise typer.Exit(1)
         except OSError as e:  # the output side: a full disk (ENOSPC), a read-only filesystem (EROFS)
             _fail(_os_error(e, output_dir or "standard output"))
+        except WorkerLost as e:
+            _fail(str(e))
     else:
         _fail(f"--engine must be local or ray, got {engine!r}")
     speed = f", {report.words / report.seconds:,.0f} words/s" if report.seconds > 0 else ""
