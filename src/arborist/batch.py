@@ -296,14 +296,14 @@ def _text_lines(path, start: int, end: int | None, line: int) -> Iterator[tuple[
 
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode's control characters (Cc): never in CoNLL-U
+_TOKEN_SPACE = re.compile("[\u00a0\u2028\u2029]")  # a space inside a token (UDPipe's U+00A0); line breaks too
+_SEPARATORS = re.compile("[ \t]+")  # what separates horizontal tokens, as in UDPipe
 
 
 def comment_text(text: str) -> str:
     """A sentence's text for its `# text` comment: one line, runs of whitespace and control
     characters one space."""
     return " ".join(_CONTROL.sub(" ", text).split())
-_TOKEN_SPACE = re.compile("[\u00a0\u2028\u2029]")  # a space inside a token (UDPipe's U+00A0); line breaks too
-_SEPARATORS = re.compile("[ \t]+")  # what separates horizontal tokens, as in UDPipe
 
 
 def read_pretokenized(path, layout: str, first: int = 1, newdoc: str | None = None, start: int = 0,
