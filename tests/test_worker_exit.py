@@ -150,3 +150,36 @@ def test_abandon_does_not_wait_on_a_half_sent_result(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "lost: a worker process died during the run, exit status 1" in result.stdout
     assert result.stdout.rstrip().endswith("abandoned")
+
+
+AFTER_LAST_RESULT_SCRIPT = """
+import os, signal, sys, time
+import arborist.batch as batch
+from arborist.cli import app
+
+run = batch._run
+
+def run_then_kill_the_workers(jobs, fmt, lang, pool, *args):
+    run(jobs, fmt, lang, pool, *args)
+    # Every result is in; the idle workers wait for tasks, one of them holding the task
+    # pipe's read lock. They die (the out-of-memory killer picks one, here all of them).
+    for p in pool._pool:
+        os.kill(p.pid, signal.SIGKILL)
+    time.sleep(0.5)
+
+batch._run = run_then_kill_the_workers
+app(sys.argv[1:])
+"""
+
+
+def test_workers_dead_after_the_last_result_do_not_hang_the_end(tiny_model, tmp_path):
+    """Workers that die once every result is in (idle, one holding the task pipe's read lock)
+    must not hang the end of the run: Pool.terminate() waits for that lock for ever. The run's
+    outputs are complete, so it succeeds."""
+    (tmp_path / "run.py").write_text(AFTER_LAST_RESULT_SCRIPT)
+    result = subprocess.run([sys.executable, str(tmp_path / "run.py"), "parse", str(tiny_model), str(SAMPLE_DEV),
+                             "--output-dir", str(tmp_path / "out"), "--n-process", "2", "--no-progress"],
+                            capture_output=True, text=True, timeout=120, cwd=REPO,
+                            env={**os.environ, "WANDB_MODE": "disabled"})
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out" / "sample-dev.conllu").read_bytes().count(b"\n\n") == SAMPLE_DEV.read_bytes().count(b"\n\n")

@@ -926,16 +926,23 @@ class _WorkerPool(multiprocessing.pool.Pool):
         super().__init__(*args, **kwargs)
         self._seen = {p.pid: p for p in self._pool}  # every worker of the run, by pid
 
-    def check_workers(self) -> None:
-        """Raise WorkerLost if a worker of this pool has exited: during a run none exits on
-        its own (no maxtasksperchild). The pool's handler thread replaces a dead worker within
-        0.1 s; the workers seen at the start and at each check are remembered, so a death is
-        seen whichever happens first."""
+    def dead_worker(self) -> int | None:
+        """The exit code of a worker of this pool that has exited, or None: during a run none
+        exits on its own (no maxtasksperchild). The pool's handler thread replaces a dead
+        worker within 0.1 s; the workers seen at the start and at each call are remembered, so
+        a death is seen whichever happens first."""
         for p in list(self._pool):
             self._seen.setdefault(p.pid, p)
         for p in self._seen.values():
             if p.exitcode is not None:
-                raise WorkerLost(p.exitcode)
+                return p.exitcode
+        return None
+
+    def check_workers(self) -> None:
+        """Raise WorkerLost if a worker has died (`dead_worker`)."""
+        code = self.dead_worker()
+        if code is not None:
+            raise WorkerLost(code)
 
     def abandon(self) -> None:
         """Stop the pool of a run that ends early (Ctrl-C, `| head`, an error, a dead worker)
@@ -1109,7 +1116,10 @@ def parse_files(pipeline: Pipeline, jobs: list[Job], fmt: str = "conllu", *, mod
     finally:
         bar.close()
         if pool is not None:
-            if finished:  # every result is in: no worker is writing one
+            # terminate() once every result is in, so that no worker is writing one, and unless a
+            # worker died: an idle one dies holding the task pipe's read lock, which terminate()
+            # waits for (abandon() leaves the pool's threads behind: kept for early ends).
+            if finished and pool.dead_worker() is None:
                 pool.terminate()
                 pool.join()
             else:
