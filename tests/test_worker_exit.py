@@ -183,3 +183,12 @@ def test_workers_dead_after_the_last_result_do_not_hang_the_end(tiny_model, tmp_
                             env={**os.environ, "WANDB_MODE": "disabled"})
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "out" / "sample-dev.conllu").read_bytes().count(b"\n\n") == SAMPLE_DEV.read_bytes().count(b"\n\n")
+
+
+def test_worker_lost_says_how_the_worker_died():
+    from arborist.batch import WorkerLost
+
+    assert "killed by SIGKILL (out of memory?)" in str(WorkerLost(-signal.SIGKILL))
+    assert "killed by SIGTERM:" in str(WorkerLost(-signal.SIGTERM))
+    assert "killed by signal 40:" in str(WorkerLost(-40))  # a real-time signal has no name
+    assert "exit status 3:" in str(WorkerLost(3))

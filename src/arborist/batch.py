@@ -239,7 +239,7 @@ def _paragraphs(path, start: int, end: int | None, line: int) -> Iterator[tuple[
         following = number + ends_line
         # Control characters (an escape sequence, a stray \x01) are not text: read as spaces, so
         # that no tokenizer puts them in a FORM (never in CoNLL-U); offsets do not move.
-        stripped = _CONTROL.sub(" ", text).strip()
+        stripped = _NONSPACE_CONTROL.sub(" ", text).strip()
         if not stripped and ends_line:
             if lines:
                 yield " ".join(lines), nbytes, following, True
@@ -296,6 +296,9 @@ def _text_lines(path, start: int, end: int | None, line: int) -> Iterator[tuple[
 
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode's control characters (Cc): never in CoNLL-U
+# those that are not whitespace (TAB, line breaks, U+001C-1F and U+0085 are: spaCy and str.split
+# treat them as such already)
+_NONSPACE_CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
 _TOKEN_SPACE = re.compile("[\u00a0\u2028\u2029]")  # a space inside a token (UDPipe's U+00A0); line breaks too
 _SEPARATORS = re.compile("[ \t]+")  # what separates horizontal tokens, as in UDPipe
 
@@ -910,11 +913,16 @@ class WorkerLost(RuntimeError):
     out-of-memory killer, a signal): the chunk it held is lost, so the run stops."""
 
     def __init__(self, exitcode: int):
-        how = f"killed by {signal.Signals(-exitcode).name}" if exitcode < 0 else f"exit status {exitcode}"
+        if exitcode < 0:
+            try:
+                how = f"killed by {signal.Signals(-exitcode).name}"
+            except ValueError:  # a real-time signal has no name
+                how = f"killed by signal {-exitcode}"
+        else:
+            how = f"exit status {exitcode}"
         hint = " (out of memory?)" if exitcode == -signal.SIGKILL else ""
-        super().__init__(f"a worker process died during the run, {how}{hint}: the run stopped. Outputs "
-                         "written so far are complete; run the command again to parse the rest (they are "
-                         "skipped)")
+        super().__init__(f"a worker process died during the run, {how}{hint}: the run stopped. Files already "
+                         "written to the output directory are complete, and a new run skips them")
 
 
 class _WorkerPool(multiprocessing.pool.Pool):
@@ -922,18 +930,15 @@ class _WorkerPool(multiprocessing.pool.Pool):
     notices a worker that dies: Pool replaces it but never gives back the chunk it held, so
     the run would wait for that chunk for ever (`check_workers`)."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._seen = {p.pid: p for p in self._pool}  # every worker of the run, by pid
+    def __init__(self, processes=None, initializer=None, initargs=(), context=None):
+        # no maxtasksperchild: a worker that exits has died (`dead_worker`)
+        self._created: list = []  # every worker of the pool, replacements too (`Process`)
+        super().__init__(processes, initializer, initargs, context=context)
 
     def dead_worker(self) -> int | None:
-        """The exit code of a worker of this pool that has exited, or None: during a run none
-        exits on its own (no maxtasksperchild). The pool's handler thread replaces a dead
-        worker within 0.1 s; the workers seen at the start and at each call are remembered, so
-        a death is seen whichever happens first."""
-        for p in list(self._pool):
-            self._seen.setdefault(p.pid, p)
-        for p in self._seen.values():
+        """The exit code of a worker of this pool that has exited, or None. The pool replaces
+        a dead worker at once, but every worker it ever made is remembered (`Process`)."""
+        for p in self._created:
             if p.exitcode is not None:
                 return p.exitcode
         return None
@@ -961,12 +966,20 @@ class _WorkerPool(multiprocessing.pool.Pool):
                 p.kill()
         for p in self._pool:
             p.join()
+        # No process but this one holds the pipes' other ends now: closing ours ends the
+        # handler threads (a write to the task pipe fails, the result pipe reads EOF), so a
+        # long-lived program does not keep them and their descriptors.
+        self._inqueue._reader.close()
+        self._outqueue._writer.close()
 
-    @staticmethod
-    def Process(ctx, *args, **kwds):
+    def Process(self, ctx, *args, **kwds):
+        # A method, not Pool's staticmethod: `self.Process` is what the pool makes its workers
+        # with, at the start and as replacements, and each is remembered for `dead_worker`.
         if "target" in kwds:
             kwds["target"] = functools.partial(_quiet_worker, kwds["target"])
-        return ctx.Process(*args, **kwds)
+        process = ctx.Process(*args, **kwds)
+        self._created.append(process)
+        return process
 
     @staticmethod
     def _help_stuff_finish(inqueue, task_handler, size):
