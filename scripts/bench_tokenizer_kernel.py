@@ -24,21 +24,19 @@ import importlib.util
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_tokenizer import CORPORA, raw_text  # noqa: E402  (scripts/bench_tokenizer.py)
 
 from arborist.tokenizer import Tokenizer, train_tokenizer
 from arborist.tokenizer import features as current_module
 from arborist.tokenizer.chars import code_points
-
-CORPORA = "/work/shared/corpora/ud"
-TOOLS = "/work/shared/tools"
 
 
 def load_build(path: str):
@@ -49,16 +47,6 @@ def load_build(path: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def raw_text(treebank: str) -> str:
-    gold = os.path.join(CORPORA, treebank, f"{treebank}-ud-train.conllu")
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "train.txt")
-        subprocess.run([sys.executable, os.path.join(TOOLS, "ud_raw_text.py"), gold, out], check=True,
-                       stdout=subprocess.DEVNULL)
-        with open(out, encoding="utf-8") as f:
-            return f.read()
 
 
 def main() -> None:
@@ -72,17 +60,16 @@ def main() -> None:
     args = parser.parse_args()
 
     other = load_build(args.against)
-    if args.model:
-        tok = Tokenizer.load(args.model)
-    else:
-        tok = train_tokenizer(os.path.join(CORPORA, args.treebank, f"{args.treebank}-ud-train.conllu"))
+    train = os.path.join(CORPORA, args.treebank, f"{args.treebank}-ud-train.conllu")
+    tok = Tokenizer.load(args.model) if args.model else train_tokenizer(train)
     current = tok.chain.features
     features = {"current": current,
                 "against": other.CharFeatures(current.n_tags, current.bits, current.templates)}
     table = current.vocab_table
     features["against"].set_vocab(table if table.size > 1 else None)
 
-    text = raw_text(args.treebank)
+    with tempfile.TemporaryDirectory() as tmp:
+        text = raw_text(train, os.path.join(tmp, "train.txt"))
     pieces = [text[i:i + args.window] for i in range(0, len(text), args.window)]
     chars = np.concatenate([current_module.char_values(code_points(p)) for p in pieces])
     starts = np.zeros(len(pieces) + 1, dtype=np.int64)

@@ -239,7 +239,9 @@ def _paragraphs(path, start: int, end: int | None, line: int) -> Iterator[tuple[
         following = number + ends_line
         # Control characters (an escape sequence, a stray \x01) are not text: read as spaces, so
         # that no tokenizer puts them in a FORM (never in CoNLL-U); offsets do not move.
-        stripped = _NONSPACE_CONTROL.sub(" ", text).strip()
+        stripped = text.strip()
+        if not stripped.isprintable():  # (false for any control character, tabs too: rare)
+            stripped = _NONSPACE_CONTROL.sub(" ", stripped).strip()
         if not stripped and ends_line:
             if lines:
                 yield " ".join(lines), nbytes, following, True
