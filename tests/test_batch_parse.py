@@ -602,6 +602,21 @@ def test_pretokenized_input_errors(tiny_model, runner, tmp_path, layout):
 
 
 @pytest.mark.parametrize("layout", ["horizontal", "vertical"])
+def test_pretokenized_line_of_control_characters_is_blank(tmp_path, layout):
+    """A line of nothing but control characters (and spaces) is a blank line, as in raw text:
+    a new paragraph (horizontal) or the end of a sentence (vertical), where it was ignored."""
+    source = tmp_path / "in.txt"
+    text = "a b\n\x01 \x1b\x7f\nc d\n" if layout == "horizontal" else "a\nb\n\x01 \x1b\x7f\nc\nd\n"
+    source.write_text(text, encoding="utf-8")
+    sentences = [s for s, _ in batch.read_pretokenized(source, layout)]
+    assert [s.forms[1:] for s in sentences] == [["a", "b"], ["c", "d"]]
+    if layout == "horizontal":
+        assert ["# newpar\n" in s.lines for s in sentences] == [True, True]
+    # a place to cut after each line that ends a sentence (horizontal), at each blank line (vertical)
+    assert len(list(batch.pretokenized_boundaries(source, layout))) == (2 if layout == "horizontal" else 1)
+
+
+@pytest.mark.parametrize("layout", ["horizontal", "vertical"])
 def test_pretokenized_memory_is_bounded(tmp_path, monkeypatch, layout):
     """A line longer than the limit, with spaces or without, never becomes one sentence or one
     token longer than MAX_PARAGRAPH_CHARS, and no character but the spaces is lost."""

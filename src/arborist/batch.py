@@ -237,11 +237,7 @@ def _paragraphs(path, start: int, end: int | None, line: int) -> Iterator[tuple[
     for text, read, number, ends_line in _text_lines(path, start, end, line):
         nbytes += read
         following = number + ends_line
-        # Control characters (an escape sequence, a stray \x01) are not text: read as spaces, so
-        # that no tokenizer puts them in a FORM (never in CoNLL-U); offsets do not move.
-        stripped = text.strip()
-        if not stripped.isprintable():  # (false for any control character, tabs too: rare)
-            stripped = _NONSPACE_CONTROL.sub(" ", stripped).strip()
+        stripped = _visible(text)
         if not stripped and ends_line:
             if lines:
                 yield " ".join(lines), nbytes, following, True
@@ -303,6 +299,16 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode's control characters (C
 _NONSPACE_CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
 _TOKEN_SPACE = re.compile("[\u00a0\u2028\u2029]")  # a space inside a token (UDPipe's U+00A0); line breaks too
 _SEPARATORS = re.compile("[ \t]+")  # what separates horizontal tokens, as in UDPipe
+
+
+def _visible(text: str) -> str:
+    """`text` stripped, with its control characters read as spaces: they are not text (an
+    escape sequence, a stray \x01), so no tokenizer puts one in a FORM (never in CoNLL-U), and
+    a line of nothing else is a blank line, in raw and in pre-tokenized text."""
+    stripped = text.strip()
+    if not stripped.isprintable():  # (false for any control character, tabs too: rare)
+        stripped = _NONSPACE_CONTROL.sub(" ", stripped).strip()
+    return stripped
 
 
 def comment_text(text: str) -> str:
@@ -400,7 +406,7 @@ def _pretokenized(path, layout: str, first: int = 1, newdoc: str | None = None, 
         starts_line, at_line_start = at_line_start, ends_line
         if not tokens and not pending:
             start_line = number_of_line
-        blank = blank and not text.strip()
+        blank = blank and not _visible(text)
         if layout == "horizontal":
             body = text.rstrip("\r\n")
             if not build and starts_line and ends_line and not tokens and body.isprintable():
@@ -452,12 +458,12 @@ def _pretokenized(path, layout: str, first: int = 1, newdoc: str | None = None, 
         if ends_line:
             token, was_blank = pending.strip(), blank
             pending, after_tab, blank = "", False, True
-            if token:
-                yield from add([token])
-            elif was_blank:
+            if was_blank:  # (its token, if any, is only control characters)
                 if tokens:
                     yield sentence()
                 yield "cut", position, number_of_line + 1
+            elif token:
+                yield from add([token])
     if pending.strip():
         yield from add(_SEPARATORS.split(pending) if layout == "horizontal" else [pending])
     if tokens:
