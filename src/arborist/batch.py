@@ -406,10 +406,13 @@ def _pretokenized(path, layout: str, first: int = 1, newdoc: str | None = None, 
         starts_line, at_line_start = at_line_start, ends_line
         if not tokens and not pending:
             start_line = number_of_line
-        blank = blank and not _visible(text)
+        # (false for control characters, tabs and U+00A0; tested once, for both uses below)
+        printable = text.rstrip("\r\n").isprintable()
+        if blank:  # `not _visible(text)`, inline: this runs on every line of a counting pass
+            stripped = text.strip()
+            blank = not stripped or (not printable and not _NONSPACE_CONTROL.sub(" ", stripped).strip())
         if layout == "horizontal":
-            body = text.rstrip("\r\n")
-            if not build and starts_line and ends_line and not tokens and body.isprintable():
+            if not build and starts_line and ends_line and not tokens and printable:
                 # counting only, a line in one piece without tabs, control characters or U+00A0
                 # (the usual one): a sentence if it holds more than spaces, never cut for its size
                 if blank:
@@ -433,7 +436,7 @@ def _pretokenized(path, layout: str, first: int = 1, newdoc: str | None = None, 
                 yield sentence()
                 yield "cut", position, number_of_line + 1
             continue
-        if not build and starts_line and ends_line and text.rstrip("\r\n").isprintable():
+        if not build and starts_line and ends_line and printable:
             # counting only, a line in one piece without tabs, control characters or U+00A0:
             # its token is the line (shorter than the limit: never cut itself)
             token = text.strip()
