@@ -61,6 +61,7 @@ from .confidence import ARC, LOW, NO_MISC_CANDIDATES, format_prob, misc_items, m
 from .corpus import STDIN, CorpusError, StandardInput, format_sentence, merge_misc, read_conllu
 from .model import Pipeline
 from .sentence import Sentence
+from .tokenizer.chars import CONTROL
 
 FORMATS = {"conllu": ".conllu", "json": ".jsonl", "html": ".html"}
 INPUT_FORMATS = ("auto", "text", "conllu", "horizontal", "vertical")  # auto: a .conllu file is CoNLL-U, anything
@@ -293,7 +294,6 @@ def _text_lines(path, start: int, end: int | None, line: int) -> Iterator[tuple[
             raise InputError(f"{path}:{number}: invalid UTF-8 at the end of the file ({e.reason})") from None
 
 
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode's control characters (Cc): never in CoNLL-U
 # those that are not whitespace (TAB, line breaks, U+001C-1F and U+0085 are: spaCy and str.split
 # treat them as such already)
 _NONSPACE_CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
@@ -301,12 +301,14 @@ _TOKEN_SPACE = re.compile("[\u00a0\u2028\u2029]")  # a space inside a token (UDP
 _SEPARATORS = re.compile("[ \t]+")  # what separates horizontal tokens, as in UDPipe
 
 
-def _visible(text: str) -> str:
+def _visible(text: str, printable: bool | None = None) -> str:
     """`text` stripped, with its control characters read as spaces: they are not text (an
-    escape sequence, a stray \x01), so no tokenizer puts one in a FORM (never in CoNLL-U), and
-    a line of nothing else is a blank line, in raw and in pre-tokenized text."""
+    escape sequence, a stray U+0001), so no tokenizer puts one in a FORM (never in CoNLL-U), and
+    a line of nothing else is a blank line, in raw and in pre-tokenized text. `printable`:
+    whether the line without its line break is printable, when the caller has tested it."""
     stripped = text.strip()
-    if not stripped.isprintable():  # (false for any control character, tabs too: rare)
+    # (false for any control character, tabs too: rare)
+    if not (stripped.isprintable() if printable is None else printable):
         stripped = _NONSPACE_CONTROL.sub(" ", stripped).strip()
     return stripped
 
@@ -314,7 +316,7 @@ def _visible(text: str) -> str:
 def comment_text(text: str) -> str:
     """A sentence's text for its `# text` comment: one line, runs of whitespace and control
     characters one space."""
-    return " ".join(_CONTROL.sub(" ", text).split())
+    return " ".join(CONTROL.sub(" ", text).split())
 
 
 def read_pretokenized(path, layout: str, first: int = 1, newdoc: str | None = None, start: int = 0,
@@ -388,7 +390,7 @@ def _pretokenized(path, layout: str, first: int = 1, newdoc: str | None = None, 
         nonlocal size
         for word in words:
             if not word.isprintable():  # (false for control characters, U+00A0, U+2028/9)
-                word = _TOKEN_SPACE.sub(" ", _CONTROL.sub("", word)).strip()
+                word = _TOKEN_SPACE.sub(" ", CONTROL.sub("", word)).strip()
             for cut in range(0, len(word), MAX_PARAGRAPH_CHARS):
                 token = word[cut:cut + MAX_PARAGRAPH_CHARS].strip()
                 if not token:
@@ -408,9 +410,7 @@ def _pretokenized(path, layout: str, first: int = 1, newdoc: str | None = None, 
             start_line = number_of_line
         # (false for control characters, tabs and U+00A0; tested once, for both uses below)
         printable = text.rstrip("\r\n").isprintable()
-        if blank:  # `not _visible(text)`, inline: this runs on every line of a counting pass
-            stripped = text.strip()
-            blank = not stripped or (not printable and not _NONSPACE_CONTROL.sub(" ", stripped).strip())
+        blank = blank and not _visible(text, printable)
         if layout == "horizontal":
             if not build and starts_line and ends_line and not tokens and printable:
                 # counting only, a line in one piece without tabs, control characters or U+00A0

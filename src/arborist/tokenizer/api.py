@@ -40,7 +40,7 @@ from .chain import (
     known_tokens,
     make_example,
 )
-from .chars import OTHER, _tables, code_points
+from .chars import CONTROL, OTHER, _tables, code_points
 from .corpus import GoldParagraph, align, read_paragraphs
 from .features import decode_spans
 from .mwt import MultiwordExpander
@@ -388,9 +388,6 @@ def train_tokenizer(paths, epochs: int = 40, hash_bits: int = 20, window_sentenc
 
 # -- CoNLL-U output -----------------------------------------------------------------
 
-# Tabs, line breaks and the other control characters: a space in a CoNLL-U line (tokens never
-# hold control characters, `decode_spans`; a sentence's text may, between its tokens).
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def conllu_lines(docs: Sequence[Document], doc_prefix: str = "doc") -> Iterable[str]:
@@ -412,11 +409,11 @@ def conllu_lines(docs: Sequence[Document], doc_prefix: str = "doc") -> Iterable[
                     yield "# newpar"
                     first_in_par = False
                 yield f"# sent_id = {counter}"
-                yield "# text = " + _CONTROL.sub(" ", sentence.text)
+                yield "# text = " + CONTROL.sub(" ", sentence.text)
                 word = 0
                 for token in sentence.tokens:
                     misc = "_" if token.space_after else "SpaceAfter=No"
-                    form = _CONTROL.sub(" ", token.form)
+                    form = CONTROL.sub(" ", token.form)
                     words = token.word_forms
                     if token.words is not None:
                         yield f"{word + 1}-{word + len(words)}\t{form}\t_\t_\t_\t_\t_\t_\t_\t{misc}"
@@ -424,7 +421,7 @@ def conllu_lines(docs: Sequence[Document], doc_prefix: str = "doc") -> Iterable[
                     for w in words:
                         word += 1
                         head, rel = ("0", "root") if word == 1 else ("1", "dep")
-                        yield f"{word}\t{_CONTROL.sub(' ', w)}\t_\t_\t_\t_\t{head}\t{rel}\t_\t{misc}"
+                        yield f"{word}\t{CONTROL.sub(' ', w)}\t_\t_\t_\t_\t{head}\t{rel}\t_\t{misc}"
                 yield ""
 
 

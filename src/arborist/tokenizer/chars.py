@@ -8,6 +8,7 @@ features mean the same after loading.
 """
 from __future__ import annotations
 
+import re
 import unicodedata
 
 import numpy as np
@@ -23,6 +24,9 @@ SPACE, UPPER, LOWER, LETTER, DIGIT, PUNCT, SYMBOL, MARK, OTHER, NEWLINE, OPEN, C
 CLASS_NAMES = ("space", "upper", "lower", "letter", "digit", "punct", "symbol", "mark", "other", "newline",
                "open", "close", "dash")
 BMP = 0x10000
+# Unicode's control characters (Cc): not text, never in a CoNLL-U line (raw text and the
+# writers replace them; `features.decode_spans` keeps them out of tokens)
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def char_class(ch: str) -> int:
