@@ -260,7 +260,7 @@ def test_spacy_vocabulary_stops_growing(tiny_model, monkeypatch):
     """Past VOCAB_LIMIT words, the words of a chunk leave spaCy's vocabulary with it."""
     monkeypatch.setattr(batch, "VOCAB_LIMIT", 0)
     annotator = batch.Annotator(arborist.load(tiny_model), "conllu")
-    text, words = annotator(("text", [(1, "Zyxwv qwerty uiop asdf ghjkl."), (2, "Mnbvc lkjhg.")], 1), "x.txt")
+    text, words = annotator(("text", [(1, "Zyxwv qwerty uiop asdf ghjkl."), (2, "Mnbvc lkjhg.")], 1, False), "x.txt")
     assert words == 9 and "Zyxwv" in text
     assert "qwerty" not in annotator.nlp.vocab and "qwerty" not in annotator.nlp.vocab.strings
 
@@ -700,3 +700,72 @@ def test_a_tokenizer_alone_writes_json_of_input_without_tags(tiny_model, runner,
                    for t in json.loads(line)["tokens"])
     result, output = invoke(runner, no_upos, tmp_path / "h.txt", "-i", "horizontal", "--min-prob", "0.5")
     assert result.exit_code == 1 and "--min-prob marks (or drops) arcs" in output, output
+
+
+# -- presegmented text: a sentence per line ------------------------------------------------
+PRESEGMENTED = "The tired girl is not happy. He smiled.\n  Then she left!   \n\n\x01\n\nÜber café naïve résumé.\n"
+PRESEGMENTED_LINES = [["The tired girl is not happy. He smiled.", "Then she left!"], ["Über café naïve résumé."]]
+
+
+@pytest.mark.parametrize("n_process", ["1", "2"])
+def test_presegmented_text_has_a_sentence_per_line(tiny_model, runner, tmp_path, n_process):
+    """`-i presegmented` (UDPipe's --tokenizer presegmented): each line is one sentence,
+    tokenized by the tokenizer (spaCy's here) and never split; a blank line (or one of control
+    characters) starts a paragraph. CoNLL-U (read back by arborist's reader) and JSON."""
+    source = tmp_path / "p.txt"
+    source.write_text(PRESEGMENTED, encoding="utf-8")
+    written = file_output(runner, tiny_model, source, tmp_path / "out", "-i", "presegmented", "-n", n_process)
+    texts = [line[len("# text = "):] for line in written.splitlines() if line.startswith("# text = ")]
+    assert texts == [line for paragraph in PRESEGMENTED_LINES for line in paragraph]
+    assert [line for line in written.splitlines() if line.startswith("# sent_id")] == [
+        "# sent_id = 1.1", "# sent_id = 1.2", "# sent_id = 2.1"]
+    assert written.startswith("# newdoc id = p.txt\n# newpar\n") and written.count("# newpar") == 2
+    sentences = list(read_conllu(tmp_path / "out" / "p.conllu", require_heads=True))
+    assert [" ".join(s.forms[1:]) for s in sentences][1] == "Then she left !"
+    result, output = invoke(runner, tiny_model, source, "-i", "presegmented", "-f", "json")
+    assert result.exit_code == 0, output
+    docs = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [[d["text"][s["start"]:s["end"]].strip() for s in d["sents"]] for d in docs] == PRESEGMENTED_LINES
+    # read as text, the same file is split into sentences by the sentencizer
+    assert file_output(runner, tiny_model, source, tmp_path / "text").count("# text = ") == 4
+
+
+def test_presegmented_standard_input_and_gold_tags(tiny_model, runner, tmp_path):
+    """Standard input is read as the file is; --gold-tags has no tags to keep there."""
+    source = tmp_path / "p.txt"
+    source.write_text(PRESEGMENTED, encoding="utf-8")
+    expected = file_output(runner, tiny_model, source, tmp_path / "out", "-i", "presegmented")
+    result = runner.invoke(app, ["parse", str(tiny_model), "-", "-i", "presegmented", "--no-progress"],
+                           input=PRESEGMENTED.encode("utf-8"))
+    assert result.exit_code == 0, result.output
+    assert result.stdout_bytes.decode("utf-8") == expected.replace("# newdoc id = p.txt\n", "# newdoc\n", 1)
+    result, output = invoke(runner, tiny_model, source, "-i", "presegmented", "--gold-tags")
+    assert result.exit_code == 1 and "presegmented text has none" in output
+
+
+def test_presegmented_reading_keeps_lines_and_bounds_them(tmp_path, monkeypatch):
+    """The reader joins a presegmented paragraph's lines with line breaks; a line longer than
+    MAX_PARAGRAPH_CHARS comes in pieces joined by spaces (one line, so one sentence, until a
+    paragraph outgrows the limit: then it is cut between lines, or at a space); and in both
+    modes, spaces that end such a line in a piece of their own are not a blank line."""
+    path = tmp_path / "p.txt"
+    path.write_text("one two\n three \n\nfour\n", encoding="utf-8")
+    assert [t for t, _ in batch.read_paragraphs(path, presegmented=True)] == ["one two\nthree", "four"]
+    assert [t for t, _ in batch.read_paragraphs(path)] == ["one two three", "four"]
+    monkeypatch.setattr(batch, "MAX_PARAGRAPH_CHARS", 50)
+    long_line = " ".join(f"w{k}" for k in range(15))  # 49 characters
+    path.write_text(f"{long_line}\nshort one\n{long_line} {long_line}{' ' * 60}\nnext\n", encoding="utf-8")
+    pieces = [t for t, _ in batch.read_paragraphs(path, presegmented=True)]
+    assert pieces[0] == long_line and all(len(p) <= 50 for p in pieces)
+    assert "".join("".join(pieces).split()) == "".join((long_line + "short one" + long_line * 2 + "next").split())
+    assert pieces[:2] == [long_line, "short one"]  # cut between lines
+    one_line = tmp_path / "one.txt"
+    one_line.write_text("abc " * 40 + "\n", encoding="utf-8")  # pieces end inside a word
+    # a line in pieces is one line: read as text reads it (not a line break between pieces)
+    read = [t for t, _ in batch.read_paragraphs(one_line, presegmented=True)]
+    assert read == [t for t, _ in batch.read_paragraphs(one_line)] and len(read) > 2
+    for presegmented in (False, True):
+        # the long line's trailing spaces, read as a piece of their own, are no blank line: no paragraph
+        # ends there, so there is no place to cut the file
+        assert list(batch.paragraph_boundaries(path, presegmented)) == []
+    assert sum(n for _, n in batch.read_paragraphs(path, presegmented=True)) == path.stat().st_size

@@ -159,17 +159,19 @@ def test_inputs_and_outputs_by_url(cluster, tiny_model, tmp_path):
 
 
 def test_pretokenized_inputs_in_shards_give_the_one_process_output(cluster, tiny_model, tmp_path):
-    """`-i horizontal` (and vertical) on Ray: a huge pre-tokenized input is cut at blank lines,
-    its shards concatenate to the one-process output (the document id once, sentence ids
-    numbered on); a small one is parsed whole."""
+    """`-i horizontal` (and vertical, and presegmented text) on Ray: a huge pre-tokenized input
+    is cut at blank lines, its shards concatenate to the one-process output (the document id
+    once, sentence ids numbered on); a small one is parsed whole."""
     import json
 
-    source = tmp_path / "in"
-    source.mkdir()
-    lines = "The cat sat on the mat .\nIt was warm !\n\nA second paragraph , with a comma .\n"
-    (source / "big.txt").write_text(lines * 80, encoding="utf-8")
-    (source / "small.txt").write_text(lines, encoding="utf-8")
-    for layout in ("horizontal", "vertical"):
+    for layout in ("horizontal", "vertical", "presegmented"):
+        source = tmp_path / f"in_{layout}"
+        source.mkdir()
+        lines = "The cat sat on the mat .\nIt was warm !\n\nA second paragraph , with a comma .\n"
+        if layout == "presegmented":  # a line of two sentences stays one
+            lines = lines.replace("It was warm !", "It was warm . It was late !")
+        (source / "big.txt").write_text(lines * 80, encoding="utf-8")
+        (source / "small.txt").write_text(lines, encoding="utf-8")
         local = tmp_path / f"local_{layout}"
         local.mkdir()
         report = parse_files(load(tiny_model), plan([source], local, "conllu", layout), "conllu", model_path=tiny_model,
@@ -182,6 +184,8 @@ def test_pretokenized_inputs_in_shards_give_the_one_process_output(cluster, tiny
         assert len(manifest["shards"]) > 2
         assert b"".join((target / s["path"]).read_bytes() for s in manifest["shards"]) == expected["big.conllu"]
         assert expected["big.conllu"].count(b"# newdoc") == 1
+        if layout == "presegmented":  # a sentence per line
+            assert expected["big.conllu"].count(b"# text") == 240
         assert (target / "small.conllu").read_bytes() == expected["small.conllu"]
 
 

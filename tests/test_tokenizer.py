@@ -950,3 +950,70 @@ def test_decode_both_design():
     x = make_example("a .", [S, O, 5])
     labels = all_labels(3, 6)
     check_protocol(chain, x, rng.normal(size=chain.shape(3)), labels, labels[5], hamming, rng, 12)
+
+
+# -- presegmented text: a sentence per line --------------------------------------------
+
+@pytest.mark.parametrize("design", ["start", "end", "both"])
+def test_no_sentence_tags_keep_the_token_boundaries(design):
+    """NO_SENTENCE maps each design's tags to tags with the same tokens and no sentence
+    boundary: on random tags, decoding the mapped tags gives the same token spans and
+    space-after flags, and only the text's first token starts a sentence."""
+    from arborist.tokenizer.api import NO_SENTENCE
+    from arborist.tokenizer.chain import DESIGN_IDS, DESIGNS
+
+    rng = np.random.default_rng(0)
+    text = "Ab. c d-e, f.  G h! i 1 000 j.k"
+    cps = code_points(text)
+    K = len(DESIGNS[design])
+    mapping = NO_SENTENCE[design]
+    assert len(mapping) == K
+    split = 0
+    for _ in range(300):
+        tags = rng.integers(0, K, len(text)).astype(np.int8)
+        ts, te, sent, after = decode_tags(cps, tags, 0, DESIGN_IDS[design])
+        ts2, te2, sent2, after2 = decode_tags(cps, mapping[tags], 0, DESIGN_IDS[design])
+        assert ts.tolist() == ts2.tolist() and te.tolist() == te2.tolist() and after.tolist() == after2.tolist()
+        assert sent2.tolist() == [True] + [False] * (len(ts2) - 1)
+        split += int(sent.sum()) > 1
+    assert split > 250  # the unmapped tags did split sentences
+
+
+def test_presegmented_text_has_a_sentence_per_line():
+    """`tokenize(presegmented=True)`: each non-blank line of a paragraph is one sentence (a
+    sentence end inside it is not split), with the tokens and multiword tokens the line gets
+    as a text of its own; blank lines still separate paragraphs; offsets index the text."""
+    tok = small_tokenizer()
+    sentences = [s.text for p in read_paragraphs(_slice_path()) for s in p.sentences]
+    lines = [" ".join(sentences[k:k + 2]) for k in range(0, 12, 2)]  # two sentences a line
+    text = "  " + lines[0] + "\n" + lines[1] + " \n\t\n" + lines[2] + "\n \n\n" + "\n".join(lines[3:]) + "\n"
+    (doc,) = tok.tokenize([text], presegmented=True)
+    assert [[s.text for s in p.sentences] for p in doc.paragraphs] == [lines[:2], [lines[2]], lines[3:]]
+    for s, line in zip(doc.sentences, lines):
+        (alone,) = tok.tokenize([line])
+        assert len(alone.sentences) == 2  # what tokenizing without the lines splits
+        expected = [(t.form, t.words, t.space_after) for x in alone.sentences for t in x.tokens]
+        assert [(t.form, t.words, t.space_after) for t in s.tokens] == expected
+        assert all(text[t.start:t.end] == t.form for t in s.tokens) and text[s.start:s.end] == s.text
+    assert [text[p.start:p.end] for p in doc.paragraphs] == [lines[0] + "\n" + lines[1], lines[2], "\n".join(lines[3:])]
+    # the same through the CoNLL-U writer: one sentence per line
+    assert sum(line.startswith("# text = ") for line in conllu_lines([doc])) == 6
+
+
+def test_presegmented_lines_are_still_cut_at_the_sentence_limit():
+    tok = small_tokenizer()
+    tok_limit = Tokenizer(tok.chain, tok.weights, tok.expander, max_sentence_tokens=3)
+    (doc,) = tok_limit.tokenize(["uno due tre quattro cinque\nsei sette"], presegmented=True)
+    assert [[t.form for t in s.tokens] for s in doc.sentences] == [["uno", "due", "tre"], ["quattro", "cinque"],
+                                                                   ["sei", "sette"]]
+
+
+def test_presegmented_paragraphs_across_tagging_batches():
+    """Lines tagged in different kernel batches (batch_chars small) still fill one paragraph."""
+    tok = small_tokenizer()
+    text = "Prima riga.\nSeconda riga. Con due frasi.\nTerza.\n\nAltro paragrafo."
+    whole = tok.tokenize([text], presegmented=True)
+    small = tok.tokenize([text], batch_chars=5, presegmented=True)
+    view = [[[(t.form, t.start) for t in s.tokens] for s in p.sentences] for d in whole for p in d.paragraphs]
+    assert view == [[[(t.form, t.start) for t in s.tokens] for s in p.sentences] for d in small for p in d.paragraphs]
+    assert [len(p.sentences) for p in whole[0].paragraphs] == [3, 1]

@@ -218,3 +218,81 @@ def test_the_component_learns_multiword_decisions_in_context(tmp_path):
     off = make_structure({"@structures": "arborist.Tokenizer.v1", "hash_bits": 12, "mwt_context": False})
     off.initialize(gold)
     assert off.expander.context == {} and off.expander.expand_in_context("dei", "tutela", "diritti") is None
+
+
+def merged_pairs(gold: Path, out: Path) -> list[str]:
+    """Write the gold file with each two consecutive sentences made one (the second's words
+    renumbered after the first's, its root attached to the first's root): sentences whose
+    text holds a sentence end the tokenizer would split at. Returns their texts."""
+    blocks = [b for b in gold.read_text(encoding="utf-8").strip().split("\n\n")]
+    texts, merged = [], []
+    for a, b in zip(blocks[::2], blocks[1::2]):
+        rows_a = [r.split("\t") for r in a.splitlines() if not r.startswith("#")]
+        rows_b = [r.split("\t") for r in b.splitlines() if not r.startswith("#")]
+        text = " ".join(r[len("# text = "):] for block in (a, b) for r in block.splitlines()
+                        if r.startswith("# text = "))
+        n = max(int(r[0]) for r in rows_a if r[0].isdigit())
+        root = next(r[0] for r in rows_a if r[0].isdigit() and r[6] == "0")
+
+        def shift(i: str) -> str:
+            return "-".join(str(int(x) + n) for x in i.split("-"))
+
+        lines = [f"# text = {text}"] + ["\t".join(r) for r in rows_a]
+        for r in rows_b:
+            r = list(r)
+            if "." in r[0]:
+                continue
+            r[0] = shift(r[0])
+            if r[6] not in ("_", "0"):
+                r[6] = str(int(r[6]) + n)
+            elif r[6] == "0":
+                r[6], r[7] = root, "parataxis"
+            r[8] = "_"
+            lines.append("\t".join(r))
+        texts.append(text)
+        merged.append("\n".join(lines))
+    out.write_text("\n\n".join(merged) + "\n\n", encoding="utf-8")
+    return texts
+
+
+@pytest.mark.skipif(not (TOOLS / "conll18_ud_eval.py").exists(), reason="needs ../shared/tools")
+def test_parse_presegmented_text_keeps_the_given_sentences(run, tmp_path):
+    """`arborist parse -i presegmented` with the model's tokenizer: sentences given one per line
+    come out as they are (each two of the gold file's made one: the official scorer's Sentences
+    F1 is 100, where read as text the tokenizer splits them), each tokenized as the text of a
+    line of its own; JSON (spaCy's path, `[nlp.tokenizer] presegmented`) has the same sentences."""
+    import spacy
+
+    from arborist.batch import spacy_pipeline
+
+    gold = tmp_path / "pairs.conllu"
+    lines = merged_pairs(SAMPLE / "sample-dev.conllu", gold)
+    raw = tmp_path / "dev.txt"
+    raw.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    runner = CliRunner()
+    scores = {}
+    for mode in ("text", "presegmented"):
+        result = runner.invoke(app, ["parse", str(run / "run"), str(raw), "-i", mode, "-d", str(tmp_path / mode),
+                                     "--no-progress"])
+        assert result.exit_code == 0, result.output
+        score = subprocess.run([sys.executable, str(TOOLS / "conll18_ud_eval.py"), "-v", str(gold),
+                                str(tmp_path / mode / "dev.conllu")], capture_output=True, text=True)
+        assert score.returncode == 0, score.stderr
+        rows = {line.split("|")[0].strip(): line.split("|") for line in score.stdout.splitlines() if "|" in line}
+        scores[mode] = float(rows["Sentences"][3])
+    assert scores["presegmented"] == 100.0 and scores["text"] < 80.0, scores
+    output = (tmp_path / "presegmented" / "dev.conllu").read_text(encoding="utf-8")
+    assert [line[len("# text = "):] for line in output.splitlines() if line.startswith("# text = ")] == lines
+    pipeline = load(run / "run")
+    per_line = [[w for s in doc.sentences for t in s.tokens for w in t.word_forms] for doc, _ in pipeline.tokenize(lines)]
+    assert per_line == [[row.split("\t")[1] for row in block.splitlines() if row[0] != "#" and "-" not in
+                         row.split("\t")[0]] for block in output.strip().split("\n\n")]
+    nlp = spacy_pipeline(pipeline, presegmented=True)
+    assert [s.text.strip() for s in nlp("\n".join(lines)).sents] == lines
+    result = runner.invoke(app, ["parse", str(run / "run"), str(raw), "-i", "presegmented", "-f", "json",
+                                 "--no-progress"])
+    docs = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [d["text"][s["start"]:s["end"]].strip() for d in docs for s in d["sents"]] == lines
+    nlp.to_disk(tmp_path / "nlp")
+    loaded = spacy.load(tmp_path / "nlp")
+    assert loaded.tokenizer.presegmented and [s.text.strip() for s in loaded("\n".join(lines[:3])).sents] == lines[:3]

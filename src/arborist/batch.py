@@ -5,7 +5,8 @@ sentence by sentence and, as CoNLL-U output, written back byte for byte with onl
 the predicted columns changed (`corpus.write_conllu`); any other file is raw UTF-8
 text, parsed by the spaCy pipeline `spacy_pipeline` builds (the language's tokenizer,
 the sentencizer, `arborist_tagger`, `arborist_parser`). Paragraphs are separated by
-blank lines; the lines of a paragraph are joined by spaces. Pre-tokenized text
+blank lines; the lines of a paragraph are joined by spaces (presegmented text, `-i
+presegmented`: each line is a sentence, tokenized but not split). Pre-tokenized text
 (`read_pretokenized`: UDPipe's horizontal and vertical formats) is made into CoNLL-U
 sentences and parsed as CoNLL-U is.
 
@@ -64,8 +65,9 @@ from .sentence import Sentence
 from .tokenizer.chars import CONTROL
 
 FORMATS = {"conllu": ".conllu", "json": ".jsonl", "html": ".html"}
-INPUT_FORMATS = ("auto", "text", "conllu", "horizontal", "vertical")  # auto: a .conllu file is CoNLL-U, anything
-# else (and stdin) text; horizontal and vertical: pre-tokenized text (read_pretokenized), as UDPipe's --input
+INPUT_FORMATS = ("auto", "text", "conllu", "horizontal", "vertical", "presegmented")  # auto: a .conllu file is
+# CoNLL-U, anything else (and stdin) text; horizontal and vertical: pre-tokenized text (read_pretokenized), as
+# UDPipe's --input; presegmented: text with a sentence per line, as UDPipe's --tokenizer presegmented
 PRETOKENIZED = ("horizontal", "vertical")
 CONLLU_SUFFIX = ".conllu"
 CHUNK_CHARS = 50_000  # a unit of work: ~10,000 words, a fraction of a second
@@ -131,6 +133,8 @@ class Job:
     # Pre-tokenized text: "horizontal" or "vertical" (read_pretokenized; `conllu` is False),
     # its sentences numbered after `paragraph` sentences.
     pretokenized: str | None = None
+    # Text with a sentence per line (`-i presegmented`): tokenized, its lines never split.
+    presegmented: bool = False
 
 
 @dataclass
@@ -169,8 +173,7 @@ def plan(inputs: list[Path | StandardInput], output_dir: Path | None, fmt: str,
     jobs = []
     for given in inputs:
         if given is STDIN:
-            conllu, layout = input_kind("", input_format)
-            jobs.append(Job(STDIN, None, conllu, pretokenized=layout))
+            jobs.append(Job(STDIN, None, **input_kind("", input_format)))
             continue
         if given.is_dir():
             files = sorted(p for p in given.rglob("*")
@@ -181,8 +184,7 @@ def plan(inputs: list[Path | StandardInput], output_dir: Path | None, fmt: str,
             pairs = [(given, Path())]
         for path, relative in pairs:
             target = None if output_dir is None else output_dir / relative / (path.stem + FORMATS[fmt])
-            conllu, layout = input_kind(path.suffix, input_format)
-            jobs.append(Job(path, target, conllu, pretokenized=layout))
+            jobs.append(Job(path, target, **input_kind(path.suffix, input_format)))
     if output_dir is None:
         if fmt == "html" and len(jobs) > 1:
             raise ValueError(f"--format html writes one page per input and {len(jobs)} inputs would go to "
@@ -198,65 +200,78 @@ def plan(inputs: list[Path | StandardInput], output_dir: Path | None, fmt: str,
     return jobs
 
 
-def input_kind(suffix: str, input_format: str) -> tuple[bool, str | None]:
-    """(whether it is CoNLL-U, its pre-tokenized layout or None) of an input with this file name
-    suffix read as `input_format` (one of INPUT_FORMATS; "auto": a .conllu file is CoNLL-U)."""
+def input_kind(suffix: str, input_format: str) -> dict:
+    """How an input with this file name suffix is read as `input_format` (one of INPUT_FORMATS;
+    "auto": a .conllu file is CoNLL-U): the `Job` fields conllu, pretokenized (the layout or
+    None) and presegmented."""
     conllu = suffix == CONLLU_SUFFIX if input_format == "auto" else input_format == "conllu"
-    return conllu, input_format if input_format in PRETOKENIZED else None
+    return {"conllu": conllu, "pretokenized": input_format if input_format in PRETOKENIZED else None,
+            "presegmented": input_format == "presegmented"}
 
 
 # -- reading ----------------------------------------------------------------------
 def read_paragraphs(path: Path | str, start: int = 0, end: int | None = None,
-                    line: int = 1) -> Iterator[tuple[str, int]]:
+                    line: int = 1, presegmented: bool = False) -> Iterator[tuple[str, int]]:
     """(paragraph, bytes read) for each paragraph of a UTF-8 text file (a path or a URL),
     streamed; with `start`, `end` and `line`, of the shard [start, end) of the file, which
-    begins at line `line` (`paragraph_boundaries` finds such places).
+    begins at line `line` (`paragraph_boundaries` finds such places). A paragraph's lines are
+    joined by spaces, or with `presegmented` (a sentence per line) by line breaks.
 
     Raises InputError for a binary file (a NUL byte) or invalid UTF-8, with the line."""
-    for text, nbytes, _, _ in _paragraphs(path, start, end, line):
+    for text, nbytes, _, _ in _paragraphs(path, start, end, line, presegmented):
         yield text, nbytes
 
 
-def paragraph_boundaries(path: Path | str) -> Iterator[tuple[int, int, int]]:
+def paragraph_boundaries(path: Path | str, presegmented: bool = False) -> Iterator[tuple[int, int, int]]:
     """(byte offset, line number, paragraphs before) of every place a text file can be cut
     so that `read_paragraphs` of the two parts gives the paragraphs of the whole: just
     after a blank line that ends a paragraph. (A paragraph cut for its length is not
     such a place.) Reads the whole file with the same reader, so the counts agree."""
     position = paragraphs = 0
-    for _, nbytes, number, blank_ended in _paragraphs(path, 0, None, 1):
+    for _, nbytes, number, blank_ended in _paragraphs(path, 0, None, 1, presegmented):
         position += nbytes
         paragraphs += 1
         if blank_ended:
             yield position, number, paragraphs
 
 
-def _paragraphs(path, start: int, end: int | None, line: int) -> Iterator[tuple[str, int, int, bool]]:
+def _paragraphs(path, start: int, end: int | None, line: int,
+                presegmented: bool = False) -> Iterator[tuple[str, int, int, bool]]:
     """(paragraph, bytes read, the next line's number, whether a blank line ended it)."""
+    joiner = "\n" if presegmented else " "
     lines: list[str] = []
     size = nbytes = 0
     following = line  # the next line's number
+    continues = False  # the last piece read did not end its line (a line longer than the limit)
     for text, read, number, ends_line in _text_lines(path, start, end, line):
         nbytes += read
         following = number + ends_line
         stripped = _visible(text)
-        if not stripped and ends_line:
+        if not stripped and ends_line and not continues:
             if lines:
-                yield " ".join(lines), nbytes, following, True
+                yield joiner.join(lines), nbytes, following, True
                 lines, size, nbytes = [], 0, 0
             continue
         if stripped:
-            lines.append(stripped)
+            if continues and lines and presegmented:
+                lines[-1] += " " + stripped  # the same line, so the same sentence
+            else:
+                lines.append(stripped)
             size += len(stripped) + 1
+        continues = not ends_line
         while size > MAX_PARAGRAPH_CHARS:
-            # A paragraph too long for one Doc (a file without blank lines): cut at a space.
-            joined = " ".join(lines)
-            cut = joined.rfind(" ", 0, MAX_PARAGRAPH_CHARS)
+            # A paragraph too long for one Doc (a file without blank lines): cut at a space
+            # (presegmented, between two lines: a line longer than the limit is cut at a space).
+            joined = joiner.join(lines)
+            cut = joined.rfind(joiner, 0, MAX_PARAGRAPH_CHARS)
+            if cut <= 0 and presegmented:
+                cut = joined.rfind(" ", 0, MAX_PARAGRAPH_CHARS)
             cut = cut if cut > 0 else MAX_PARAGRAPH_CHARS
             yield joined[:cut], nbytes, following, False
             rest = joined[cut:].strip()
             lines, size, nbytes = ([rest], len(rest) + 1, 0) if rest else ([], 0, 0)
     if lines:
-        yield " ".join(lines), nbytes, following, False
+        yield joiner.join(lines), nbytes, following, False
 
 
 def _text_lines(path, start: int, end: int | None, line: int) -> Iterator[tuple[str, int, int, bool]]:
@@ -501,16 +516,16 @@ def chunks(job: Job) -> Iterator[tuple[tuple, int]]:
             yield ("conllu", batch), nbytes
         return
     paragraph = job.paragraph
-    for text, read in read_paragraphs(job.source, job.start, job.end, job.line):
+    for text, read in read_paragraphs(job.source, job.start, job.end, job.line, job.presegmented):
         paragraph += 1
         batch.append((paragraph, text))
         size += len(text)
         nbytes += read
         if size >= CHUNK_CHARS or idle():
-            yield ("text", batch, job.newdoc_paragraph), nbytes
+            yield ("text", batch, job.newdoc_paragraph, job.presegmented), nbytes
             batch, size, nbytes = [], 0, 0
     if batch:
-        yield ("text", batch, job.newdoc_paragraph), nbytes
+        yield ("text", batch, job.newdoc_paragraph, job.presegmented), nbytes
 
 
 def _never() -> bool:
@@ -529,10 +544,12 @@ def stdin_idle() -> bool:
 
 
 # -- annotating and writing ---------------------------------------------------------
-def spacy_pipeline(pipeline: Pipeline, lang: str | None = None, confidence: ConfidenceOptions | None = None):
+def spacy_pipeline(pipeline: Pipeline, lang: str | None = None, confidence: ConfidenceOptions | None = None,
+                   presegmented: bool = False):
     """The spaCy pipeline of a model: the tokenizer of its language, the sentencizer, the
     arborist tagger (when the model has taggers) and parser (with `confidence`, setting the
-    probability extension attributes, `token._.head_prob`...)."""
+    probability extension attributes, `token._.head_prob`...). `presegmented`: a sentence per
+    line of the text (its lines joined by single line breaks, as `read_paragraphs` joins them)."""
     import spacy
 
     from .spacy_components import ArboristComponent  # noqa: F401  (registers the factories)
@@ -541,13 +558,15 @@ def spacy_pipeline(pipeline: Pipeline, lang: str | None = None, confidence: Conf
     if pipeline.writer("form") is not None:  # the model's own tokenizer and sentence splitter
         from .spacy_components import ArboristTokenizer
 
-        tokenizer = {"nlp": {"tokenizer": {"@tokenizers": "arborist.Tokenizer.v1", "model": None}}}
+        tokenizer = {"nlp": {"tokenizer": {"@tokenizers": "arborist.Tokenizer.v1", "model": None,
+                                           "presegmented": presegmented}}}
         nlp = spacy.blank(lang or pipeline.lang, config=tokenizer)
         nlp.tokenizer.set_model(pipeline)
         assert isinstance(nlp.tokenizer, ArboristTokenizer)
     else:
         nlp = spacy.blank(lang or pipeline.lang)
-        nlp.add_pipe("sentencizer")
+        # presegmented: a sentence ends at each line break (spaCy's tokenizer makes it a space token)
+        nlp.add_pipe("sentencizer", config={"punct_chars": ["\n"]} if presegmented else {})
     if pipeline.taggers:
         nlp.add_pipe("arborist_tagger", config=config).set_model(pipeline)
     if pipeline.writer("head") is not None:
@@ -773,10 +792,11 @@ class Annotator:
         if not trees:  # `arborist parse --no-parse`: tokens, tags, lemmas and features only
             pipeline = without_trees(pipeline)
         self.pipeline, self.fmt, self.gold_tags = pipeline, fmt, gold_tags
-        self.confidence = confidence
+        self.confidence, self.lang = confidence, lang
         # the columns with probabilities, in pipeline order
         self.columns = tuple(c.confidence_column for c in pipeline.stage(gold_tags) if c.confidence_column)
         self.nlp = spacy_pipeline(pipeline, lang, confidence)
+        self._nlp_presegmented = None  # made at the first presegmented input
 
     def __call__(self, payload: tuple, name: str) -> tuple[str, int]:
         """(output text, words) of a chunk of the file `name`."""
@@ -785,21 +805,27 @@ class Annotator:
         kind, items = payload[:2]
         if kind == "conllu":
             return self.conllu(items)
-        first = payload[2]  # the paragraph that opens the document
+        first, presegmented = payload[2:4]  # the paragraph that opens the document; a sentence per line
         if self.fmt == "conllu" and self.confidence is None and self.pipeline.writer("form") is not None:
-            return self.tokenized(items, name, first)
+            return self.tokenized(items, name, first, presegmented)
+        nlp = self.nlp
+        if presegmented:
+            if self._nlp_presegmented is None:
+                self._nlp_presegmented = spacy_pipeline(self.pipeline, self.lang, self.confidence, presegmented=True)
+            nlp = self._nlp_presegmented
         texts = (text for _, text in items)
         out, words = [], 0
-        with self.vocabulary_zone():
-            for (paragraph, _), doc in zip(items, self.nlp.pipe(texts)):
+        with self.vocabulary_zone(nlp):
+            for (paragraph, _), doc in zip(items, nlp.pipe(texts)):
                 words += len(doc) - int(doc.to_array(IS_SPACE).sum())
                 out.append(self.render(doc, paragraph, name if paragraph == first else None))
         return "".join(out), words
 
-    def tokenized(self, items, name: str, first: int = 1) -> tuple[str, int]:
+    def tokenized(self, items, name: str, first: int = 1, presegmented: bool = False) -> tuple[str, int]:
         """CoNLL-U of paragraphs tokenized by the model's own tokenizer (its text stage): its
-        tokens, multiword tokens and sentences, annotated by the other components."""
-        documents = self.pipeline.tokenize([text for _, text in items])
+        tokens, multiword tokens and sentences (with `presegmented`, one per line), annotated by
+        the other components."""
+        documents = self.pipeline.tokenize([text for _, text in items], presegmented)
         sentences = [x for _, xs in documents for x in xs]
         parsed = iter(self.pipeline.annotate_many(sentences, self.gold_tags))
         out = []
@@ -809,12 +835,14 @@ class Annotator:
                                             else None))
         return "".join(out), sum(x.n for x in sentences)
 
-    def vocabulary_zone(self):
-        """A context for a chunk's Docs. spaCy keeps every word it sees in its vocabulary:
-        over a 1 GB input memory would grow without bound. Once the vocabulary holds
-        VOCAB_LIMIT words (the frequent ones, kept for speed: making a word's lexeme takes
-        microseconds), the words new in a chunk leave with its Docs (a memory zone)."""
-        return self.nlp.memory_zone() if len(self.nlp.vocab) >= VOCAB_LIMIT else contextlib.nullcontext()
+    def vocabulary_zone(self, nlp=None):
+        """A context for a chunk's Docs (of `nlp`, by default the text pipeline). spaCy keeps
+        every word it sees in its vocabulary: over a 1 GB input memory would grow without bound.
+        Once the vocabulary holds VOCAB_LIMIT words (the frequent ones, kept for speed: making a
+        word's lexeme takes microseconds), the words new in a chunk leave with its Docs (a
+        memory zone)."""
+        nlp = nlp or self.nlp
+        return nlp.memory_zone() if len(nlp.vocab) >= VOCAB_LIMIT else contextlib.nullcontext()
 
     def conllu(self, sentences) -> tuple[str, int]:
         out, words = [], 0

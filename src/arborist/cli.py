@@ -202,7 +202,9 @@ def parse(
     input_format: str = typer.Option("auto", "--input-format", "-i", help="auto (a .conllu file is CoNLL-U; "
                                      "other files and standard input are text), text, conllu, or pre-tokenized "
                                      "text as UDPipe's --input: horizontal (a sentence per line, tokens separated "
-                                     "by spaces and tabs) or vertical (a token per line, a blank line after each sentence)"),
+                                     "by spaces and tabs) or vertical (a token per line, a blank line after each "
+                                     "sentence), or presegmented: text with a sentence per line, tokenized but not "
+                                     "split (UDPipe's --tokenizer presegmented; a blank line starts a paragraph)"),
     gold_tags: bool = typer.Option(False, "--gold-tags", help="CoNLL-U input: keep its UPOS/XPOS and parse with them"),
     trees: bool = typer.Option(True, "--parse/--no-parse", help="--no-parse: tokens, sentences, tags, lemmas and "
                                "features only, HEAD and DEPREL '_' (faster; a model without a parser always runs so)"),
@@ -265,7 +267,7 @@ def parse(
         _fail(f"{urls[0]}: URLs are read and written with --engine ray")
     if engine == "ray" and (output_dir is None or "-" in inputs):
         _fail("--engine ray reads files and writes them to --output-dir, not standard input and output")
-    if gold_tags and input_format in PRETOKENIZED:
+    if gold_tags and input_format in (*PRETOKENIZED, "presegmented"):
         _fail(f"--gold-tags keeps the tags of CoNLL-U input; {input_format} text has none")
     for given in inputs:
         if given != "-" and "://" not in given and not os.path.lexists(given):

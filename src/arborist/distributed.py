@@ -101,9 +101,8 @@ def plan_any(inputs: list, output_dir, fmt: str, input_format: str = "auto") -> 
         for path, relative in pairs:
             name = path.rsplit("/", 1)[-1]
             stem, suffix = os.path.splitext(name)
-            conllu, layout = input_kind(suffix, input_format)
             jobs.append(Job(fs.unstrip_protocol(path), _join(output_dir, *relative.split("/"), stem + FORMATS[fmt]),
-                            conllu, pretokenized=layout))
+                            **input_kind(suffix, input_format)))
     targets = [str(j.target) for j in jobs]
     if len(set(targets)) != len(targets):
         raise ValueError("two inputs would write the same output: "
@@ -131,7 +130,7 @@ def shard(job: Job, shard_bytes: int | None) -> list[Job]:
     elif job.pretokenized:
         boundaries = pretokenized_boundaries(job.source, job.pretokenized)
     else:
-        boundaries = paragraph_boundaries(job.source)
+        boundaries = paragraph_boundaries(job.source, job.presegmented)
     for offset, line, paragraphs in boundaries:
         if nxt <= offset < job.size:
             cuts.append((offset, line, paragraphs))
@@ -204,7 +203,8 @@ class FileParser:
             job = Job(source if is_url(source) else Path(source), target if is_url(target) else Path(target),
                       bool(batch["conllu"][k]), size=int(batch["size"][k]), start=int(batch["start"][k]),
                       end=int(batch["end"][k]) if batch["end"][k] >= 0 else None, line=int(batch["line"][k]),
-                      paragraph=int(batch["paragraph"][k]), pretokenized=str(batch["pretokenized"][k]) or None)
+                      paragraph=int(batch["paragraph"][k]), pretokenized=str(batch["pretokenized"][k]) or None,
+                      presegmented=bool(batch["presegmented"][k]))
             report = self.parse_to_url(job) if is_url(target) else self.parse(job)
             out["key"].append(batch["key"][k])
             out["written"].append(bool(report.written))
@@ -278,7 +278,7 @@ def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir:
     workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
     rows = [{"key": f"{i}/{k}", "source": str(p.source), "target": str(p.target), "conllu": p.conllu, "size": p.size,
              "start": p.start, "end": -1 if p.end is None else p.end, "line": p.line, "paragraph": p.paragraph,
-             "pretokenized": p.pretokenized or ""}
+             "pretokenized": p.pretokenized or "", "presegmented": p.presegmented}
             for i, (_, parts, pending) in enumerate(todo) for k, p in enumerate(parts) if k in pending]
     by_key = {}
     if rows:

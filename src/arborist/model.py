@@ -236,14 +236,15 @@ class Pipeline:
         if batch:
             yield from self.annotate_many(batch, gold_tags, confidence=confidence)
 
-    def tokenize(self, texts: list[str]) -> list[tuple[object, list[Sentence]]]:
+    def tokenize(self, texts: list[str], presegmented: bool = False) -> list[tuple[object, list[Sentence]]]:
         """(document, its sentences as `Sentence`s of words) of each raw text, by the pipeline's
         text stage (the component that writes FORM); a multiword token's words are words of
-        the sentence. None when the pipeline has no text stage."""
+        the sentence. `presegmented`: each line of a text is one sentence (tokenized, not split).
+        None when the pipeline has no text stage."""
         tokenizer = self.writer("form")
         if tokenizer is None:
             return None
-        docs = list(tokenizer.tokenize(texts))
+        docs = list(tokenizer.tokenize(texts, presegmented=presegmented))
         sentences = iter(Sentence.from_forms([[w for t in s.tokens for w in t.word_forms]
                                               for doc in docs for s in doc.sentences]))
         return [(doc, [next(sentences) for _ in doc.sentences]) for doc in docs]

@@ -559,11 +559,14 @@ class ArboristTokenizer(PicklesItsModel):
     """spaCy's tokenizer from the model's text stage (the component that writes FORM): its
     sentences set the Doc's sentence starts, and the words of a multiword token ("don't":
     "do", "n't") are the Doc's tokens, the first of them carrying the surface token in
-    `token._.arborist_mwt` for CoNLL-U output. Serialized like the components."""
+    `token._.arborist_mwt` for CoNLL-U output. Serialized like the components. With
+    `presegmented`, each line of a text is one sentence (tokenized, never split: UDPipe's
+    `--tokenizer presegmented`)."""
 
-    def __init__(self, vocab, model: Optional[str] = None):
+    def __init__(self, vocab, model: Optional[str] = None, presegmented: bool = False):
         self.vocab = vocab
         self.model_path = model
+        self.presegmented = bool(presegmented)
         self._model: Pipeline | None = None
         register_mwt_extension()
 
@@ -591,7 +594,7 @@ class ArboristTokenizer(PicklesItsModel):
 
     def pipe_docs(self, texts: list[str]) -> list[Doc]:
         out = []
-        for document in self.arborist.writer("form").tokenize(list(texts)):
+        for document in self.arborist.writer("form").tokenize(list(texts), presegmented=self.presegmented):
             words, spaces, starts, mwt = [], [], [], []
             for sentence in document.sentences:
                 for i, token in enumerate(sentence.tokens):
@@ -623,9 +626,10 @@ class ArboristTokenizer(PicklesItsModel):
 
 
 @spacy_registry.tokenizers("arborist.Tokenizer.v1")
-def make_arborist_tokenizer(model: Optional[str] = None) -> Callable:
-    """The model's tokenizer as spaCy's (`[nlp.tokenizer] @tokenizers = "arborist.Tokenizer.v1"`)."""
-    return lambda nlp: ArboristTokenizer(nlp.vocab, model)
+def make_arborist_tokenizer(model: Optional[str] = None, presegmented: bool = False) -> Callable:
+    """The model's tokenizer as spaCy's (`[nlp.tokenizer] @tokenizers = "arborist.Tokenizer.v1"`;
+    `presegmented = true`: a sentence per line)."""
+    return lambda nlp: ArboristTokenizer(nlp.vocab, model, presegmented)
 
 
 # -- scorers ------------------------------------------------------------------------

@@ -29,10 +29,12 @@ class Tokenizer(Component):
     def annotate(self, batch):
         return None  # the text stage: sentences reach the batch already tokenized
 
-    def tokenize(self, texts):
-        """Documents (paragraphs of sentences of tokens, with the words of multiword tokens) of raw texts."""
+    def tokenize(self, texts, presegmented: bool = False):
+        """Documents (paragraphs of sentences of tokens, with the words of multiword tokens) of raw
+        texts; `presegmented`: each line is a sentence (`arborist.tokenizer.api.Tokenizer.tokenize`)."""
         s = self.structure
-        return TextTokenizer(s, self.weights.array, s.expander, s.max_sentence_tokens).tokenize(texts)
+        return TextTokenizer(s, self.weights.array, s.expander, s.max_sentence_tokens).tokenize(
+            texts, presegmented=presegmented)
 
     def score(self, gold, parsed, unseen=None) -> dict:
         """Tokens, sentences and words F1 on the raw text of the gold sentences' paragraphs (the

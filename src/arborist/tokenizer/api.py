@@ -111,6 +111,27 @@ def split_paragraphs(text: str) -> list[tuple[int, int]]:
     return out
 
 
+def split_lines(text: str, a: int, b: int) -> list[tuple[int, int]]:
+    """(start, end) of the non-blank lines of text[a:b] (separated by "\\n"), trimmed of
+    surrounding whitespace."""
+    out = []
+    for piece in text[a:b].split("\n"):
+        stripped = piece.strip()
+        if stripped:
+            lead = len(piece) - len(piece.lstrip())
+            out.append((a + lead, a + lead + len(stripped)))
+        a += len(piece) + 1
+    return out
+
+
+# Each design's tags with their sentence boundaries taken out (`tokenize(presegmented=True)`):
+# a sentence-start tag becomes the token start it also is, a sentence-end tag the token
+# start or inside character it also is (`chain.DESIGNS`).
+NO_SENTENCE = {"start": np.array([O, B, I, B], dtype=np.int8),
+               "end": np.array([O, B, I, I, B], dtype=np.int8),
+               "both": np.array([O, B, I, B, I, B], dtype=np.int8)}
+
+
 def char_classes(cps: np.ndarray) -> np.ndarray:
     """uint8 class (`chars`) of each code point; characters above the BMP are OTHER."""
     _, cls_table, _ = _tables()
@@ -151,11 +172,16 @@ class Tokenizer:
     def tag_paragraphs(self, paragraphs: Sequence[str]) -> list[np.ndarray]:
         return self.chain.tag_texts(paragraphs, self.weights)
 
-    def tokenize(self, texts: Iterable[str], batch_chars: int = 1 << 22) -> list[Document]:
+    def tokenize(self, texts: Iterable[str], batch_chars: int = 1 << 22, presegmented: bool = False) -> list[Document]:
         """One Document per text. Paragraphs of many texts are tagged together in groups of
-        about `batch_chars` characters (so memory stays bounded however many texts come)."""
+        about `batch_chars` characters (so memory stays bounded however many texts come).
+
+        `presegmented`: the sentences are given, one per line (UDPipe's `--tokenizer
+        presegmented`, Stanza's `tokenize_no_ssplit` by lines): each non-blank line of a
+        paragraph is tokenized on its own and is one sentence, cut only past
+        `max_sentence_tokens` tokens."""
         docs = []
-        pending: list[tuple[Document, int, int]] = []
+        pending: list[tuple[Document, int, int, tuple[int, int] | None]] = []
         size = 0
         for text in texts:
             if not isinstance(text, str):
@@ -163,30 +189,36 @@ class Tokenizer:
             doc = Document(text)
             docs.append(doc)
             for a, b in split_paragraphs(text):
-                pending.append((doc, a, b))
-                size += b - a
-                if size >= batch_chars:
-                    self._tokenize_paragraphs(pending)
-                    pending, size = [], 0
+                # (text span, the paragraph it opens or None): a paragraph, or its lines
+                units = [(a, b, (a, b))] if not presegmented else [
+                    (s, e, (a, b) if k == 0 else None) for k, (s, e) in enumerate(split_lines(text, a, b))]
+                for s, e, opens in units:
+                    pending.append((doc, s, e, opens))
+                    size += e - s
+                    if size >= batch_chars:
+                        self._tokenize_paragraphs(pending, presegmented)
+                        pending, size = [], 0
         if pending:
-            self._tokenize_paragraphs(pending)
+            self._tokenize_paragraphs(pending, presegmented)
         return docs
 
-    def _tokenize_paragraphs(self, pending) -> None:
+    def _tokenize_paragraphs(self, pending, presegmented: bool = False) -> None:
         # Tokens, sentences and paragraphs hold no reference cycles: the cyclic collector
         # would only rescan the growing heap of new objects (tens of thousands a call), so
         # it is paused while they are made.
         enabled = gc.isenabled()
         gc.disable()
         try:
-            self._tokenize_paragraphs_gc_off(pending)
+            self._tokenize_paragraphs_gc_off(pending, presegmented)
         finally:
             if enabled:
                 gc.enable()
 
-    def _tokenize_paragraphs_gc_off(self, pending) -> None:
-        texts = [doc.text[a:b] for doc, a, b in pending]
+    def _tokenize_paragraphs_gc_off(self, pending, presegmented: bool) -> None:
+        texts = [doc.text[a:b] for doc, a, b, _ in pending]
         tags, starts = self.chain.tag_concat(texts, self.weights)
+        if presegmented:  # each text is a sentence: its tags' token boundaries, none of their sentence ones
+            tags = NO_SENTENCE[self.chain.design][tags]
         joined = "".join(texts)
         cps = code_points(joined)
         ts, te, sent, after, first = decode_spans(cps, char_classes(cps), tags, starts, self.max_sentence_tokens,
@@ -195,7 +227,7 @@ class Tokenizer:
         # its document minus its start in the batch. Everything per token is built by
         # comprehensions over whole arrays (the per-token Python cost bounds the speed).
         counts = np.diff(first)
-        shifts = np.array([a for _, a, _ in pending], dtype=np.int64) - starts[:-1]
+        shifts = np.array([a for _, a, _, _ in pending], dtype=np.int64) - starts[:-1]
         shift = np.repeat(shifts, counts)
         ts_l, te_l = ts.tolist(), te.tolist()
         forms = [joined[a:b] for a, b in zip(ts_l, te_l)]
@@ -217,9 +249,10 @@ class Tokenizer:
         sentence_starts = np.flatnonzero(sent).tolist()
         first_l = first.tolist()
         s = 0  # index into sentence_starts
-        for p, (doc, a, b) in enumerate(pending):
-            paragraph = Paragraph(a, b)
-            doc.paragraphs.append(paragraph)
+        for p, (doc, a, b, opens) in enumerate(pending):
+            if opens is not None:
+                doc.paragraphs.append(Paragraph(*opens))
+            paragraph = doc.paragraphs[-1]  # a later line of a presegmented paragraph adds to it
             k1 = first_l[p + 1]
             shift_p = int(shifts[p])
             while s < len(sentence_starts) and sentence_starts[s] < k1:
