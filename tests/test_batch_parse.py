@@ -703,69 +703,103 @@ def test_a_tokenizer_alone_writes_json_of_input_without_tags(tiny_model, runner,
 
 
 # -- presegmented text: a sentence per line ------------------------------------------------
-PRESEGMENTED = "The tired girl is not happy. He smiled.\n  Then she left!   \n\n\x01\n\nÜber café naïve résumé.\n"
-PRESEGMENTED_LINES = [["The tired girl is not happy. He smiled.", "Then she left!"], ["Über café naïve résumé."]]
+PRESEGMENTED = ("The tired girl is not happy. He smiled.\n  Then she left!   \n\x01\n\n"
+                "\"Yes,\" she said. - A dash.\n(Aside) text.\n")
+PRESEGMENTED_LINES = [["The tired girl is not happy. He smiled.", "Then she left!"],
+                      ['"Yes," she said. - A dash.', "(Aside) text."]]
 
 
 @pytest.mark.parametrize("n_process", ["1", "2"])
 def test_presegmented_text_has_a_sentence_per_line(tiny_model, runner, tmp_path, n_process):
     """`-i presegmented` (UDPipe's --tokenizer presegmented): each line is one sentence,
-    tokenized by the tokenizer (spaCy's here) and never split; a blank line (or one of control
-    characters) starts a paragraph. CoNLL-U (read back by arborist's reader) and JSON."""
+    tokenized by the tokenizer (spaCy's here) and never split, even where it begins with
+    punctuation; a blank line or one of control characters starts a paragraph. CoNLL-U (read
+    back by arborist's reader) and JSON, a line each."""
     source = tmp_path / "p.txt"
     source.write_text(PRESEGMENTED, encoding="utf-8")
     written = file_output(runner, tiny_model, source, tmp_path / "out", "-i", "presegmented", "-n", n_process)
     texts = [line[len("# text = "):] for line in written.splitlines() if line.startswith("# text = ")]
     assert texts == [line for paragraph in PRESEGMENTED_LINES for line in paragraph]
     assert [line for line in written.splitlines() if line.startswith("# sent_id")] == [
-        "# sent_id = 1.1", "# sent_id = 1.2", "# sent_id = 2.1"]
+        "# sent_id = 1.1", "# sent_id = 1.2", "# sent_id = 2.1", "# sent_id = 2.2"]
     assert written.startswith("# newdoc id = p.txt\n# newpar\n") and written.count("# newpar") == 2
     sentences = list(read_conllu(tmp_path / "out" / "p.conllu", require_heads=True))
     assert [" ".join(s.forms[1:]) for s in sentences][1] == "Then she left !"
     result, output = invoke(runner, tiny_model, source, "-i", "presegmented", "-f", "json")
     assert result.exit_code == 0, output
     docs = [json.loads(line) for line in result.stdout.splitlines()]
-    assert [[d["text"][s["start"]:s["end"]].strip() for s in d["sents"]] for d in docs] == PRESEGMENTED_LINES
+    assert [d["text"][s["start"]:s["end"]] for d in docs for s in d["sents"]] == texts
     # read as text, the same file is split into sentences by the sentencizer
-    assert file_output(runner, tiny_model, source, tmp_path / "text").count("# text = ") == 4
+    assert file_output(runner, tiny_model, source, tmp_path / "text").count("# text = ") > 4
 
 
 def test_presegmented_standard_input_and_gold_tags(tiny_model, runner, tmp_path):
-    """Standard input is read as the file is; --gold-tags has no tags to keep there."""
+    """Standard input is read as the file is, CRLF line ends too; --gold-tags has no tags to
+    keep there."""
     source = tmp_path / "p.txt"
     source.write_text(PRESEGMENTED, encoding="utf-8")
     expected = file_output(runner, tiny_model, source, tmp_path / "out", "-i", "presegmented")
     result = runner.invoke(app, ["parse", str(tiny_model), "-", "-i", "presegmented", "--no-progress"],
-                           input=PRESEGMENTED.encode("utf-8"))
+                           input=PRESEGMENTED.replace("\n", "\r\n").encode("utf-8"))
     assert result.exit_code == 0, result.output
     assert result.stdout_bytes.decode("utf-8") == expected.replace("# newdoc id = p.txt\n", "# newdoc\n", 1)
     result, output = invoke(runner, tiny_model, source, "-i", "presegmented", "--gold-tags")
     assert result.exit_code == 1 and "presegmented text has none" in output
 
 
+def test_presegmented_numbering_needs_no_blank_lines(tiny_model, runner, tmp_path, monkeypatch):
+    """A file of sentences without blank lines is one paragraph whatever its size (its ids
+    1.1 to 1.N: the reader's limit cuts no paragraph); a line longer than the limit comes in
+    pieces cut at spaces, whose sentences are numbered PARAGRAPH.LINE.PIECE.K."""
+    monkeypatch.setattr(batch, "MAX_PARAGRAPH_CHARS", 40)
+    lines = [f"This is sentence number {k} here." for k in range(30)]
+    long_line = " ".join(f"word{k}" for k in range(20))  # 129 characters: four pieces
+    source = tmp_path / "s.txt"
+    source.write_text("\n".join(lines[:10] + [long_line] + lines[10:]) + "\n", encoding="utf-8")
+    annotator = batch.Annotator(arborist.load(tiny_model), "conllu")
+    job = batch.plan([source], None, "conllu", "presegmented")[0]
+    written = "".join(annotator(payload, "s.txt")[0] for payload, _ in batch.chunks(job))
+    ids = [line[len("# sent_id = "):] for line in written.splitlines() if line.startswith("# sent_id")]
+    assert written.count("# newpar") == 1
+    assert ids == [f"1.{k}" for k in range(1, 12)] + ["1.11.2.1", "1.11.3.1", "1.11.4.1"] + [
+        f"1.{k}" for k in range(12, 32)]
+    words = [line.split("\t")[1] for line in written.splitlines() if "\t" in line]
+    assert [w for w in words if w.startswith("word")] == long_line.split()  # no word cut in two
+
+
 def test_presegmented_reading_keeps_lines_and_bounds_them(tmp_path, monkeypatch):
-    """The reader joins a presegmented paragraph's lines with line breaks; a line longer than
-    MAX_PARAGRAPH_CHARS comes in pieces joined by spaces (one line, so one sentence, until a
-    paragraph outgrows the limit: then it is cut between lines, or at a space); and in both
-    modes, spaces that end such a line in a piece of their own are not a blank line."""
+    """`read_sentence_lines`: a line each (stripped, control characters as spaces), the first
+    of each paragraph marked; a line longer than MAX_PARAGRAPH_CHARS in pieces cut at spaces;
+    a line of nothing but spaces is blank however long, in text mode too (`_paragraphs`), and
+    `paragraph_boundaries` cuts after blank lines only."""
     path = tmp_path / "p.txt"
-    path.write_text("one two\n three \n\nfour\n", encoding="utf-8")
-    assert [t for t, _ in batch.read_paragraphs(path, presegmented=True)] == ["one two\nthree", "four"]
-    assert [t for t, _ in batch.read_paragraphs(path)] == ["one two three", "four"]
-    monkeypatch.setattr(batch, "MAX_PARAGRAPH_CHARS", 50)
-    long_line = " ".join(f"w{k}" for k in range(15))  # 49 characters
-    path.write_text(f"{long_line}\nshort one\n{long_line} {long_line}{' ' * 60}\nnext\n", encoding="utf-8")
-    pieces = [t for t, _ in batch.read_paragraphs(path, presegmented=True)]
-    assert pieces[0] == long_line and all(len(p) <= 50 for p in pieces)
-    assert "".join("".join(pieces).split()) == "".join((long_line + "short one" + long_line * 2 + "next").split())
-    assert pieces[:2] == [long_line, "short one"]  # cut between lines
-    one_line = tmp_path / "one.txt"
-    one_line.write_text("abc " * 40 + "\n", encoding="utf-8")  # pieces end inside a word
-    # a line in pieces is one line: read as text reads it (not a line break between pieces)
-    read = [t for t, _ in batch.read_paragraphs(one_line, presegmented=True)]
-    assert read == [t for t, _ in batch.read_paragraphs(one_line)] and len(read) > 2
-    for presegmented in (False, True):
-        # the long line's trailing spaces, read as a piece of their own, are no blank line: no paragraph
-        # ends there, so there is no place to cut the file
-        assert list(batch.paragraph_boundaries(path, presegmented)) == []
-    assert sum(n for _, n in batch.read_paragraphs(path, presegmented=True)) == path.stat().st_size
+    path.write_text("one two\n three \x01\n\n\x01\n\nfour\n", encoding="utf-8")
+    assert [(t, opens, piece) for t, _, opens, piece in batch.read_sentence_lines(path)] == [
+        ("one two", True, 0), ("three", False, 0), ("four", True, 0)]
+    assert sum(n for _, n, _, _ in batch.read_sentence_lines(path)) == path.stat().st_size
+    monkeypatch.setattr(batch, "MAX_PARAGRAPH_CHARS", 20)
+    path.write_text("alpha beta gammadelta epsilonzeta\n" + " " * 45 + "\nnext\n" + "abcdefghij" * 5 + "\n",
+                    encoding="utf-8")
+    assert [(t, opens, piece) for t, _, opens, piece in batch.read_sentence_lines(path)] == [
+        ("alpha beta", True, 0), ("gammadelta", False, 1), ("epsilonzeta", False, 2), ("next", True, 0),
+        ("abcdefghij" * 2, False, 0), ("abcdefghij" * 2, False, 1), ("abcdefghij", False, 2)]
+    offset = len("alpha beta gammadelta epsilonzeta\n" + " " * 45 + "\n")
+    assert list(batch.paragraph_boundaries(path, presegmented=True)) == [(offset, 3, 1)]
+    assert list(batch.paragraph_boundaries(path)) == [(offset, 3, 3)]  # text mode counts its paragraph's pieces
+    # a line whose trailing spaces make a piece of their own ends no paragraph (it did in text mode)
+    path.write_text("abcdefghij abcdefghi" + " " * 25 + "\nnext\n", encoding="utf-8")
+    assert list(batch.paragraph_boundaries(path)) == [] == list(batch.paragraph_boundaries(path, presegmented=True))
+    assert [opens for _, _, opens, _ in batch.read_sentence_lines(path)] == [True, False, False]
+
+
+def test_line_sentences_component():
+    """`arborist_line_sentences` after spaCy's tokenizer: a sentence per line, whatever the line
+    begins with (spaCy's sentencizer cutting at "\\n" keeps a leading quote or bracket in the
+    sentence before) and whatever whitespace holds the line break (CRLF, indentation, blank
+    lines: one whitespace token each); no sentence is only whitespace but a leading one."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arborist_line_sentences")
+    text = ' \nHe said hello.\r\n"Yes," she answered. - No.\n  (Aside) text.\t\n\n***\n¿Qué?'
+    sentences = [s.text.strip() for s in nlp(text).sents]
+    assert sentences == ["", "He said hello.", '"Yes," she answered. - No.', "(Aside) text.", "***", "¿Qué?"]
+    assert [s.text for s in nlp("One line. Two sentences.").sents] == ["One line. Two sentences."]

@@ -6,7 +6,8 @@ the predicted columns changed (`corpus.write_conllu`); any other file is raw UTF
 text, parsed by the spaCy pipeline `spacy_pipeline` builds (the language's tokenizer,
 the sentencizer, `arborist_tagger`, `arborist_parser`). Paragraphs are separated by
 blank lines; the lines of a paragraph are joined by spaces (presegmented text, `-i
-presegmented`: each line is a sentence, tokenized but not split). Pre-tokenized text
+presegmented`, is read a line at a time: each line is a sentence, tokenized but not split,
+`read_sentence_lines`). Pre-tokenized text
 (`read_pretokenized`: UDPipe's horizontal and vertical formats) is made into CoNLL-U
 sentences and parsed as CoNLL-U is.
 
@@ -211,67 +212,129 @@ def input_kind(suffix: str, input_format: str) -> dict:
 
 # -- reading ----------------------------------------------------------------------
 def read_paragraphs(path: Path | str, start: int = 0, end: int | None = None,
-                    line: int = 1, presegmented: bool = False) -> Iterator[tuple[str, int]]:
+                    line: int = 1) -> Iterator[tuple[str, int]]:
     """(paragraph, bytes read) for each paragraph of a UTF-8 text file (a path or a URL),
     streamed; with `start`, `end` and `line`, of the shard [start, end) of the file, which
-    begins at line `line` (`paragraph_boundaries` finds such places). A paragraph's lines are
-    joined by spaces, or with `presegmented` (a sentence per line) by line breaks.
+    begins at line `line` (`paragraph_boundaries` finds such places).
 
     Raises InputError for a binary file (a NUL byte) or invalid UTF-8, with the line."""
-    for text, nbytes, _, _ in _paragraphs(path, start, end, line, presegmented):
+    for text, nbytes, _, _ in _paragraphs(path, start, end, line):
         yield text, nbytes
+
+
+def read_sentence_lines(path: Path | str, start: int = 0, end: int | None = None,
+                        line: int = 1) -> Iterator[tuple[str, int, bool, int]]:
+    """Presegmented text (`-i presegmented`, a sentence per line): (line, bytes read, whether it
+    opens a paragraph, piece) for each non-blank line of a UTF-8 text file, stripped, its
+    control characters read as spaces. A blank line (or one of nothing but control characters)
+    ends a paragraph. A line longer than MAX_PARAGRAPH_CHARS comes in pieces (piece 0, 1...),
+    cut at a space where there is one. `start`, `end` and `line` as `read_paragraphs`'s, at a
+    place `paragraph_boundaries(path, presegmented=True)` gives.
+
+    Raises InputError for a binary file (a NUL byte) or invalid UTF-8, with the line."""
+    for kind, *item in _sentence_lines(path, start, end, line):
+        if kind == "line":
+            yield tuple(item)
 
 
 def paragraph_boundaries(path: Path | str, presegmented: bool = False) -> Iterator[tuple[int, int, int]]:
     """(byte offset, line number, paragraphs before) of every place a text file can be cut
-    so that `read_paragraphs` of the two parts gives the paragraphs of the whole: just
-    after a blank line that ends a paragraph. (A paragraph cut for its length is not
-    such a place.) Reads the whole file with the same reader, so the counts agree."""
+    so that `read_paragraphs` (`read_sentence_lines`) of the two parts gives the paragraphs
+    (lines) of the whole: just after a blank line that ends a paragraph. (A paragraph cut for
+    its length is not such a place.) Reads the whole file with the same reader, so the counts
+    agree."""
+    if presegmented:
+        for kind, *item in _sentence_lines(path, 0, None, 1):
+            if kind == "cut":
+                yield tuple(item)
+        return
     position = paragraphs = 0
-    for _, nbytes, number, blank_ended in _paragraphs(path, 0, None, 1, presegmented):
+    for _, nbytes, number, blank_ended in _paragraphs(path, 0, None, 1):
         position += nbytes
         paragraphs += 1
         if blank_ended:
             yield position, number, paragraphs
 
 
-def _paragraphs(path, start: int, end: int | None, line: int,
-                presegmented: bool = False) -> Iterator[tuple[str, int, int, bool]]:
+def _paragraphs(path, start: int, end: int | None, line: int) -> Iterator[tuple[str, int, int, bool]]:
     """(paragraph, bytes read, the next line's number, whether a blank line ended it)."""
-    joiner = "\n" if presegmented else " "
     lines: list[str] = []
     size = nbytes = 0
     following = line  # the next line's number
-    continues = False  # the last piece read did not end its line (a line longer than the limit)
+    seen = False  # the line being read has shown text (a line longer than the limit comes in pieces)
     for text, read, number, ends_line in _text_lines(path, start, end, line):
         nbytes += read
         following = number + ends_line
         stripped = _visible(text)
-        if not stripped and ends_line and not continues:
+        blank = ends_line and not (stripped or seen)  # nothing but spaces in every piece of the line
+        seen = not ends_line and (seen or bool(stripped))
+        if blank:
             if lines:
-                yield joiner.join(lines), nbytes, following, True
+                yield " ".join(lines), nbytes, following, True
                 lines, size, nbytes = [], 0, 0
             continue
         if stripped:
-            if continues and lines and presegmented:
-                lines[-1] += " " + stripped  # the same line, so the same sentence
-            else:
-                lines.append(stripped)
+            lines.append(stripped)
             size += len(stripped) + 1
-        continues = not ends_line
         while size > MAX_PARAGRAPH_CHARS:
-            # A paragraph too long for one Doc (a file without blank lines): cut at a space
-            # (presegmented, between two lines: a line longer than the limit is cut at a space).
-            joined = joiner.join(lines)
-            cut = joined.rfind(joiner, 0, MAX_PARAGRAPH_CHARS)
-            if cut <= 0 and presegmented:
-                cut = joined.rfind(" ", 0, MAX_PARAGRAPH_CHARS)
+            # A paragraph too long for one Doc (a file without blank lines): cut at a space.
+            joined = " ".join(lines)
+            cut = joined.rfind(" ", 0, MAX_PARAGRAPH_CHARS)
             cut = cut if cut > 0 else MAX_PARAGRAPH_CHARS
             yield joined[:cut], nbytes, following, False
             rest = joined[cut:].strip()
             lines, size, nbytes = ([rest], len(rest) + 1, 0) if rest else ([], 0, 0)
     if lines:
-        yield joiner.join(lines), nbytes, following, False
+        yield " ".join(lines), nbytes, following, False
+
+
+def _sentence_lines(path, start: int, end: int | None, line: int) -> Iterator[tuple]:
+    """`read_sentence_lines`'s lines as ("line", text, bytes, opens, piece), and ("cut", byte
+    offset, line number, paragraphs before) after every blank line that ends a paragraph."""
+    opens = True  # the next line opens a paragraph (the first, or one after a blank line)
+    paragraphs = nbytes = piece = 0
+    position = start
+    pending = ""  # the line read so far and not given out: under twice the limit
+    for text, read, number, ends_line in _text_lines(path, start, end, line):
+        nbytes += read
+        position += read
+        pending += text if text.isprintable() else _NONSPACE_CONTROL.sub(" ", text)
+        while len(pending) > MAX_PARAGRAPH_CHARS:  # a line too long for one sentence: cut at a space
+            cut = max(pending.rfind(" ", 0, MAX_PARAGRAPH_CHARS), pending.rfind("\t", 0, MAX_PARAGRAPH_CHARS))
+            cut = cut if cut > 0 else MAX_PARAGRAPH_CHARS
+            head, pending = pending[:cut].strip(), pending[cut:]
+            if head:
+                paragraphs += opens
+                yield "line", head, nbytes, opens, piece
+                opens, nbytes, piece = False, 0, piece + 1
+        if not ends_line:
+            continue
+        tail, pending = pending.strip(), ""
+        if tail:
+            paragraphs += opens
+            yield "line", tail, nbytes, opens, piece
+            opens, nbytes = False, 0
+        elif not piece and not opens:  # a blank line (nothing but spaces in every piece) ends a paragraph
+            opens = True
+            yield "cut", position, number + 1, paragraphs
+        piece = 0
+    tail = pending.strip()
+    if tail:  # the last line, without its line break
+        yield "line", tail, nbytes, opens, piece
+
+
+def sentence_heading(paragraph: int, line: tuple[int, int] | None, k: int) -> tuple[str, bool]:
+    """(`# sent_id`, whether `# newpar` comes before it) of the k-th sentence (from 1) of a
+    paragraph of text (`line` None): PARAGRAPH.K; or of a piece of a line of a paragraph of
+    presegmented text (`line` = (line, piece), both from 1 and 0): PARAGRAPH.LINE, unless the
+    line made more than one sentence (a piece of a line longer than the reader's limit, or a
+    sentence cut for its length), then PARAGRAPH.LINE.PIECE.K with PIECE from 1."""
+    if line is None:
+        return f"{paragraph}.{k}", k == 1
+    number, piece = line
+    if piece == 0 and k == 1:
+        return f"{paragraph}.{number}", number == 1
+    return f"{paragraph}.{number}.{piece + 1}.{k}", False
 
 
 def _text_lines(path, start: int, end: int | None, line: int) -> Iterator[tuple[str, int, int, bool]]:
@@ -515,17 +578,35 @@ def chunks(job: Job) -> Iterator[tuple[tuple, int]]:
         if batch:
             yield ("conllu", batch), nbytes
         return
-    paragraph = job.paragraph
-    for text, read in read_paragraphs(job.source, job.start, job.end, job.line, job.presegmented):
-        paragraph += 1
-        batch.append((paragraph, text))
-        size += len(text)
+    # text: (paragraph, text) items; presegmented text: (paragraph, line, piece of the line, text)
+    kind, items = ("lines", _numbered_lines(job)) if job.presegmented else ("text", _numbered_paragraphs(job))
+    for item, read in items:
+        batch.append(item)
+        size += len(item[-1])
         nbytes += read
         if size >= CHUNK_CHARS or idle():
-            yield ("text", batch, job.newdoc_paragraph, job.presegmented), nbytes
+            yield (kind, batch, job.newdoc_paragraph), nbytes
             batch, size, nbytes = [], 0, 0
     if batch:
-        yield ("text", batch, job.newdoc_paragraph, job.presegmented), nbytes
+        yield (kind, batch, job.newdoc_paragraph), nbytes
+
+
+def _numbered_paragraphs(job: Job) -> Iterator[tuple[tuple, int]]:
+    """((paragraph number, text), bytes read) of each paragraph of a text job."""
+    paragraphs = read_paragraphs(job.source, job.start, job.end, job.line)
+    for number, (text, read) in enumerate(paragraphs, start=job.paragraph + 1):
+        yield (number, text), read
+
+
+def _numbered_lines(job: Job) -> Iterator[tuple[tuple, int]]:
+    """((paragraph number, line of the paragraph, piece of the line, text), bytes read) of each
+    line (or piece of a long line) of a presegmented text job: lines from 1, pieces from 0."""
+    paragraph, line = job.paragraph, 0
+    for text, read, opens, piece in read_sentence_lines(job.source, job.start, job.end, job.line):
+        if opens:
+            paragraph, line = paragraph + 1, 0
+        line += piece == 0
+        yield (paragraph, line, piece, text), read
 
 
 def _never() -> bool:
@@ -549,7 +630,7 @@ def spacy_pipeline(pipeline: Pipeline, lang: str | None = None, confidence: Conf
     """The spaCy pipeline of a model: the tokenizer of its language, the sentencizer, the
     arborist tagger (when the model has taggers) and parser (with `confidence`, setting the
     probability extension attributes, `token._.head_prob`...). `presegmented`: a sentence per
-    line of the text (its lines joined by single line breaks, as `read_paragraphs` joins them)."""
+    line of a text (`arborist_line_sentences` after spaCy's tokenizer)."""
     import spacy
 
     from .spacy_components import ArboristComponent  # noqa: F401  (registers the factories)
@@ -565,8 +646,7 @@ def spacy_pipeline(pipeline: Pipeline, lang: str | None = None, confidence: Conf
         assert isinstance(nlp.tokenizer, ArboristTokenizer)
     else:
         nlp = spacy.blank(lang or pipeline.lang)
-        # presegmented: a sentence ends at each line break (spaCy's tokenizer makes it a space token)
-        nlp.add_pipe("sentencizer", config={"punct_chars": ["\n"]} if presegmented else {})
+        nlp.add_pipe("arborist_line_sentences" if presegmented else "sentencizer")
     if pipeline.taggers:
         nlp.add_pipe("arborist_tagger", config=config).set_model(pipeline)
     if pipeline.writer("head") is not None:
@@ -575,10 +655,13 @@ def spacy_pipeline(pipeline: Pipeline, lang: str | None = None, confidence: Conf
 
 
 def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
-               confidence: ConfidenceOptions | None = None, columns: tuple[str, ...] = ()) -> str:
+               confidence: ConfidenceOptions | None = None, columns: tuple[str, ...] = (),
+               line: tuple[int, int] | None = None) -> str:
     """CoNLL-U of an annotated Doc: one sentence per doc.sents, whitespace tokens left
     out (they only set SpaceAfter), ROOT written as UD's root; with `confidence`, the
-    probabilities of `columns` from the token attributes (`token._.head_prob`...)."""
+    probabilities of `columns` from the token attributes (`token._.head_prob`...). The Doc
+    is paragraph `paragraph`, or with `line` = (line, piece) a piece of a line of it
+    (presegmented text: `sentence_heading`)."""
     from .spacy_components import to_ud_label, ud_feats
 
     out = []
@@ -590,10 +673,9 @@ def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
         ids = {t.i: j for j, t in enumerate(words, start=1)}
         if newdoc is not None and not out:
             out.append(newdoc_comment(newdoc))
-        if paragraph is not None and k == 1:
-            out.append("# newpar\n")
         if paragraph is not None:
-            out.append(f"# sent_id = {paragraph}.{k}\n")
+            sent_id, newpar = sentence_heading(paragraph, line, k)
+            out.append(f"# newpar\n# sent_id = {sent_id}\n" if newpar else f"# sent_id = {sent_id}\n")
         out.append(f"# text = {comment_text(sent.text)}\n")
         inside_until = 0  # the last word of the multiword token being written: its words get no SpaceAfter
         for j, t in enumerate(words, start=1):
@@ -635,16 +717,16 @@ def token_misc(token, space_after: bool) -> str:
     return merge_misc(misc, item) if item else misc
 
 
-def tokenized_conllu(sentence, parsed, paragraph: int, k: int, newdoc: str | None) -> str:
+def tokenized_conllu(sentence, parsed, sent_id: str, newpar: bool, newdoc: str | None) -> str:
     """CoNLL-U of one sentence of the model's tokenizer (`arborist.tokenizer.api.Sentence`) with
     its annotation: multiword tokens as `N-M` lines before their words, SpaceAfter=No on the
     surface token, the predicted columns on the words."""
     out = []
     if newdoc is not None:
         out.append(newdoc_comment(newdoc))
-    if k == 1:
+    if newpar:
         out.append("# newpar\n")
-    out.append(f"# sent_id = {paragraph}.{k}\n# text = {comment_text(sentence.text)}\n")
+    out.append(f"# sent_id = {sent_id}\n# text = {comment_text(sentence.text)}\n")
     columns = parsed.columns
     n = sum(len(t.word_forms) for t in sentence.tokens)
     missing = ["_"] * n
@@ -805,34 +887,38 @@ class Annotator:
         kind, items = payload[:2]
         if kind == "conllu":
             return self.conllu(items)
-        first, presegmented = payload[2:4]  # the paragraph that opens the document; a sentence per line
+        first = payload[2]  # the paragraph that opens the document
+        # (paragraph, (line, piece) or None, text): a text chunk's items are paragraphs, a
+        # "lines" chunk's (presegmented text) the lines (or pieces of lines) of paragraphs
+        items = [(p, None, t) for p, t in items] if kind == "text" else [(p, (k, piece), t) for p, k, piece, t in items]
         if self.fmt == "conllu" and self.confidence is None and self.pipeline.writer("form") is not None:
-            return self.tokenized(items, name, first, presegmented)
+            return self.tokenized(items, name, first, kind == "lines")
         nlp = self.nlp
-        if presegmented:
+        if kind == "lines":
             if self._nlp_presegmented is None:
                 self._nlp_presegmented = spacy_pipeline(self.pipeline, self.lang, self.confidence, presegmented=True)
             nlp = self._nlp_presegmented
-        texts = (text for _, text in items)
         out, words = [], 0
         with self.vocabulary_zone(nlp):
-            for (paragraph, _), doc in zip(items, nlp.pipe(texts)):
+            for (paragraph, line, _), doc in zip(items, nlp.pipe(text for _, _, text in items)):
                 words += len(doc) - int(doc.to_array(IS_SPACE).sum())
-                out.append(self.render(doc, paragraph, name if paragraph == first else None))
+                opens = paragraph == first and line in (None, (1, 0))
+                out.append(self.render(doc, paragraph, name if opens else None, line))
         return "".join(out), words
 
     def tokenized(self, items, name: str, first: int = 1, presegmented: bool = False) -> tuple[str, int]:
-        """CoNLL-U of paragraphs tokenized by the model's own tokenizer (its text stage): its
-        tokens, multiword tokens and sentences (with `presegmented`, one per line), annotated by
-        the other components."""
-        documents = self.pipeline.tokenize([text for _, text in items], presegmented)
+        """CoNLL-U of paragraphs (or, `presegmented`, of lines) tokenized by the model's own
+        tokenizer (its text stage): its tokens, multiword tokens and sentences, annotated by the
+        other components."""
+        documents = self.pipeline.tokenize([text for _, _, text in items], presegmented)
         sentences = [x for _, xs in documents for x in xs]
         parsed = iter(self.pipeline.annotate_many(sentences, self.gold_tags))
         out = []
-        for (paragraph, _), (doc, xs) in zip(items, documents):
+        for (paragraph, line, _), (doc, xs) in zip(items, documents):
             for k, (tokens, x) in enumerate(zip(doc.sentences, xs), start=1):
-                out.append(tokenized_conllu(tokens, next(parsed), paragraph, k, name if paragraph == first and k == 1
-                                            else None))
+                sent_id, newpar = sentence_heading(paragraph, line, k)
+                opens = paragraph == first and newpar
+                out.append(tokenized_conllu(tokens, next(parsed), sent_id, newpar, name if opens else None))
         return "".join(out), sum(x.n for x in sentences)
 
     def vocabulary_zone(self, nlp=None):
@@ -870,11 +956,12 @@ class Annotator:
                     out.append(self.render(doc))
         return "".join(out), words
 
-    def render(self, doc, paragraph: int | None = None, newdoc: str | None = None) -> str:
+    def render(self, doc, paragraph: int | None = None, newdoc: str | None = None,
+               line: tuple[int, int] | None = None) -> str:
         if self.fmt == "conllu":
             if self.confidence is None:
-                return doc_conllu(doc, paragraph, newdoc)
-            return doc_conllu(doc, paragraph, newdoc, self.confidence, self.columns)
+                return doc_conllu(doc, paragraph, newdoc, line=line)
+            return doc_conllu(doc, paragraph, newdoc, self.confidence, self.columns, line=line)
         if self.fmt == "json":
             return json.dumps(doc_json(doc, self.columns, self.confidence), ensure_ascii=False) + "\n"
         from spacy import displacy
@@ -1192,7 +1279,7 @@ def _run(jobs, fmt, lang, pool, window, report, bar) -> None:
                 job = dataclasses.replace(job, paragraph=paragraphs, newdoc_paragraph=paragraphs + 1)
             try:
                 for payload, nbytes in chunks(job):
-                    if job.target is None and payload[0] == "text":
+                    if job.target is None and payload[0] in ("text", "lines"):
                         paragraphs = payload[1][-1][0]
                     elif job.target is None and job.pretokenized:  # sentences, numbered as paragraphs are
                         paragraphs += len(payload[1])

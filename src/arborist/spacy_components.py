@@ -625,6 +625,24 @@ class ArboristTokenizer(PicklesItsModel):
         return model_from_bytes(bytes_data, self, "[tokenizer]")
 
 
+@Language.component("arborist_line_sentences", assigns=["token.is_sent_start"])
+def line_sentences(doc: Doc) -> Doc:
+    """Sentences by lines, for text with a sentence per line (presegmented text) tokenized by
+    spaCy's tokenizer: a sentence starts at the first word after each whitespace token that
+    holds a line break, and nowhere else. (spaCy's sentencizer with `punct_chars = ["\\n"]`
+    would not start one at a line that begins with punctuation, nor after "\\r\\n" or
+    "\\n  ", which spaCy's tokenizer makes one token.)"""
+    starts = True  # the next word starts a sentence
+    for token in doc:
+        if token.is_space:
+            token.is_sent_start = token.i == 0
+            starts = starts or "\n" in token.text
+        else:
+            token.is_sent_start = starts
+            starts = False
+    return doc
+
+
 @spacy_registry.tokenizers("arborist.Tokenizer.v1")
 def make_arborist_tokenizer(model: Optional[str] = None, presegmented: bool = False) -> Callable:
     """The model's tokenizer as spaCy's (`[nlp.tokenizer] @tokenizers = "arborist.Tokenizer.v1"`;
