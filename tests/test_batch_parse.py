@@ -260,7 +260,7 @@ def test_spacy_vocabulary_stops_growing(tiny_model, monkeypatch):
     """Past VOCAB_LIMIT words, the words of a chunk leave spaCy's vocabulary with it."""
     monkeypatch.setattr(batch, "VOCAB_LIMIT", 0)
     annotator = batch.Annotator(arborist.load(tiny_model), "conllu")
-    text, words = annotator(("text", [(1, "Zyxwv qwerty uiop asdf ghjkl."), (2, "Mnbvc lkjhg.")], 1, False), "x.txt")
+    text, words = annotator(("text", [(1, "Zyxwv qwerty uiop asdf ghjkl."), (2, "Mnbvc lkjhg.")], 1), "x.txt")
     assert words == 9 and "Zyxwv" in text
     assert "qwerty" not in annotator.nlp.vocab and "qwerty" not in annotator.nlp.vocab.strings
 
@@ -745,6 +745,12 @@ def test_presegmented_standard_input_and_gold_tags(tiny_model, runner, tmp_path)
     assert result.stdout_bytes.decode("utf-8") == expected.replace("# newdoc id = p.txt\n", "# newdoc\n", 1)
     result, output = invoke(runner, tiny_model, source, "-i", "presegmented", "--gold-tags")
     assert result.exit_code == 1 and "presegmented text has none" in output
+    # two inputs on standard output: the second one's paragraphs are numbered on (unique ids)
+    done = subprocess.run(parse_command(tiny_model, "-", source, "-i", "presegmented"),
+                          input=PRESEGMENTED.encode("utf-8"), capture_output=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr.decode()
+    assert [line for line in done.stdout.decode("utf-8").splitlines() if line.startswith("# sent_id")] == [
+        f"# sent_id = {p}.{k}" for p in (1, 2, 3, 4) for k in (1, 2)]
 
 
 def test_presegmented_numbering_needs_no_blank_lines(tiny_model, runner, tmp_path, monkeypatch):

@@ -268,7 +268,7 @@ def test_parse_presegmented_text_keeps_the_given_sentences(run, tmp_path):
     gold = tmp_path / "pairs.conllu"
     lines = merged_pairs(SAMPLE / "sample-dev.conllu", gold)
     raw = tmp_path / "dev.txt"
-    raw.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    raw.write_text("\n".join(lines[:3]) + "\n\n" + "\n".join(lines[3:]) + "\n", encoding="utf-8")  # two paragraphs
     runner = CliRunner()
     scores = {}
     for mode in ("text", "presegmented"):
@@ -283,6 +283,10 @@ def test_parse_presegmented_text_keeps_the_given_sentences(run, tmp_path):
     assert scores["presegmented"] == 100.0 and scores["text"] < 80.0, scores
     output = (tmp_path / "presegmented" / "dev.conllu").read_text(encoding="utf-8")
     assert [line[len("# text = "):] for line in output.splitlines() if line.startswith("# text = ")] == lines
+    comments = [line for line in output.splitlines() if line.startswith("# newdoc") or line.startswith("# newpar")
+                or line.startswith("# sent_id")]
+    assert comments == ["# newdoc id = dev.txt", "# newpar"] + [f"# sent_id = 1.{k}" for k in (1, 2, 3)] + [
+        "# newpar"] + [f"# sent_id = 2.{k}" for k in range(1, len(lines) - 2)]
     pipeline = load(run / "run")
     per_line = [[w for s in doc.sentences for t in s.tokens for w in t.word_forms] for doc, _ in pipeline.tokenize(lines)]
     assert per_line == [[row.split("\t")[1] for row in block.splitlines() if row[0] != "#" and "-" not in

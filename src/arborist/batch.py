@@ -326,9 +326,9 @@ def _sentence_lines(path, start: int, end: int | None, line: int) -> Iterator[tu
 def sentence_heading(paragraph: int, line: tuple[int, int] | None, k: int) -> tuple[str, bool]:
     """(`# sent_id`, whether `# newpar` comes before it) of the k-th sentence (from 1) of a
     paragraph of text (`line` None): PARAGRAPH.K; or of a piece of a line of a paragraph of
-    presegmented text (`line` = (line, piece), both from 1 and 0): PARAGRAPH.LINE, unless the
-    line made more than one sentence (a piece of a line longer than the reader's limit, or a
-    sentence cut for its length), then PARAGRAPH.LINE.PIECE.K with PIECE from 1."""
+    presegmented text (`line` = (line, piece), from 1 and from 0): PARAGRAPH.LINE for a line's
+    first sentence; a line that made more than one (its pieces past the reader's limit, or
+    sentences cut for their length) numbers the others PARAGRAPH.LINE.PIECE.K, PIECE from 1."""
     if line is None:
         return f"{paragraph}.{k}", k == 1
     number, piece = line
