@@ -789,12 +789,16 @@ def test_presegmented_reading_keeps_lines_and_bounds_them(tmp_path, monkeypatch)
     assert [(t, opens, piece) for t, _, opens, piece in batch.read_sentence_lines(path)] == [
         ("alpha beta", True, 0), ("gammadelta", False, 1), ("epsilonzeta", False, 2), ("next", True, 0),
         ("abcdefghij" * 2, False, 0), ("abcdefghij" * 2, False, 1), ("abcdefghij", False, 2)]
-    offset = len("alpha beta gammadelta epsilonzeta\n" + " " * 45 + "\n")
-    assert list(batch.paragraph_boundaries(path, presegmented=True)) == [(offset, 3, 1)]
+    first = len("alpha beta gammadelta epsilonzeta\n")
+    offset = first + 46
+    # presegmented: a place to cut after each line (and the blank line), with the lines of the
+    # paragraph before it; text: after the blank line only
+    assert list(batch.sentence_line_boundaries(path))[:3] == [(first, 2, 1, 1), (offset, 3, 1, 0), (offset + 5, 4, 2, 1)]
     assert list(batch.paragraph_boundaries(path)) == [(offset, 3, 3)]  # text mode counts its paragraph's pieces
     # a line whose trailing spaces make a piece of their own ends no paragraph (it did in text mode)
     path.write_text("abcdefghij abcdefghi" + " " * 25 + "\nnext\n", encoding="utf-8")
-    assert list(batch.paragraph_boundaries(path)) == [] == list(batch.paragraph_boundaries(path, presegmented=True))
+    assert list(batch.paragraph_boundaries(path)) == []
+    assert [b[3] for b in batch.sentence_line_boundaries(path)] == [1, 2]
     assert [opens for _, _, opens, _ in batch.read_sentence_lines(path)] == [True, False, False]
 
 

@@ -160,16 +160,17 @@ def test_inputs_and_outputs_by_url(cluster, tiny_model, tmp_path):
 
 def test_pretokenized_inputs_in_shards_give_the_one_process_output(cluster, tiny_model, tmp_path):
     """`-i horizontal` (and vertical, and presegmented text) on Ray: a huge pre-tokenized input
-    is cut at blank lines, its shards concatenate to the one-process output (the document id
-    once, sentence ids numbered on); a small one is parsed whole."""
+    is cut at blank lines (horizontal and presegmented text: after any line, here a file of
+    sentences without blank lines), its shards concatenate to the one-process output (the
+    document id once, sentence ids numbered on); a small one is parsed whole."""
     import json
 
     for layout in ("horizontal", "vertical", "presegmented"):
         source = tmp_path / f"in_{layout}"
         source.mkdir()
         lines = "The cat sat on the mat .\nIt was warm !\n\nA second paragraph , with a comma .\n"
-        if layout == "presegmented":  # a line of two sentences stays one
-            lines = lines.replace("It was warm !", "It was warm . It was late !")
+        if layout == "presegmented":  # a line of two sentences stays one; no blank lines: cut after any line
+            lines = lines.replace("It was warm !", "It was warm . It was late !").replace("\n\n", "\n")
         (source / "big.txt").write_text(lines * 80, encoding="utf-8")
         (source / "small.txt").write_text(lines, encoding="utf-8")
         local = tmp_path / f"local_{layout}"

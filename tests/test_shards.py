@@ -4,6 +4,7 @@ splits the file into parts whose paragraphs or sentences are the whole file's, w
 file's own line numbers in errors. No Ray needed."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -199,3 +200,40 @@ def test_counting_the_boundaries_finds_the_places_reading_does(tmp_path, monkeyp
                          "".join(rng.choice(pieces) for _ in range(rng.randint(0, 40))).encode("utf-8"))
         for layout in ("horizontal", "vertical"):
             assert list(batch.pretokenized_boundaries(path, layout)) == made(path, layout), path.read_bytes()
+
+
+PRESEGMENTED_FILES = {
+    "no blank lines": "".join(f"Sentence number {k}. It has two parts.\n" for k in range(40)),
+    "paragraphs": "\n\n\ufeffnot a BOM here\n" + "".join(
+        f"Line {k} of the text.\n" + ("\n \n\x01\n" if k % 7 == 3 else "") for k in range(40)) + "last line",
+    "long lines": "".join(("word " * 90 if k % 5 == 2 else f"short {k}") + "\n" for k in range(30)),
+}
+
+
+def line_items(job: Job) -> list:
+    """The (paragraph, line, piece, text) items `chunks` gives a presegmented job."""
+    return [item for payload, _ in batch.chunks(job) for item in payload[1]]
+
+
+@pytest.mark.parametrize("name", sorted(PRESEGMENTED_FILES))
+def test_every_presegmented_boundary_splits_the_file_into_its_lines(tmp_path, monkeypatch, name):
+    """Presegmented text (`-i presegmented`): at every place `sentence_line_boundaries` gives
+    (after any line, so a file without blank lines is sharded too), the two parts, the second
+    numbered on from the paragraphs and the paragraph's lines before it, give the whole file's
+    numbered lines; and the shards `shard` makes give them in order."""
+    monkeypatch.setattr(batch, "MAX_PARAGRAPH_CHARS", 200)
+    path = tmp_path / "p.txt"
+    path.write_bytes(PRESEGMENTED_FILES[name].encode("utf-8"))
+    job = Job(path, tmp_path / "out" / "p.conllu", False, presegmented=True)
+    whole = line_items(job)
+    assert len({(p, k, piece) for p, k, piece, _ in whole}) == len(whole) >= 30  # unique ids
+    boundaries = list(batch.sentence_line_boundaries(path))
+    assert len(boundaries) >= 30
+    for offset, line, paragraphs, lines in boundaries:
+        head = line_items(dataclasses.replace(job, end=offset))
+        tail = line_items(dataclasses.replace(job, start=offset, line=line, paragraph=paragraphs,
+                                              paragraph_lines=lines))
+        assert head + tail == whole, (offset, line, paragraphs, lines)
+    parts = shard(job, 100)
+    assert len(parts) > 5
+    assert [item for p in parts for item in line_items(p)] == whole

@@ -134,8 +134,11 @@ class Job:
     # Pre-tokenized text: "horizontal" or "vertical" (read_pretokenized; `conllu` is False),
     # its sentences numbered after `paragraph` sentences.
     pretokenized: str | None = None
-    # Text with a sentence per line (`-i presegmented`): tokenized, its lines never split.
+    # Text with a sentence per line (`-i presegmented`): tokenized, its lines never split. A
+    # shard of it that starts inside paragraph `paragraph` has `paragraph_lines` of its lines
+    # before it (0: the shard's first line opens a paragraph).
     presegmented: bool = False
+    paragraph_lines: int = 0
 
 
 @dataclass
@@ -223,31 +226,37 @@ def read_paragraphs(path: Path | str, start: int = 0, end: int | None = None,
 
 
 def read_sentence_lines(path: Path | str, start: int = 0, end: int | None = None,
-                        line: int = 1) -> Iterator[tuple[str, int, bool, int]]:
+                        line: int = 1, opens: bool = True) -> Iterator[tuple[str, int, bool, int]]:
     """Presegmented text (`-i presegmented`, a sentence per line): (line, bytes read, whether it
     opens a paragraph, piece) for each non-blank line of a UTF-8 text file, stripped, its
     control characters read as spaces. A blank line (or one of nothing but control characters)
     ends a paragraph. A line longer than MAX_PARAGRAPH_CHARS comes in pieces (piece 0, 1...),
     cut at a space where there is one. `start`, `end` and `line` as `read_paragraphs`'s, at a
-    place `paragraph_boundaries(path, presegmented=True)` gives.
+    place `sentence_line_boundaries` gives, with `opens` false where that place is inside a
+    paragraph.
 
     Raises InputError for a binary file (a NUL byte) or invalid UTF-8, with the line."""
-    for kind, *item in _sentence_lines(path, start, end, line):
+    for kind, *item in _sentence_lines(path, start, end, line, opens):
         if kind == "line":
             yield tuple(item)
 
 
-def paragraph_boundaries(path: Path | str, presegmented: bool = False) -> Iterator[tuple[int, int, int]]:
+def sentence_line_boundaries(path: Path | str) -> Iterator[tuple[int, int, int, int]]:
+    """(byte offset, line number, paragraphs before, lines of the last of them before) of every
+    place a presegmented text file can be cut so that `read_sentence_lines` of the two parts
+    gives the lines of the whole: after any line (every line ends a sentence; not between the
+    pieces of a long line) and after a blank line that ends a paragraph. So a file of sentences
+    without blank lines is cut too. Reads the whole file with the same reader."""
+    for kind, *item in _sentence_lines(path, 0, None, 1):
+        if kind == "cut":
+            yield tuple(item)
+
+
+def paragraph_boundaries(path: Path | str) -> Iterator[tuple[int, int, int]]:
     """(byte offset, line number, paragraphs before) of every place a text file can be cut
-    so that `read_paragraphs` (`read_sentence_lines`) of the two parts gives the paragraphs
-    (lines) of the whole: just after a blank line that ends a paragraph. (A paragraph cut for
-    its length is not such a place.) Reads the whole file with the same reader, so the counts
-    agree."""
-    if presegmented:
-        for kind, *item in _sentence_lines(path, 0, None, 1):
-            if kind == "cut":
-                yield tuple(item)
-        return
+    so that `read_paragraphs` of the two parts gives the paragraphs of the whole: just
+    after a blank line that ends a paragraph. (A paragraph cut for its length is not
+    such a place.) Reads the whole file with the same reader, so the counts agree."""
     position = paragraphs = 0
     for _, nbytes, number, blank_ended in _paragraphs(path, 0, None, 1):
         position += nbytes
@@ -288,11 +297,12 @@ def _paragraphs(path, start: int, end: int | None, line: int) -> Iterator[tuple[
         yield " ".join(lines), nbytes, following, False
 
 
-def _sentence_lines(path, start: int, end: int | None, line: int) -> Iterator[tuple]:
+def _sentence_lines(path, start: int, end: int | None, line: int, opens: bool = True) -> Iterator[tuple]:
     """`read_sentence_lines`'s lines as ("line", text, bytes, opens, piece), and ("cut", byte
-    offset, line number, paragraphs before) after every blank line that ends a paragraph."""
-    opens = True  # the next line opens a paragraph (the first, or one after a blank line)
-    paragraphs = nbytes = piece = 0
+    offset, line number, paragraphs before, lines of the last before) at every place
+    `sentence_line_boundaries` gives. `opens`: whether the first line opens a paragraph."""
+    # opens: the next line opens a paragraph (the first, or one after a blank line)
+    paragraphs = lines = nbytes = piece = 0  # lines: of the current paragraph, given out
     position = start
     pending = ""  # the line read so far and not given out: under twice the limit
     for text, read, number, ends_line in _text_lines(path, start, end, line):
@@ -304,20 +314,22 @@ def _sentence_lines(path, start: int, end: int | None, line: int) -> Iterator[tu
             cut = cut if cut > 0 else MAX_PARAGRAPH_CHARS
             head, pending = pending[:cut].strip(), pending[cut:]
             if head:
-                paragraphs += opens
+                paragraphs, lines = (paragraphs + 1, 1) if opens else (paragraphs, lines + (piece == 0))
                 yield "line", head, nbytes, opens, piece
                 opens, nbytes, piece = False, 0, piece + 1
         if not ends_line:
             continue
         tail, pending = pending.strip(), ""
         if tail:
-            paragraphs += opens
+            paragraphs, lines = (paragraphs + 1, 1) if opens else (paragraphs, lines + (piece == 0))
             yield "line", tail, nbytes, opens, piece
             opens, nbytes = False, 0
-        elif not piece and not opens:  # a blank line (nothing but spaces in every piece) ends a paragraph
-            opens = True
-            yield "cut", position, number + 1, paragraphs
-        piece = 0
+        blank, piece = not tail and not piece, 0  # blank: nothing but spaces in every piece
+        if blank:
+            if opens:  # before the first paragraph, or after a blank line: no new place to cut
+                continue
+            opens, lines = True, 0  # it ends a paragraph
+        yield "cut", position, number + 1, paragraphs, lines
     tail = pending.strip()
     if tail:  # the last line, without its line break
         yield "line", tail, nbytes, opens, piece
@@ -601,8 +613,9 @@ def _numbered_paragraphs(job: Job) -> Iterator[tuple[tuple, int]]:
 def _numbered_lines(job: Job) -> Iterator[tuple[tuple, int]]:
     """((paragraph number, line of the paragraph, piece of the line, text), bytes read) of each
     line (or piece of a long line) of a presegmented text job: lines from 1, pieces from 0."""
-    paragraph, line = job.paragraph, 0
-    for text, read, opens, piece in read_sentence_lines(job.source, job.start, job.end, job.line):
+    paragraph, line = job.paragraph, job.paragraph_lines
+    lines = read_sentence_lines(job.source, job.start, job.end, job.line, opens=job.paragraph_lines == 0)
+    for text, read, opens, piece in lines:
         if opens:
             paragraph, line = paragraph + 1, 0
         line += piece == 0

@@ -19,14 +19,15 @@ installed on every node). A remote input is read in place (ranged reads); a remo
 output is written under a temporary name and moved into place when complete.
 
 Huge inputs are cut into shards of about `shard_bytes` at paragraph (text), sentence
-(CoNLL-U) or line-end (pre-tokenized text: after a sentence's line, or a blank line)
-boundaries, found by reading the file once with the same reader,
+(CoNLL-U) or line-end (pre-tokenized text: after a sentence's line, or a blank line;
+presegmented text: after any line) boundaries, found by reading the file once with the same reader,
 so the shards are spread over the actors. A sharded input A.txt gives
 A.shards/00000.conllu, 00001... and, once every shard is written, A.manifest.json,
 which lists them in order; the shards concatenated in that order are byte for byte
 the output `arborist parse` writes for A.txt (the paragraph numbers of sentence ids, and
 the sentence numbers of pre-tokenized text, continue across shards; the manifest's
-`paragraphs_before` counts sentences for the latter). A rerun skips the shards that exist, and an input whose
+`paragraphs_before` counts sentences for the latter, and for presegmented text
+`paragraph_lines_before` the lines of the paragraph a shard starts inside). A rerun skips the shards that exist, and an input whose
 manifest exists.
 
 Without an address, Ray starts on this machine (`ray.init(num_cpus=workers)`); with
@@ -45,7 +46,7 @@ import uuid
 from pathlib import Path
 
 from .batch import (FORMATS, INPUT_FORMATS, Job, Report, input_kind, location_name, location_size,
-                    paragraph_boundaries, parse_files, plan, pretokenized_boundaries)
+                    paragraph_boundaries, parse_files, plan, pretokenized_boundaries, sentence_line_boundaries)
 from .corpus import conllu_boundaries
 
 SHARD_BYTES = 256 * 2 ** 20  # inputs larger than this are cut into shards of about this size
@@ -125,26 +126,29 @@ def shard(job: Job, shard_bytes: int | None) -> list[Job]:
     if not shard_bytes or job.size <= shard_bytes:
         return [job]
     cuts, nxt = [], shard_bytes
+    # (byte offset, line number, paragraphs before, lines of the last of them before)
     if job.conllu:
-        boundaries = ((offset, line, 0) for offset, line in conllu_boundaries(job.source))
+        boundaries = ((offset, line, 0, 0) for offset, line in conllu_boundaries(job.source))
     elif job.pretokenized:
-        boundaries = pretokenized_boundaries(job.source, job.pretokenized)
+        boundaries = ((*b, 0) for b in pretokenized_boundaries(job.source, job.pretokenized))
+    elif job.presegmented:
+        boundaries = sentence_line_boundaries(job.source)
     else:
-        boundaries = paragraph_boundaries(job.source, job.presegmented)
-    for offset, line, paragraphs in boundaries:
+        boundaries = ((*b, 0) for b in paragraph_boundaries(job.source))
+    for offset, line, paragraphs, lines in boundaries:
         if nxt <= offset < job.size:
-            cuts.append((offset, line, paragraphs))
+            cuts.append((offset, line, paragraphs, lines))
             nxt = offset + shard_bytes
     if not cuts:
         return [job]
     directory, _ = shard_paths(job.target)
     suffix = os.path.splitext(location_name(job.target))[1]
-    starts = [(0, 1, 0)] + cuts
+    starts = [(0, 1, 0, 0)] + cuts
     ends = [c[0] for c in cuts] + [None]
     return [dataclasses.replace(job, target=_join(directory, f"{k:05d}{suffix}"), start=start, end=end, line=line,
-                                paragraph=paragraphs,
+                                paragraph=paragraphs, paragraph_lines=lines,
                                 size=(end if end is not None else job.size) - start)
-            for k, ((start, line, paragraphs), end) in enumerate(zip(starts, ends))]
+            for k, ((start, line, paragraphs, lines), end) in enumerate(zip(starts, ends))]
 
 
 def write_manifest(original: Job, shards: list[Job], words: dict[int, int]) -> None:
@@ -153,7 +157,8 @@ def write_manifest(original: Job, shards: list[Job], words: dict[int, int]) -> N
     document = {"format": MANIFEST_FORMAT, "source": str(original.source), "source_bytes": original.size,
                 "shards": [{"path": f"{location_name(directory)}/{location_name(s.target)}", "start": s.start,
                             "end": s.end if s.end is not None else original.size, "first_line": s.line,
-                            "paragraphs_before": s.paragraph, "words": words.get(k)}
+                            "paragraphs_before": s.paragraph, "paragraph_lines_before": s.paragraph_lines,
+                            "words": words.get(k)}
                            for k, s in enumerate(shards)]}
     _write_text(manifest, json.dumps(document, indent=1, ensure_ascii=False) + "\n")
 
@@ -204,7 +209,7 @@ class FileParser:
                       bool(batch["conllu"][k]), size=int(batch["size"][k]), start=int(batch["start"][k]),
                       end=int(batch["end"][k]) if batch["end"][k] >= 0 else None, line=int(batch["line"][k]),
                       paragraph=int(batch["paragraph"][k]), pretokenized=str(batch["pretokenized"][k]) or None,
-                      presegmented=bool(batch["presegmented"][k]))
+                      presegmented=bool(batch["presegmented"][k]), paragraph_lines=int(batch["paragraph_lines"][k]))
             report = self.parse_to_url(job) if is_url(target) else self.parse(job)
             out["key"].append(batch["key"][k])
             out["written"].append(bool(report.written))
@@ -278,7 +283,7 @@ def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir:
     workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
     rows = [{"key": f"{i}/{k}", "source": str(p.source), "target": str(p.target), "conllu": p.conllu, "size": p.size,
              "start": p.start, "end": -1 if p.end is None else p.end, "line": p.line, "paragraph": p.paragraph,
-             "pretokenized": p.pretokenized or "", "presegmented": p.presegmented}
+             "pretokenized": p.pretokenized or "", "presegmented": p.presegmented, "paragraph_lines": p.paragraph_lines}
             for i, (_, parts, pending) in enumerate(todo) for k, p in enumerate(parts) if k in pending]
     by_key = {}
     if rows:
