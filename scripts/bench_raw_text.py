@@ -13,6 +13,10 @@ published UD 2.5 figures for comparison (test sets, raw text).
 `--gold-tokens`: parse the dev CoNLL-U file itself instead (the treebank's tokens and
 sentences, every other column predicted: UPOS, XPOS, lemmas, FEATS, the tree), as issue 24's
 "gold tokens" figures are; default output scripts/results/gold_tokens_<treebank>.json.
+`--gold-sentences`: the raw text with a sentence per line (`arborist.raw_text.raw_text(gold,
+gold_sentences=True)`: the same characters), parsed with `-i presegmented`, so the tokenizer
+tokenizes but the treebank's sentence boundaries are kept; default output
+scripts/results/gold_sentences_<treebank>.json.
 """
 from __future__ import annotations
 
@@ -60,14 +64,26 @@ def main() -> None:
     ap.add_argument("--tokenizer", help="a model whose tokenizer component to use")
     ap.add_argument("--gold-tokens", action="store_true",
                     help="parse the dev CoNLL-U file (the treebank's tokens) instead of its raw text")
+    ap.add_argument("--gold-sentences", action="store_true",
+                    help="the raw text with a sentence per line, parsed with -i presegmented")
     ap.add_argument("--output", help="default: scripts/results/raw_text_<treebank>.json "
-                                     "(gold_tokens_<treebank>.json with --gold-tokens)")
+                                     "(gold_tokens_<treebank>.json with --gold-tokens, "
+                                     "gold_sentences_<treebank>.json with --gold-sentences)")
     args = ap.parse_args()
+    if args.gold_tokens and args.gold_sentences:
+        raise SystemExit("--gold-tokens and --gold-sentences: one or the other")
     gold = SHARED / "corpora" / "ud" / args.treebank / f"{args.treebank}-ud-dev.conllu"
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
+        options = []
         if args.gold_tokens:
             text = gold
+        elif args.gold_sentences:
+            from arborist.raw_text import raw_text
+
+            text = tmp / f"{args.treebank}-dev.txt"
+            text.write_text(raw_text(gold, gold_sentences=True), encoding="utf-8")
+            options = ["-i", "presegmented"]
         else:
             text = tmp / f"{args.treebank}-dev.txt"
             subprocess.run([sys.executable, str(SHARED / "tools" / "ud_raw_text.py"), str(gold), str(text)],
@@ -75,7 +91,7 @@ def main() -> None:
         model = assemble(args.model, args.tokenizer, tmp) if args.tokenizer else args.model
         start = time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "arborist.cli", "parse", model, str(text), "--output-dir",
-                               str(tmp / "out"), "--no-progress"], capture_output=True, text=True)
+                               str(tmp / "out"), "--no-progress", *options], capture_output=True, text=True)
         wall = time.perf_counter() - start
         if done.returncode != 0:
             raise SystemExit(done.stderr[-2000:])
@@ -89,8 +105,9 @@ def main() -> None:
               "counts": {name: {k: figures[k] for k in ("correct", "gold", "system")} for name, figures in scored.items()},
               "words": int(speed.group(1).replace(",", "")), "words_per_second": int(speed.group(2).replace(",", "")),
               "wall_s": round(wall, 1), "udpipe1_ud25_test": UDPIPE1.get(args.treebank),
-              "input": "the dev CoNLL-U (gold tokens)" if args.gold_tokens else "the dev raw text"}
-    name = "gold_tokens" if args.gold_tokens else "raw_text"
+              "input": "the dev CoNLL-U (gold tokens)" if args.gold_tokens else
+              "the dev raw text, a sentence per line (-i presegmented)" if args.gold_sentences else "the dev raw text"}
+    name = "gold_tokens" if args.gold_tokens else "gold_sentences" if args.gold_sentences else "raw_text"
     output = Path(args.output or HERE / "results" / f"{name}_{args.treebank}.json")
     output.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

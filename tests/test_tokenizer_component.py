@@ -300,3 +300,25 @@ def test_parse_presegmented_text_keeps_the_given_sentences(run, tmp_path):
     nlp.to_disk(tmp_path / "nlp")
     loaded = spacy.load(tmp_path / "nlp")
     assert loaded.tokenizer.presegmented and [s.text.strip() for s in loaded("\n".join(lines[:3])).sents] == lines[:3]
+
+
+def test_evaluate_raw_text_with_gold_sentences(run, tmp_path):
+    """`arborist evaluate --raw-text --gold-sentences` gives the text a sentence per line
+    (parsed as presegmented text): the gold sentences are kept (Sentences F1 100, where the
+    tokenizer splits each of these two-sentence ones without it), the characters are the
+    same; refused without --raw-text."""
+    from arborist.raw_text import raw_text
+
+    gold = tmp_path / "pairs.conllu"
+    merged_pairs(SAMPLE / "sample-dev.conllu", gold)
+    assert "".join(raw_text(gold).split()) == "".join(raw_text(gold, gold_sentences=True).split())
+    f1 = {}
+    for options in ((), ("--gold-sentences",)):
+        result = CliRunner().invoke(app, ["evaluate", str(run / "run"), str(gold), "--raw-text", "--json", *options])
+        assert result.exit_code == 0, result.output
+        table = json.loads(result.stdout[result.stdout.index("{"):])
+        f1[options] = (table["Sentences"]["f1"], table["Tokens"]["f1"])
+    assert f1[("--gold-sentences",)][0] == 100.0 and f1[()][0] < 80.0, f1
+    assert f1[("--gold-sentences",)][1] > 95.0
+    result = CliRunner().invoke(app, ["evaluate", str(run / "run"), str(gold), "--gold-sentences"])
+    assert result.exit_code == 1 and "--gold-sentences goes with --raw-text" in result.output

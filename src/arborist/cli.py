@@ -57,19 +57,23 @@ def evaluate(
     as_json: bool = typer.Option(False, "--json", help="print scores as JSON"),
     raw_text: bool = typer.Option(False, "--raw-text", help="parse the gold file's own text (tokenizing and "
                                   "splitting it too) and score it as the CoNLL 2018 shared task does"),
+    gold_sentences: bool = typer.Option(False, "--gold-sentences", help="with --raw-text: give the text a sentence "
+                                        "per line (-i presegmented), so that only tokenizing is left to the model"),
 ):
     """Tag and parse a gold CoNLL-U file with the model; print tag accuracy (all words and
     words unseen in training) and UAS, LAS and exact match with the predicted tags."""
     from .corpus import CorpusError, read_conllu
     from .model import ModelError, load
 
+    if gold_sentences and not raw_text:
+        _fail("--gold-sentences goes with --raw-text (without it, the gold file's sentences are parsed as they are)")
     if raw_text:
         from .raw_text import evaluate_raw_text
 
         try:
             pipeline = load(model)
             list(read_conllu(gold, require_heads=True))  # a malformed gold file fails here, with its line
-            table = evaluate_raw_text(pipeline, model, gold)
+            table = evaluate_raw_text(pipeline, model, gold, gold_sentences=gold_sentences)
         except (CorpusError, ModelError, OSError, ValueError) as e:
             _fail(str(e))
         if as_json:

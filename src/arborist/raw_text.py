@@ -2,7 +2,10 @@
 
 The gold file's own text (its sentences' `# text`, paragraphs at `# newpar`/`# newdoc`,
 joined as `ud_raw_text.py` joins them) is parsed as `arborist parse` parses a text file,
-and the output is scored against the gold file:
+and the output is scored against the gold file. With `gold_sentences` (`--gold-sentences`),
+each sentence's text is a line of its own, parsed as presegmented text (`-i presegmented`):
+the same score with the treebank's sentence boundaries, so the difference is what sentence
+splitting costs.
 
 - Tokens and Sentences F1: spans over the text's characters without whitespace, as the
   official scorer defines them;
@@ -19,13 +22,16 @@ METRICS = ("Tokens", "Sentences", "Words", "UPOS", "XPOS", "UFeats", "AllTags", 
            "MLAS", "BLEX")
 
 
-def raw_text(gold: Path) -> str:
+def raw_text(gold: Path, gold_sentences: bool = False) -> str:
     """The text a treebank was annotated from: each paragraph's sentence texts joined by a
-    space, paragraphs separated by a blank line."""
+    space (`gold_sentences`: a line each), paragraphs separated by a blank line."""
     from .corpus import read_conllu
     from .tokenizer.corpus import gold_paragraphs, paragraph_texts
 
-    return "\n\n".join(paragraph_texts(gold_paragraphs(read_conllu(gold)))) + "\n"
+    paragraphs = gold_paragraphs(read_conllu(gold))
+    if gold_sentences:
+        return "\n\n".join("\n".join(s.text for s in p.sentences) for p in paragraphs) + "\n"
+    return "\n\n".join(paragraph_texts(paragraphs)) + "\n"
 
 
 def spans(path: Path) -> tuple[set, set]:
@@ -86,17 +92,19 @@ def score(gold: Path, system: Path) -> dict:
     return out
 
 
-def evaluate_raw_text(pipeline, model_path: Path, gold: Path, lang: str | None = None) -> dict:
-    """Parse the gold file's own text as `arborist parse` would and score it (see `score`)."""
+def evaluate_raw_text(pipeline, model_path: Path, gold: Path, lang: str | None = None,
+                      gold_sentences: bool = False) -> dict:
+    """Parse the gold file's own text as `arborist parse` would and score it (see `score`);
+    `gold_sentences`: a sentence per line, parsed as presegmented text."""
     from .batch import parse_files, plan
 
     with tempfile.TemporaryDirectory() as tmp:
         text = Path(tmp) / f"{gold.stem}.txt"
-        text.write_text(raw_text(gold), encoding="utf-8")
+        text.write_text(raw_text(gold, gold_sentences), encoding="utf-8")
         output = Path(tmp) / "out"
         output.mkdir()
-        report = parse_files(pipeline, plan([text], output, "conllu"), "conllu", model_path=model_path, lang=lang,
-                             progress=False)
+        jobs = plan([text], output, "conllu", "presegmented" if gold_sentences else "auto")
+        report = parse_files(pipeline, jobs, "conllu", model_path=model_path, lang=lang, progress=False)
         if report.failed:
             raise ValueError(report.failed[0][1])
         return score(gold, output / f"{gold.stem}.conllu")
