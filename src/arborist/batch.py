@@ -308,7 +308,8 @@ def _sentence_lines(path, start: int, end: int | None, line: int, opens: bool = 
     for text, read, number, ends_line in _text_lines(path, start, end, line):
         nbytes += read
         position += read
-        pending += text if text.isprintable() else _NONSPACE_CONTROL.sub(" ", text)
+        # (a line's break is not printable: tested without it, so most lines skip the regex)
+        pending += text if text.rstrip("\r\n").isprintable() else _NONSPACE_CONTROL.sub(" ", text)
         while len(pending) > MAX_PARAGRAPH_CHARS:  # a line too long for one sentence: cut at a space
             cut = max(pending.rfind(" ", 0, MAX_PARAGRAPH_CHARS), pending.rfind("\t", 0, MAX_PARAGRAPH_CHARS))
             cut = cut if cut > 0 else MAX_PARAGRAPH_CHARS
