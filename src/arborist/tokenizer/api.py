@@ -177,9 +177,9 @@ class Tokenizer:
         about `batch_chars` characters (so memory stays bounded however many texts come).
 
         `presegmented`: the sentences are given, one per line (UDPipe's `--tokenizer
-        presegmented`, Stanza's `tokenize_no_ssplit` by lines): each non-blank line of a
-        paragraph is tokenized on its own and is one sentence, cut only past
-        `max_sentence_tokens` tokens."""
+        presegmented`): each non-blank line of a paragraph is tokenized on its own and is one
+        sentence, cut only past `max_sentence_tokens` tokens (a line of nothing but control
+        characters has no token, so no sentence)."""
         docs = []
         pending: list[tuple[Document, int, int, tuple[int, int] | None]] = []
         size = 0
