@@ -143,6 +143,22 @@ def test_huge_inputs_are_parsed_in_shards_that_concatenate_to_the_one_process_ou
     redo = parse_on_ray([source], tiny_model, target, workers=2, shard_bytes=4096)
     assert redo.exit_code == 0 and len(redo.skipped) == 2
     assert joined("big") == expected["big.conllu"] and other.stat().st_mtime_ns == stamp
+    # a run resumed with another shard size cuts elsewhere: the shards of the first cutting are
+    # not mixed in (all are parsed again), and those no longer in the plan are removed
+    shards = target / "big.shards"
+    for size in (3000, 6000):
+        old_plan = json.loads((shards / "plan.json").read_text())
+        (target / "big.manifest.json").unlink()
+        (shards / "00001.conllu").unlink()
+        resized = parse_on_ray([source], tiny_model, target, workers=2, shard_bytes=size)
+        assert resized.exit_code == 0 and len(resized.written) == 1
+        plan = json.loads((shards / "plan.json").read_text())
+        assert [s["start"] for s in plan["shards"]] != [s["start"] for s in old_plan["shards"]]
+        names = [s["path"].rsplit("/", 1)[-1] for s in plan["shards"]]
+        assert sorted(p.name for p in shards.iterdir()) == sorted(names + ["plan.json"])
+        assert b"".join((shards / name).read_bytes() for name in names) == expected["big.conllu"]
+        manifest = json.loads((target / "big.manifest.json").read_text())
+        assert plan["shards"] == [{k: v for k, v in s.items() if k != "words"} for s in manifest["shards"]]
 
 
 def test_inputs_and_outputs_by_url(cluster, tiny_model, tmp_path):

@@ -27,8 +27,10 @@ which lists them in order; the shards concatenated in that order are byte for by
 the output `arborist parse` writes for A.txt (the paragraph numbers of sentence ids, and
 the sentence numbers of pre-tokenized text, continue across shards; the manifest's
 `paragraphs_before` counts sentences for the latter, and for presegmented text
-`paragraph_lines_before` the lines of the paragraph a shard starts inside). A rerun skips the shards that exist, and an input whose
-manifest exists.
+`paragraph_lines_before` the lines of the paragraph a shard starts inside). A rerun skips
+an input whose manifest exists, and the shards that exist when they were cut where this run
+cuts (A.shards/plan.json, written before any shard is parsed); otherwise it parses them all
+again (`keep_shards`).
 
 Without an address, Ray starts on this machine (`ray.init(num_cpus=workers)`); with
 one (`ray://head:10001`, or "auto" on a cluster node), it joins that cluster, and
@@ -151,22 +153,62 @@ def shard(job: Job, shard_bytes: int | None) -> list[Job]:
             for k, ((start, line, paragraphs, lines), end) in enumerate(zip(starts, ends))]
 
 
+def shard_plan(original: Job, shards: list[Job]) -> dict:
+    """Where a sharded input was cut: the manifest without the words."""
+    directory, _ = shard_paths(original.target)
+    return {"format": MANIFEST_FORMAT, "source": str(original.source), "source_bytes": original.size,
+            "shards": [{"path": f"{location_name(directory)}/{location_name(s.target)}", "start": s.start,
+                        "end": s.end if s.end is not None else original.size, "first_line": s.line,
+                        "paragraphs_before": s.paragraph, "paragraph_lines_before": s.paragraph_lines}
+                       for s in shards]}
+
+
 def write_manifest(original: Job, shards: list[Job], words: dict[int, int]) -> None:
     """The manifest of a sharded input, written atomically once all its shards exist."""
-    directory, manifest = shard_paths(original.target)
-    document = {"format": MANIFEST_FORMAT, "source": str(original.source), "source_bytes": original.size,
-                "shards": [{"path": f"{location_name(directory)}/{location_name(s.target)}", "start": s.start,
-                            "end": s.end if s.end is not None else original.size, "first_line": s.line,
-                            "paragraphs_before": s.paragraph, "paragraph_lines_before": s.paragraph_lines,
-                            "words": words.get(k)}
-                           for k, s in enumerate(shards)]}
+    _, manifest = shard_paths(original.target)
+    document = shard_plan(original, shards)
+    for k, entry in enumerate(document["shards"]):
+        entry["words"] = words.get(k)
     _write_text(manifest, json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+
+
+def keep_shards(original: Job, shards: list[Job], overwrite: bool = False) -> bool:
+    """Whether the shard outputs a earlier run left can be kept: they were cut where `shards`
+    are (the plan, NAME.shards/plan.json, written before any shard is parsed, is this one).
+    Otherwise (another shard size, a changed input, a run from before plans, or `overwrite`)
+    they are removed, those the old plan lists too, and this plan written: every shard is
+    parsed again, so that the shards concatenated are never a mix of two cuttings."""
+    directory, _ = shard_paths(original.target)
+    location = _join(directory, "plan.json")
+    plan = shard_plan(original, shards)
+    try:
+        old = json.loads(_read_text(location)) if _exists(location) else None
+    except (OSError, ValueError):
+        old = None
+    if old == plan and not overwrite:
+        return True
+    stale = {str(s.target) for s in shards}
+    if isinstance(old, dict) and isinstance(old.get("shards"), list):
+        stale |= {str(_join(directory, str(entry.get("path", "")).rsplit("/", 1)[-1])) for entry in old["shards"]
+                  if isinstance(entry, dict) and str(entry.get("path", "")).rsplit("/", 1)[-1]}
+    for target in stale:
+        _remove(target if is_url(target) else Path(target))
+    _write_text(location, json.dumps(plan, indent=1, ensure_ascii=False) + "\n")
+    return False
+
+
+def _read_text(location) -> str:
+    if is_url(location):
+        fs, path = _fs(location)
+        return fs.cat_file(path).decode("utf-8")
+    return Path(location).read_text(encoding="utf-8")
 
 
 def _write_text(location, text: str) -> None:
     if is_url(location):
         fs, path = _fs(location)
         tmp = f"{path.rsplit('/', 1)[0]}/.{path.rsplit('/', 1)[-1]}.tmp-{uuid.uuid4().hex}"
+        fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
         fs.pipe_file(tmp, text.encode("utf-8"))
         fs.mv(tmp, path)
         return
@@ -270,7 +312,12 @@ def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir:
         except ValueError as e:  # a read error while finding the shards' boundaries
             report.failed.append((job.source, str(e)))
             continue
-        pending = {k for k, p in enumerate(parts) if overwrite or len(parts) == 1 or not _exists(p.target)}
+        try:
+            kept = len(parts) > 1 and keep_shards(job, parts, overwrite)
+        except OSError as e:
+            report.failed.append((job.source, f"{shard_paths(job.target)[0]}: {e.strerror or e}"))
+            continue
+        pending = {k for k, p in enumerate(parts) if not kept or not _exists(p.target)}
         todo.append((job, parts, pending))
     if not todo:
         return report
