@@ -14,7 +14,8 @@ published UD 2.5 figures for comparison (test sets, raw text).
 sentences, every other column predicted: UPOS, XPOS, lemmas, FEATS, the tree), as issue 24's
 "gold tokens" figures are; default output scripts/results/gold_tokens_<treebank>.json.
 `--gold-sentences`: the raw text with a sentence per line (`arborist.raw_text.raw_text(gold,
-gold_sentences=True)`: the same characters), parsed with `-i presegmented`, so the tokenizer
+gold_sentences=True)`: the characters of `ud_raw_text.py`'s text when every sentence has its
+`# text`, as the five dev files do), parsed with `-i presegmented`, so the tokenizer
 tokenizes but the treebank's sentence boundaries are kept; default output
 scripts/results/gold_sentences_<treebank>.json.
 """

@@ -1,7 +1,8 @@
 """Scoring raw text as the CoNLL 2018 shared task does (`arborist evaluate --raw-text`).
 
 The gold file's own text (its sentences' `# text`, paragraphs at `# newpar`/`# newdoc`,
-joined as `ud_raw_text.py` joins them) is parsed as `arborist parse` parses a text file,
+joined as `ud_raw_text.py` joins them; a sentence without `# text`, which that script leaves
+out, gets its forms and SpaceAfter) is parsed as `arborist parse` parses a text file,
 and the output is scored against the gold file. With `gold_sentences` (`--gold-sentences`),
 each sentence's text is a line of its own, parsed as presegmented text (`-i presegmented`):
 the same score with the treebank's sentence boundaries, so the difference is what sentence
