@@ -783,6 +783,8 @@ def test_presegmented_reading_keeps_lines_and_bounds_them(tmp_path, monkeypatch)
     assert [(t, opens, piece) for t, _, opens, piece in batch.read_sentence_lines(path)] == [
         ("one two", True, 0), ("three", False, 0), ("four", True, 0)]
     assert sum(n for _, n, _, _ in batch.read_sentence_lines(path)) == path.stat().st_size
+    path.write_text("a\n \x01\x1b \nb\n", encoding="utf-8")  # a line of control characters alone is blank
+    assert [(t, opens) for t, _, opens, _ in batch.read_sentence_lines(path)] == [("a", True), ("b", True)]
     monkeypatch.setattr(batch, "MAX_PARAGRAPH_CHARS", 20)
     path.write_text("alpha beta gammadelta epsilonzeta\n" + " " * 45 + "\nnext\n" + "abcdefghij" * 5 + "\n",
                     encoding="utf-8")
