@@ -226,19 +226,19 @@ def read_paragraphs(path: Path | str, start: int = 0, end: int | None = None,
 
 
 def read_sentence_lines(path: Path | str, start: int = 0, end: int | None = None,
-                        line: int = 1, opens: bool = True) -> Iterator[tuple[str, int, bool, int]]:
+                        line: int = 1) -> Iterator[tuple[str, int, bool, int]]:
     """Presegmented text (`-i presegmented`, a sentence per line): (line, bytes read, whether it
     opens a paragraph, piece) for each non-blank line of a UTF-8 text file, stripped, its
     control characters read as spaces. A blank line (or one of nothing but control characters)
     ends a paragraph. A line longer than MAX_PARAGRAPH_CHARS comes in pieces (piece 0, 1...),
     cut at a space where there is one. `start`, `end` and `line` as `read_paragraphs`'s, at a
-    place `sentence_line_boundaries` gives, with `opens` false where that place is inside a
-    paragraph.
+    place `sentence_line_boundaries` gives (`_numbered_lines` reads a shard that starts inside
+    a paragraph).
 
     Raises InputError for a binary file (a NUL byte) or invalid UTF-8, with the line."""
-    for kind, *item in _sentence_lines(path, start, end, line, opens):
+    for kind, text, nbytes, _, number, piece in _sentence_lines(path, start, end, line):
         if kind == "line":
-            yield tuple(item)
+            yield text, nbytes, number == 1 and piece == 0, piece
 
 
 def sentence_line_boundaries(path: Path | str) -> Iterator[tuple[int, int, int, int]]:
@@ -249,7 +249,7 @@ def sentence_line_boundaries(path: Path | str) -> Iterator[tuple[int, int, int, 
     without blank lines is cut too. Reads the whole file with the same reader."""
     for kind, *item in _sentence_lines(path, 0, None, 1):
         if kind == "cut":
-            yield tuple(item)
+            yield tuple(item[:4])
 
 
 def paragraph_boundaries(path: Path | str) -> Iterator[tuple[int, int, int]]:
@@ -297,14 +297,24 @@ def _paragraphs(path, start: int, end: int | None, line: int) -> Iterator[tuple[
         yield " ".join(lines), nbytes, following, False
 
 
-def _sentence_lines(path, start: int, end: int | None, line: int, opens: bool = True) -> Iterator[tuple]:
-    """`read_sentence_lines`'s lines as ("line", text, bytes, opens, piece), and ("cut", byte
-    offset, line number, paragraphs before, lines of the last before) at every place
-    `sentence_line_boundaries` gives. `opens`: whether the first line opens a paragraph."""
-    # opens: the next line opens a paragraph (the first, or one after a blank line)
-    paragraphs = lines = nbytes = piece = 0  # lines: of the current paragraph, given out
+def _sentence_lines(path, start: int, end: int | None, line: int, paragraphs: int = 0,
+                    lines: int = 0) -> Iterator[tuple]:
+    """`read_sentence_lines`'s lines as ("line", text, bytes, paragraph, line of the paragraph,
+    piece), numbered on from `paragraphs` paragraphs before, `lines` of them in the last (0:
+    the first line opens a paragraph); and ("cut", byte offset, line number, paragraphs
+    before, lines of the last before, None) at every place `sentence_line_boundaries` gives."""
+    opens = lines == 0  # the next line opens a paragraph (the first, or one after a blank line)
+    nbytes = piece = 0  # piece: of the line being read, given out
     position = start
     pending = ""  # the line read so far and not given out: under twice the limit
+
+    def give(text: str) -> tuple:
+        nonlocal paragraphs, lines, opens, nbytes
+        paragraphs, lines = (paragraphs + 1, 1) if opens else (paragraphs, lines + (piece == 0))
+        item = ("line", text, nbytes, paragraphs, lines, piece)
+        opens, nbytes = False, 0
+        return item
+
     for text, read, number, ends_line in _text_lines(path, start, end, line):
         nbytes += read
         position += read
@@ -315,25 +325,22 @@ def _sentence_lines(path, start: int, end: int | None, line: int, opens: bool = 
             cut = cut if cut > 0 else MAX_PARAGRAPH_CHARS
             head, pending = pending[:cut].strip(), pending[cut:]
             if head:
-                paragraphs, lines = (paragraphs + 1, 1) if opens else (paragraphs, lines + (piece == 0))
-                yield "line", head, nbytes, opens, piece
-                opens, nbytes, piece = False, 0, piece + 1
+                yield give(head)
+                piece += 1
         if not ends_line:
             continue
         tail, pending = pending.strip(), ""
         if tail:
-            paragraphs, lines = (paragraphs + 1, 1) if opens else (paragraphs, lines + (piece == 0))
-            yield "line", tail, nbytes, opens, piece
-            opens, nbytes = False, 0
+            yield give(tail)
         blank, piece = not tail and not piece, 0  # blank: nothing but spaces in every piece
         if blank:
             if opens:  # before the first paragraph, or after a blank line: no new place to cut
                 continue
             opens, lines = True, 0  # it ends a paragraph
-        yield "cut", position, number + 1, paragraphs, lines
+        yield "cut", position, number + 1, paragraphs, lines, None
     tail = pending.strip()
     if tail:  # the last line, without its line break
-        yield "line", tail, nbytes, opens, piece
+        yield give(tail)
 
 
 def sentence_heading(paragraph: int, line: tuple[int, int] | None, k: int) -> tuple[str, bool]:
@@ -614,13 +621,10 @@ def _numbered_paragraphs(job: Job) -> Iterator[tuple[tuple, int]]:
 def _numbered_lines(job: Job) -> Iterator[tuple[tuple, int]]:
     """((paragraph number, line of the paragraph, piece of the line, text), bytes read) of each
     line (or piece of a long line) of a presegmented text job: lines from 1, pieces from 0."""
-    paragraph, line = job.paragraph, job.paragraph_lines
-    lines = read_sentence_lines(job.source, job.start, job.end, job.line, opens=job.paragraph_lines == 0)
-    for text, read, opens, piece in lines:
-        if opens:
-            paragraph, line = paragraph + 1, 0
-        line += piece == 0
-        yield (paragraph, line, piece, text), read
+    lines = _sentence_lines(job.source, job.start, job.end, job.line, job.paragraph, job.paragraph_lines)
+    for kind, text, read, paragraph, line, piece in lines:
+        if kind == "line":
+            yield (paragraph, line, piece, text), read
 
 
 def _never() -> bool:

@@ -187,12 +187,12 @@ def keep_shards(original: Job, shards: list[Job], overwrite: bool = False) -> bo
         old = None
     if old == plan and not overwrite:
         return True
-    stale = {str(s.target) for s in shards}
+    stale = {str(s.target): s.target for s in shards}
     if isinstance(old, dict) and isinstance(old.get("shards"), list):
-        stale |= {str(_join(directory, str(entry.get("path", "")).rsplit("/", 1)[-1])) for entry in old["shards"]
-                  if isinstance(entry, dict) and str(entry.get("path", "")).rsplit("/", 1)[-1]}
-    for target in stale:
-        _remove(target if is_url(target) else Path(target))
+        names = {str(entry.get("path", "")).rsplit("/", 1)[-1] for entry in old["shards"] if isinstance(entry, dict)}
+        stale.update((str(target), target) for target in (_join(directory, name) for name in names if name))
+    for target in stale.values():
+        _remove(target)
     _write_text(location, json.dumps(plan, indent=1, ensure_ascii=False) + "\n")
     return False
 

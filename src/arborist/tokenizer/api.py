@@ -100,36 +100,37 @@ def split_paragraphs(text: str) -> list[tuple[int, int]]:
         spans.append((pos, m.start()))
         pos = m.end()
     spans.append((pos, len(text)))
-    out = []
-    for a, b in spans:
-        piece = text[a:b]
-        stripped = piece.strip()
-        if not stripped:
-            continue
-        lead = len(piece) - len(piece.lstrip())
-        out.append((a + lead, a + lead + len(stripped)))
-    return out
+    return _trimmed(text, spans)
 
 
 def split_lines(text: str, a: int, b: int) -> list[tuple[int, int]]:
     """(start, end) of the non-blank lines of text[a:b] (separated by "\\n"), trimmed of
     surrounding whitespace."""
-    out = []
+    spans = []
     for piece in text[a:b].split("\n"):
+        spans.append((a, a + len(piece)))
+        a += len(piece) + 1
+    return _trimmed(text, spans)
+
+
+def _trimmed(text: str, spans) -> list[tuple[int, int]]:
+    """The spans of text without their surrounding whitespace, the blank ones left out."""
+    out = []
+    for a, b in spans:
+        piece = text[a:b]
         stripped = piece.strip()
         if stripped:
             lead = len(piece) - len(piece.lstrip())
             out.append((a + lead, a + lead + len(stripped)))
-        a += len(piece) + 1
     return out
 
 
 # Each design's tags with their sentence boundaries taken out (`tokenize(presegmented=True)`):
-# a sentence-start tag becomes the token start it also is, a sentence-end tag the token
-# start or inside character it also is (`chain.DESIGNS`).
-NO_SENTENCE = {"start": np.array([O, B, I, B], dtype=np.int8),
-               "end": np.array([O, B, I, I, B], dtype=np.int8),
-               "both": np.array([O, B, I, B, I, B], dtype=np.int8)}
+# a sentence tag becomes the token tag it also is, S and F a token's first character, E a later
+# one (`chain.DESIGNS`).
+_TOKEN_TAG = {"S": "B", "E": "I", "F": "B"}
+NO_SENTENCE = {design: np.array([tags.index(_TOKEN_TAG.get(t, t)) for t in tags], dtype=np.int8)
+               for design, tags in DESIGNS.items()}
 
 
 def char_classes(cps: np.ndarray) -> np.ndarray:
