@@ -322,3 +322,23 @@ def test_evaluate_raw_text_with_gold_sentences(run, tmp_path):
     assert f1[("--gold-sentences",)][1] > 95.0
     result = CliRunner().invoke(app, ["evaluate", str(run / "run"), str(gold), "--gold-sentences"])
     assert result.exit_code == 1 and "--gold-sentences goes with --raw-text" in result.output
+
+
+def test_pieces_of_a_long_sentence_keep_multiword_tokens_whole(run, tmp_path):
+    """spaCy's parser component parses a sentence longer than `max_sentence_length` in pieces,
+    each a sentence of the Doc: a piece never starts inside a multiword token, so the CoNLL-U
+    has each multiword token's words in its sentence (arborist's reader refuses it otherwise)."""
+    from arborist.batch import doc_conllu, spacy_pipeline
+    from arborist.corpus import read_conllu
+
+    nlp = spacy_pipeline(load(run / "run"))
+    text = "It doesn't work and it won't go and he doesn't know"
+    for length in (2, 3):
+        nlp.get_pipe("arborist_parser").max_sentence_length = length
+        doc = nlp(text)
+        assert max(len(s) for s in doc.sents) <= length and len(list(doc.sents)) > 4
+        path = tmp_path / f"pieces{length}.conllu"
+        path.write_text(doc_conllu(doc, 1), encoding="utf-8")
+        sentences = list(read_conllu(path, require_heads=True))
+        assert [w for s in sentences for w in s.forms[1:]] == [t.text for t in doc]
+        assert sum(line.split("\t")[0].count("-") for s in sentences for line in s.lines) == 3

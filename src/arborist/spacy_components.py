@@ -138,6 +138,31 @@ def sentence_bounds(doc: Doc) -> list[tuple[int, int]]:
     return [(0, len(doc))]
 
 
+def piece_starts(doc: Doc, words: np.ndarray, step: int) -> list[int]:
+    """Where the pieces of a sentence's words (token indices of `doc`) start: every `step`
+    words, or a little earlier so that a piece never starts inside a multiword token of the
+    model's tokenizer. A piece is a tree of its own, so a sentence of the Doc: CoNLL-U writes a
+    multiword token before its words, all in one sentence."""
+    starts, k = [0], step
+    while k < len(words):
+        while k > starts[-1] + 1 and inside_multiword_token(doc, int(words[k])):
+            k -= 1
+        starts.append(k)
+        k += step
+    return starts
+
+
+def inside_multiword_token(doc: Doc, i: int) -> bool:
+    """Whether token i is a word of a multiword token other than its first."""
+    if not Token.has_extension(MWT_EXTENSION):
+        return False
+    for j in range(i - 1, max(i - 32, -1), -1):  # the nearest multiword token before i decides
+        value = doc[j]._.get(MWT_EXTENSION)
+        if value is not None:
+            return j + value[1] > i
+    return False
+
+
 # Doc.to_array columns -> Sentence.attrs rows. spaCy's string ids are arborist's
 # (`arborist.strings`), so a Doc's ORTH, LOWER, LEMMA, POS, TAG and MORPH columns are the
 # Sentence rows as they are, but for 0 (spaCy: no value; arborist: the string "_") and
@@ -166,8 +191,8 @@ class DocBatch:
             for start, end in sentence_bounds(doc):
                 self.sentences.append((d, start, end))
                 words = np.flatnonzero(~self.space[offset + start:offset + end]) + (offset + start)
-                step = max_length or max(len(words), 1)
-                pieces.extend(words[k:k + step] for k in range(0, len(words), step))
+                cuts = piece_starts(doc, words - offset, max_length) if max_length and len(words) > max_length else [0]
+                pieces.extend(np.split(words, cuts[1:]))
         self.word_tokens = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
         lengths = np.array([len(p) + 1 for p in pieces], dtype=np.int64)
         starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
