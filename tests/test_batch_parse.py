@@ -260,7 +260,9 @@ def test_spacy_vocabulary_stops_growing(tiny_model, monkeypatch):
     """Past VOCAB_LIMIT words, the words of a chunk leave spaCy's vocabulary with it."""
     monkeypatch.setattr(batch, "VOCAB_LIMIT", 0)
     annotator = batch.Annotator(arborist.load(tiny_model), "conllu")
-    text, words = annotator(("text", [(1, "Zyxwv qwerty uiop asdf ghjkl."), (2, "Mnbvc lkjhg.")], 1), "x.txt")
+    # (paragraph, places, text) items
+    items = [(1, ((0, 0),), "Zyxwv qwerty uiop asdf ghjkl."), (2, ((0, 31),), "Mnbvc lkjhg.")]
+    text, words = annotator(("text", items, 1), "x.txt")
     assert words == 9 and "Zyxwv" in text
     assert "qwerty" not in annotator.nlp.vocab and "qwerty" not in annotator.nlp.vocab.strings
 
@@ -795,8 +797,10 @@ def test_presegmented_reading_keeps_lines_and_bounds_them(tmp_path, monkeypatch)
     offset = first + 46
     # presegmented: a place to cut after each line (and the blank line), with the lines of the
     # paragraph before it; text: after the blank line only
-    assert list(batch.sentence_line_boundaries(path))[:3] == [(first, 2, 1, 1), (offset, 3, 1, 0), (offset + 5, 4, 2, 1)]
-    assert list(batch.paragraph_boundaries(path)) == [(offset, 3, 3)]  # text mode counts its paragraph's pieces
+    # (the file is ASCII: its characters before a place are its bytes)
+    assert list(batch.sentence_line_boundaries(path))[:3] == [(first, 2, 1, 1, first), (offset, 3, 1, 0, offset),
+                                                              (offset + 5, 4, 2, 1, offset + 5)]
+    assert list(batch.paragraph_boundaries(path)) == [(offset, 3, 3, offset)]  # text mode counts its paragraph's pieces
     # a line whose trailing spaces make a piece of their own ends no paragraph (it did in text mode)
     path.write_text("abcdefghij abcdefghi" + " " * 25 + "\nnext\n", encoding="utf-8")
     assert list(batch.paragraph_boundaries(path)) == []
@@ -815,3 +819,86 @@ def test_line_sentences_component():
     sentences = [s.text.strip() for s in nlp(text).sents]
     assert sentences == ["", "He said hello.", '"Yes," she answered. - No.', "(Aside) text.", "***", "¿Qué?"]
     assert [s.text for s in nlp("One line. Two sentences.").sents] == ["One line. Two sentences."]
+
+
+# --ranges: BOM, CRLF, runs of spaces and tabs, control characters, a character outside the BMP,
+# an indented paragraph after a blank line, a line longer than the reader's limit (patched to 60)
+RANGES_TEXT = ("\ufeffThe  girl\tis not happy.\r\nShe   left \U0001F600 the house.\r\n\r\n"
+               "  \x01Über café\x1b naïve résumé: it is fine.\n\n\n" + " ".join(f"word{k}" for k in range(30))
+               + ".\nEnd")
+
+
+def ranged_tokens(conllu: str) -> list[tuple[str, str, int, int]]:
+    """(ID, FORM, START, END) of each token line with a TokenRange, checking there is one per line
+    of a token (a multiword token's line, a word outside one) and none on a multiword token's words."""
+    out, inside_until = [], 0
+    for line in conllu.splitlines():
+        if "\t" not in line:
+            inside_until = 0 if not line else inside_until  # a sentence's end
+            continue
+        row = line.split("\t")
+        items = [i[len("TokenRange="):] for i in row[9].split("|") if i.startswith("TokenRange=")]
+        first = int(row[0].split("-")[0])
+        inside = "-" not in row[0] and first <= inside_until
+        assert len(items) == (0 if inside else 1), line
+        if "-" in row[0]:
+            inside_until = int(row[0].split("-")[1])
+        if items:
+            start, end = map(int, items[0].split(":"))
+            out.append((row[0], row[1], start, end))
+    return out
+
+
+def without_ranges(conllu: str) -> str:
+    return re.sub(r"\|TokenRange=\d+:\d+", "", re.sub(r"\tTokenRange=\d+:\d+(\||\n)",
+                                                   lambda m: "\t" if m.group(1) == "|" else "\t_\n", conllu))
+
+
+@pytest.mark.parametrize("mode,n_process", [("text", "1"), ("text", "2"), ("presegmented", "2")])
+def test_token_ranges_index_the_input(tiny_model, runner, tmp_path, monkeypatch, mode, n_process):
+    """--ranges (UDPipe's TokenRange=START:END in MISC): each token's place in the file, in
+    characters (a BOM not counted), END exclusive: the file's text[START:END] is the FORM, the
+    tokens in order, through CRLF, tabs, control characters, a character outside the BMP and a line
+    cut for its length. Otherwise the output is the one without --ranges."""
+    monkeypatch.setattr(batch, "MAX_PARAGRAPH_CHARS", 60)
+    source = tmp_path / "r.txt"
+    source.write_bytes(RANGES_TEXT.encode("utf-8"))
+    text = RANGES_TEXT[1:]
+    written = file_output(runner, tiny_model, source, tmp_path / "ranges", "--ranges", "-i", mode, "-n", n_process)
+    tokens = ranged_tokens(written)
+    assert [text[a:b] for _, _, a, b in tokens] == [form for _, form, _, _ in tokens]
+    assert all(b <= c for (_, _, _, b), (_, _, c, _) in zip(tokens, tokens[1:]))
+    assert {"\U0001F600", "word29", "End", "Über"} <= {form for _, form, _, _ in tokens}
+    assert len(tokens) == sum(1 for line in written.splitlines() if "\t" in line)  # spaCy's tokens: no multiword
+    assert without_ranges(written) == file_output(runner, tiny_model, source, tmp_path / "plain", "-i", mode)
+    result = runner.invoke(app, ["parse", str(tiny_model), "-", "--ranges", "-i", mode, "--no-progress"],
+                           input=RANGES_TEXT.encode("utf-8"))  # standard input counts from its start too
+    assert result.exit_code == 0 and result.stdout_bytes.decode("utf-8") == written.replace(
+        "# newdoc id = r.txt\n", "# newdoc\n", 1)
+
+
+def test_token_ranges_map_a_paragraph_s_offsets_to_the_file_s():
+    """`token_ranges`: a paragraph's text is its lines joined by a space, each line somewhere in
+    the file (places: where each starts in the paragraph, and in the file). A token ending just
+    before the join, or running over it (a token with a space), ends where it does in the file."""
+    places = ((0, 0), (4, 10))  # "abc" at 0 of the file, "defg" at 10: the paragraph "abc defg"
+    assert batch.token_ranges(places, [(0, 3), (1, 3), (2, 6), (4, 8), (5, 6), (2, 4)]) == [
+        "TokenRange=0:3", "TokenRange=1:3", "TokenRange=2:12", "TokenRange=10:14", "TokenRange=11:12",
+        "TokenRange=2:4"]  # the last ends with the join: its end is placed by its last character
+
+
+def test_token_ranges_are_refused_where_there_is_no_raw_text(tiny_model, runner, tmp_path):
+    """--ranges is for raw text: refused with JSON or html output and with tokenized input;
+    a CoNLL-U file among text files keeps its MISC."""
+    source = tmp_path / "r.txt"
+    source.write_text("Hello there.\n", encoding="utf-8")
+    for options, message in ((["-f", "json"], "--ranges writes CoNLL-U's MISC, not json"),
+                             (["-i", "horizontal"], "horizontal input is already tokenized"),
+                             (["-i", "conllu"], "conllu input is already tokenized")):
+        result, output = invoke(runner, tiny_model, source, "--ranges", *options)
+        assert result.exit_code == 1 and message in output, output
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "c.conllu").write_bytes(DEV.read_bytes())
+    result, output = invoke(runner, tiny_model, tmp_path / "in", "--ranges", "-d", tmp_path / "out")
+    assert result.exit_code == 0, output
+    assert "TokenRange" not in (tmp_path / "out" / "c.conllu").read_text(encoding="utf-8")

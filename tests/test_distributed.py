@@ -218,3 +218,32 @@ def test_no_parse_on_ray_gives_the_one_process_output(cluster, tiny_model, tmp_p
     assert report.exit_code == 0 and len(report.written) == 2
     assert outputs(tmp_path / "ray") == expected
     assert "\t_\t_\t_\t" in expected["text0.conllu"].decode("utf-8")  # HEAD, DEPREL, DEPS: '_'
+
+
+def test_token_ranges_of_shards_index_the_whole_input(cluster, tiny_model, tmp_path):
+    """`--ranges` on Ray: a huge text (and presegmented text) input's shards go on counting
+    characters from where they start in the file, so their concatenation is the one-process
+    output, each TokenRange the FORM's place in the whole file."""
+    import json
+
+    from test_batch_parse import ranged_tokens
+
+    text = "\ufeff" + ("Über  café\tnaïve.\r\nIt was\x01 warm!\n\n\n" + TEXT) * 40
+    for layout in ("text", "presegmented"):
+        source = tmp_path / f"in_{layout}"
+        source.mkdir()
+        (source / "big.txt").write_bytes(text.encode("utf-8"))
+        local = tmp_path / f"local_{layout}"
+        local.mkdir()
+        parse_files(load(tiny_model), plan([source], local, "conllu", layout), "conllu", model_path=tiny_model,
+                    progress=False, ranges=True)
+        expected = outputs(local)["big.conllu"]
+        tokens = ranged_tokens(expected.decode("utf-8"))
+        assert [text[1:][a:b] for _, _, a, b in tokens] == [form for _, form, _, _ in tokens]
+        target = tmp_path / f"ray_{layout}"
+        report = parse_on_ray([source], tiny_model, target, workers=2, shard_bytes=2048, input_format=layout,
+                              ranges=True)
+        assert report.exit_code == 0 and len(report.written) == 1, report.failed
+        manifest = json.loads((target / "big.manifest.json").read_text())
+        assert len(manifest["shards"]) > 2 and manifest["shards"][1]["chars_before"] > 0
+        assert b"".join((target / s["path"]).read_bytes() for s in manifest["shards"]) == expected

@@ -32,13 +32,20 @@ def test_every_paragraph_boundary_splits_the_file_into_its_paragraphs(tmp_path, 
     whole = [text for text, _ in read_paragraphs(path)]
     boundaries = list(paragraph_boundaries(path))
     # after each paragraph but the last; the long one's cut pieces are no places to cut
-    assert [before for _, _, before in boundaries] == [1, 2, 3, len(whole) - 2, len(whole) - 1]
+    assert [before for _, _, before, _ in boundaries] == [1, 2, 3, len(whole) - 2, len(whole) - 1]
     size = path.stat().st_size
-    for offset, line, before in boundaries:
+    raw = path.read_bytes()
+    # the places of the paragraphs (`--ranges`): a shard that starts `chars` characters into the
+    # file places its paragraphs where the whole file's reading does
+    places = [item[1] for item, _ in batch._numbered_paragraphs(Job(path, None, False))]
+    for offset, line, before, chars in boundaries:
         head = [text for text, _ in read_paragraphs(path, 0, offset)]
         tail = [text for text, _ in read_paragraphs(path, offset, None, line)]
         assert head + tail == whole and len(head) == before
         assert sum(n for _, n in read_paragraphs(path, offset, None, line)) <= size - offset
+        assert chars == len(raw[:offset].decode("utf-8").lstrip("\ufeff"))  # characters, without the BOM
+        job = Job(path, None, False, start=offset, line=line, paragraph=before, char=chars)
+        assert [item[1] for item, _ in batch._numbered_paragraphs(job)] == places[before:]
     cuts = [0] + [b[0] for b in boundaries] + [None]
     pieces = [text for start, end in zip(cuts, cuts[1:]) for text, _ in read_paragraphs(path, start, end)]
     assert pieces == whole
@@ -51,7 +58,7 @@ def test_a_shard_reports_errors_at_the_file_s_own_line(tmp_path):
     with pytest.raises(batch.InputError, match=r"bad.txt:5: invalid UTF-8"):
         for boundary in paragraph_boundaries(path):
             found.append(boundary)
-    assert found == [(5, 3, 1), (10, 5, 2)]
+    assert found == [(5, 3, 1, 5), (10, 5, 2, 10)]
     with pytest.raises(batch.InputError, match=r"bad.txt:5: invalid UTF-8"):
         list(read_paragraphs(path, 10, None, 5))
 
@@ -211,7 +218,7 @@ PRESEGMENTED_FILES = {
 
 
 def line_items(job: Job) -> list:
-    """The (paragraph, line, piece, text) items `chunks` gives a presegmented job."""
+    """The (paragraph, line, piece, places, text) items `chunks` gives a presegmented job."""
     return [item for payload, _ in batch.chunks(job) for item in payload[1]]
 
 
@@ -220,19 +227,23 @@ def test_every_presegmented_boundary_splits_the_file_into_its_lines(tmp_path, mo
     """Presegmented text (`-i presegmented`): at every place `sentence_line_boundaries` gives
     (after any line, so a file without blank lines is sharded too), the two parts, the second
     numbered on from the paragraphs and the paragraph's lines before it, give the whole file's
-    numbered lines; and the shards `shard` makes give them in order."""
+    numbered lines, each placed where it is in the file (`--ranges`); and the shards `shard`
+    makes give them in order."""
     monkeypatch.setattr(batch, "MAX_PARAGRAPH_CHARS", 200)
     path = tmp_path / "p.txt"
     path.write_bytes(PRESEGMENTED_FILES[name].encode("utf-8"))
     job = Job(path, tmp_path / "out" / "p.conllu", False, presegmented=True)
     whole = line_items(job)
-    assert len({(p, k, piece) for p, k, piece, _ in whole}) == len(whole) >= 30  # unique ids
+    assert len({(p, k, piece) for p, k, piece, _, _ in whole}) == len(whole) >= 30  # unique ids
+    text = PRESEGMENTED_FILES[name]
+    assert all(text[places[0][1]:places[0][1] + len(line)] == line and len(places) == 1
+               for _, _, _, places, line in whole)
     boundaries = list(batch.sentence_line_boundaries(path))
     assert len(boundaries) >= 30
-    for offset, line, paragraphs, lines in boundaries:
+    for offset, line, paragraphs, lines, chars in boundaries:
         head = line_items(dataclasses.replace(job, end=offset))
         tail = line_items(dataclasses.replace(job, start=offset, line=line, paragraph=paragraphs,
-                                              paragraph_lines=lines))
+                                              paragraph_lines=lines, char=chars))
         assert head + tail == whole, (offset, line, paragraphs, lines)
     parts = shard(job, 100)
     assert len(parts) > 5

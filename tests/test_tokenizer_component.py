@@ -324,6 +324,30 @@ def test_evaluate_raw_text_with_gold_sentences(run, tmp_path):
     assert result.exit_code == 1 and "--gold-sentences goes with --raw-text" in result.output
 
 
+@pytest.mark.parametrize("options", [[], ["--probs"], ["-i", "presegmented"], ["-i", "presegmented", "--probs"]],
+                         ids=["text", "probs", "presegmented", "presegmented-probs"])
+def test_token_ranges_with_the_model_s_tokenizer(run, tmp_path, options):
+    """--ranges with the model's tokenizer, on its own path and on spaCy's (--probs): a
+    multiword token's TokenRange is on its N-M line (the surface token), none on its words;
+    every range is the FORM's place in the file."""
+    from test_batch_parse import ranged_tokens, without_ranges
+
+    text = "It doesn't  work.\r\n\tShe won't\x01go there.\n\n\n  The baker\u00a0ate a pie . It won't."
+    source = tmp_path / "m.txt"
+    source.write_bytes(("\ufeff" + text).encode("utf-8"))
+    runner = CliRunner()
+    outputs = {}
+    for ranges in (["--ranges"], []):
+        result = runner.invoke(app, ["parse", str(run / "run"), str(source), "--no-progress", *ranges, *options])
+        assert result.exit_code == 0, result.output
+        outputs[bool(ranges)] = result.stdout
+    tokens = ranged_tokens(outputs[True])
+    assert [text[a:b] for _, _, a, b in tokens] == [form for _, form, _, _ in tokens]
+    assert all(b <= c for (_, _, _, b), (_, _, c, _) in zip(tokens, tokens[1:]))
+    assert [form for k, form, _, _ in tokens if "-" in k] == ["doesn't", "won't", "won't"]
+    assert without_ranges(outputs[True]) == outputs[False]
+
+
 def test_pieces_of_a_long_sentence_keep_multiword_tokens_whole(run, tmp_path):
     """spaCy's parser component parses a sentence longer than `max_sentence_length` in pieces,
     each a sentence of the Doc: a piece never starts inside a multiword token, so the CoNLL-U

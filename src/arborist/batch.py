@@ -38,6 +38,7 @@ earlier chunks written already.
 """
 from __future__ import annotations
 
+import bisect
 import codecs
 import contextlib
 import dataclasses
@@ -139,6 +140,8 @@ class Job:
     # before it (0: the shard's first line opens a paragraph).
     presegmented: bool = False
     paragraph_lines: int = 0
+    # The characters of the file before `start` (text): where TokenRange offsets start.
+    char: int = 0
 
 
 @dataclass
@@ -221,7 +224,7 @@ def read_paragraphs(path: Path | str, start: int = 0, end: int | None = None,
     begins at line `line` (`paragraph_boundaries` finds such places).
 
     Raises InputError for a binary file (a NUL byte) or invalid UTF-8, with the line."""
-    for text, nbytes, _, _ in _paragraphs(path, start, end, line):
+    for text, nbytes, *_ in _paragraphs(path, start, end, line):
         yield text, nbytes
 
 
@@ -236,38 +239,45 @@ def read_sentence_lines(path: Path | str, start: int = 0, end: int | None = None
     a paragraph).
 
     Raises InputError for a binary file (a NUL byte) or invalid UTF-8, with the line."""
-    for kind, text, nbytes, _, number, piece in _sentence_lines(path, start, end, line):
+    for kind, *item in _sentence_lines(path, start, end, line):
         if kind == "line":
+            text, nbytes, _, number, piece, _ = item
             yield text, nbytes, number == 1 and piece == 0, piece
 
 
-def sentence_line_boundaries(path: Path | str) -> Iterator[tuple[int, int, int, int]]:
-    """(byte offset, line number, paragraphs before, lines of the last of them before) of every
-    place a presegmented text file can be cut so that `read_sentence_lines` of the two parts
-    gives the lines of the whole: after any line (every line ends a sentence; not between the
-    pieces of a long line) and after a blank line that ends a paragraph. So a file of sentences
-    without blank lines is cut too. Reads the whole file with the same reader."""
+def sentence_line_boundaries(path: Path | str) -> Iterator[tuple[int, int, int, int, int]]:
+    """(byte offset, line number, paragraphs before, lines of the last of them before, characters
+    before) of every place a presegmented text file can be cut so that `read_sentence_lines` of
+    the two parts gives the lines of the whole: after any line (every line ends a sentence; not
+    between the pieces of a long line) and after a blank line that ends a paragraph. So a file
+    of sentences without blank lines is cut too. Reads the whole file with the same reader."""
     for kind, *item in _sentence_lines(path, 0, None, 1):
         if kind == "cut":
-            yield tuple(item[:4])
+            yield tuple(item)
 
 
-def paragraph_boundaries(path: Path | str) -> Iterator[tuple[int, int, int]]:
-    """(byte offset, line number, paragraphs before) of every place a text file can be cut
-    so that `read_paragraphs` of the two parts gives the paragraphs of the whole: just
-    after a blank line that ends a paragraph. (A paragraph cut for its length is not
-    such a place.) Reads the whole file with the same reader, so the counts agree."""
+def paragraph_boundaries(path: Path | str) -> Iterator[tuple[int, int, int, int]]:
+    """(byte offset, line number, paragraphs before, characters before) of every place a text
+    file can be cut so that `read_paragraphs` of the two parts gives the paragraphs of the
+    whole: just after a blank line that ends a paragraph. (A paragraph cut for its length is
+    not such a place.) Reads the whole file with the same reader, so the counts agree."""
     position = paragraphs = 0
-    for _, nbytes, number, blank_ended in _paragraphs(path, 0, None, 1):
+    for _, nbytes, number, blank_ended, _, chars in _paragraphs(path, 0, None, 1):
         position += nbytes
         paragraphs += 1
         if blank_ended:
-            yield position, number, paragraphs
+            yield position, number, paragraphs, chars
 
 
-def _paragraphs(path, start: int, end: int | None, line: int) -> Iterator[tuple[str, int, int, bool]]:
-    """(paragraph, bytes read, the next line's number, whether a blank line ended it)."""
+def _paragraphs(path, start: int, end: int | None, line: int, char: int = 0
+                ) -> Iterator[tuple[str, int, int, bool, tuple, int]]:
+    """(paragraph, bytes read, the next line's number, whether a blank line ended it, its places,
+    characters read up to its end). The places are (offset in the paragraph, character offset in
+    the file) where each of its lines (or pieces of a long line) starts: between two places the
+    paragraph's characters are the file's, one for one (`token_ranges`). `char`: the characters
+    of the file before `start`."""
     lines: list[str] = []
+    places: list[tuple[int, int]] = []
     size = nbytes = 0
     following = line  # the next line's number
     seen = False  # the line being read has shown text (a line longer than the limit comes in pieces)
@@ -275,14 +285,18 @@ def _paragraphs(path, start: int, end: int | None, line: int) -> Iterator[tuple[
         nbytes += read
         following = number + ends_line
         stripped = _visible(text)
+        # where it starts in the file: what comes before it in `text` is spaces and control
+        # characters, which its first character is not (inside it, a control character became one space)
+        at, char = char + (text.find(stripped[0]) if stripped else 0), char + len(text)
         blank = ends_line and not (stripped or seen)  # nothing but spaces in every piece of the line
         seen = not ends_line and (seen or bool(stripped))
         if blank:
             if lines:
-                yield " ".join(lines), nbytes, following, True
-                lines, size, nbytes = [], 0, 0
+                yield " ".join(lines), nbytes, following, True, tuple(places), char
+                lines, places, size, nbytes = [], [], 0, 0
             continue
         if stripped:
+            places.append((size, at))  # size: where the line starts in the lines joined by spaces
             lines.append(stripped)
             size += len(stripped) + 1
         while size > MAX_PARAGRAPH_CHARS:
@@ -290,57 +304,83 @@ def _paragraphs(path, start: int, end: int | None, line: int) -> Iterator[tuple[
             joined = " ".join(lines)
             cut = joined.rfind(" ", 0, MAX_PARAGRAPH_CHARS)
             cut = cut if cut > 0 else MAX_PARAGRAPH_CHARS
-            yield joined[:cut], nbytes, following, False
+            yield joined[:cut], nbytes, following, False, tuple(p for p in places if p[0] < cut), char
             rest = joined[cut:].strip()
+            places = _rebased(places, len(joined) - len(rest)) if rest else []
             lines, size, nbytes = ([rest], len(rest) + 1, 0) if rest else ([], 0, 0)
     if lines:
-        yield " ".join(lines), nbytes, following, False
+        yield " ".join(lines), nbytes, following, False, tuple(places), char
+
+
+def _rebased(places: list[tuple[int, int]], origin: int) -> list[tuple[int, int]]:
+    """The places of a paragraph's text from `origin` on, in that text's offsets."""
+    k = bisect.bisect_right([p for p, _ in places], origin) - 1
+    return [(0, places[k][1] + origin - places[k][0])] + [(p - origin, f) for p, f in places[k + 1:]]
+
+
+def token_ranges(places, spans) -> list[str]:
+    """UDPipe's `TokenRange=START:END` MISC item of each (start, end) span of a text that the
+    reader gave with `places`: character offsets in the input file (its text without a
+    byte-order mark), END exclusive, as Python slices them."""
+    offsets = [p for p, _ in places]
+    out = []
+    for a, b in spans:
+        k = bisect.bisect_right(offsets, a) - 1
+        j = bisect.bisect_right(offsets, b - 1) - 1  # a token that runs over a joined line break
+        out.append(f"TokenRange={places[k][1] + a - offsets[k]}:{places[j][1] + b - offsets[j]}")
+    return out
 
 
 def _sentence_lines(path, start: int, end: int | None, line: int, paragraphs: int = 0,
-                    lines: int = 0) -> Iterator[tuple]:
+                    lines: int = 0, char: int = 0) -> Iterator[tuple]:
     """`read_sentence_lines`'s lines as ("line", text, bytes, paragraph, line of the paragraph,
-    piece), numbered on from `paragraphs` paragraphs before, `lines` of them in the last (0:
-    the first line opens a paragraph); and ("cut", byte offset, line number, paragraphs
-    before, lines of the last before, None) at every place `sentence_line_boundaries` gives."""
+    piece, character offset of the text in the file), numbered on from `paragraphs` paragraphs
+    before, `lines` of them in the last (0: the first line opens a paragraph); and ("cut", byte
+    offset, line number, paragraphs before, lines of the last before, characters before) at
+    every place `sentence_line_boundaries` gives. `char`: the characters of the file before
+    `start`."""
     opens = lines == 0  # the next line opens a paragraph (the first, or one after a blank line)
     nbytes = piece = 0  # piece: of the line being read, given out
     position = start
     pending = ""  # the line read so far and not given out: under twice the limit
+    pending_at = char  # where it starts in the file (control characters became one space each)
 
-    def give(text: str) -> tuple:
+    def give(raw: str) -> tuple:
         nonlocal paragraphs, lines, opens, nbytes
+        text = raw.strip()
         paragraphs, lines = (paragraphs + 1, 1) if opens else (paragraphs, lines + (piece == 0))
-        item = ("line", text, nbytes, paragraphs, lines, piece)
+        item = ("line", text, nbytes, paragraphs, lines, piece, pending_at + raw.find(text[0]))
         opens, nbytes = False, 0
         return item
 
     for text, read, number, ends_line in _text_lines(path, start, end, line):
         nbytes += read
         position += read
+        char += len(text)
         # (a line's break is not printable: tested without it, so most lines skip the regex)
         pending += text if text.rstrip("\r\n").isprintable() else _NONSPACE_CONTROL.sub(" ", text)
         while len(pending) > MAX_PARAGRAPH_CHARS:  # a line too long for one sentence: cut at a space
             cut = max(pending.rfind(" ", 0, MAX_PARAGRAPH_CHARS), pending.rfind("\t", 0, MAX_PARAGRAPH_CHARS))
             cut = cut if cut > 0 else MAX_PARAGRAPH_CHARS
-            head, pending = pending[:cut].strip(), pending[cut:]
-            if head:
+            head = pending[:cut]
+            if head.strip():
                 yield give(head)
                 piece += 1
+            pending, pending_at = pending[cut:], pending_at + cut
         if not ends_line:
             continue
-        tail, pending = pending.strip(), ""
+        tail = pending.strip()
         if tail:
-            yield give(tail)
+            yield give(pending)
+        pending, pending_at = "", char
         blank, piece = not tail and not piece, 0  # blank: nothing but spaces in every piece
         if blank:
             if opens:  # before the first paragraph, or after a blank line: no new place to cut
                 continue
             opens, lines = True, 0  # it ends a paragraph
-        yield "cut", position, number + 1, paragraphs, lines, None
-    tail = pending.strip()
-    if tail:  # the last line, without its line break
-        yield give(tail)
+        yield "cut", position, number + 1, paragraphs, lines, char
+    if pending.strip():  # the last line, without its line break
+        yield give(pending)
 
 
 def sentence_heading(paragraph: int, line: tuple[int, int] | None, k: int) -> tuple[str, bool]:
@@ -598,7 +638,8 @@ def chunks(job: Job) -> Iterator[tuple[tuple, int]]:
         if batch:
             yield ("conllu", batch), nbytes
         return
-    # text: (paragraph, text) items; presegmented text: (paragraph, line, piece of the line, text)
+    # text: (paragraph, places, text) items; presegmented text: (paragraph, line, piece of the
+    # line, places, text)
     kind, items = ("lines", _numbered_lines(job)) if job.presegmented else ("text", _numbered_paragraphs(job))
     for item, read in items:
         batch.append(item)
@@ -612,19 +653,22 @@ def chunks(job: Job) -> Iterator[tuple[tuple, int]]:
 
 
 def _numbered_paragraphs(job: Job) -> Iterator[tuple[tuple, int]]:
-    """((paragraph number, text), bytes read) of each paragraph of a text job."""
-    paragraphs = read_paragraphs(job.source, job.start, job.end, job.line)
-    for number, (text, read) in enumerate(paragraphs, start=job.paragraph + 1):
-        yield (number, text), read
+    """((paragraph number, places, text), bytes read) of each paragraph of a text job (places:
+    `_paragraphs`')."""
+    paragraphs = _paragraphs(job.source, job.start, job.end, job.line, job.char)
+    for number, (text, read, _, _, places, _) in enumerate(paragraphs, start=job.paragraph + 1):
+        yield (number, places, text), read
 
 
 def _numbered_lines(job: Job) -> Iterator[tuple[tuple, int]]:
-    """((paragraph number, line of the paragraph, piece of the line, text), bytes read) of each
-    line (or piece of a long line) of a presegmented text job: lines from 1, pieces from 0."""
-    lines = _sentence_lines(job.source, job.start, job.end, job.line, job.paragraph, job.paragraph_lines)
-    for kind, text, read, paragraph, line, piece in lines:
+    """((paragraph number, line of the paragraph, piece of the line, places, text), bytes read)
+    of each line (or piece of a long line) of a presegmented text job: lines from 1, pieces
+    from 0; places as `_paragraphs`' (one: the text is one piece of one line of the file)."""
+    lines = _sentence_lines(job.source, job.start, job.end, job.line, job.paragraph, job.paragraph_lines, job.char)
+    for kind, *item in lines:
         if kind == "line":
-            yield (paragraph, line, piece, text), read
+            text, read, paragraph, line, piece, at = item
+            yield (paragraph, line, piece, ((0, at),), text), read
 
 
 def _never() -> bool:
@@ -674,16 +718,18 @@ def spacy_pipeline(pipeline: Pipeline, lang: str | None = None, confidence: Conf
 
 def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
                confidence: ConfidenceOptions | None = None, columns: tuple[str, ...] = (),
-               line: tuple[int, int] | None = None) -> str:
+               line: tuple[int, int] | None = None, source: tuple | None = None) -> str:
     """CoNLL-U of an annotated Doc: one sentence per doc.sents, whitespace tokens left
     out (they only set SpaceAfter), ROOT written as UD's root; with `confidence`, the
     probabilities of `columns` from the token attributes (`token._.head_prob`...). The Doc
     is paragraph `paragraph`, or with `line` = (line, piece) a piece of a line of it
-    (presegmented text: `sentence_heading`)."""
+    (presegmented text: `sentence_heading`). `source`: (the reader's places, the text the Doc
+    was made from), for each token's `TokenRange` in the file (`--ranges`)."""
     from .spacy_components import to_ud_label, ud_feats
 
     out = []
     has_trees = doc.has_annotation("DEP")  # none without a parser (`--no-parse`, or none in the model)
+    ranges = _doc_token_ranges(doc, *source) if source is not None else None
     for k, sent in enumerate(doc.sents, start=1):
         words = [t for t in sent if not t.is_space]
         if not words:
@@ -701,15 +747,19 @@ def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
             if mwt is not None:  # a multiword token of the model's tokenizer: its surface form first
                 last = t.i + mwt[1] - 1
                 after = doc[last].whitespace_ or (last + 1 < len(doc) and doc[last + 1].is_space)
-                out.append(f"{j}-{j + mwt[1] - 1}\t{mwt[0]}\t_\t_\t_\t_\t_\t_\t_\t"
-                           f"{'_' if after else 'SpaceAfter=No'}\n")
+                misc = "_" if after else "SpaceAfter=No"
+                misc = merge_misc(misc, ranges[t.i]) if ranges is not None else misc
+                out.append(f"{j}-{j + mwt[1] - 1}\t{mwt[0]}\t_\t_\t_\t_\t_\t_\t_\t{misc}\n")
                 inside_until = j + mwt[1] - 1
             head = t.head
             while head.is_space and head.head.i != head.i:  # never from our parser; other parsers may
                 head = head.head
             head_id = 0 if head.i == t.i else ids.get(head.i, 0)
-            after = j <= inside_until or t.whitespace_ or (t.i + 1 < len(doc) and doc[t.i + 1].is_space)
+            inside = j <= inside_until  # a word of a multiword token: its MISC has none of the token's items
+            after = inside or t.whitespace_ or (t.i + 1 < len(doc) and doc[t.i + 1].is_space)
             misc, dropped = token_misc(t, after), False
+            if ranges is not None and not inside:
+                misc = merge_misc(misc, ranges[t.i])
             if confidence is not None:
                 items, dropped = token_confidence_items(t, columns, confidence, ids)
                 misc = merge_misc(misc, "|".join(items)) if items else misc
@@ -720,6 +770,35 @@ def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
             )) + "\n")
         out.append("\n")
     return "".join(out)
+
+
+def _doc_token_ranges(doc, places, text: str) -> dict[int, str]:
+    """The `TokenRange` item of each token of a Doc made from `text` (its surface token for a
+    multiword token's first word), whitespace tokens left out. Found in the text in order, as
+    the Doc of the model's tokenizer has its words, not the text's characters."""
+    from spacy.tokens import Token
+
+    from .spacy_components import MWT_EXTENSION
+
+    has_mwt = Token.has_extension(MWT_EXTENSION)
+    indices, spans = [], []
+    position = skip = 0
+    for t in doc:
+        if skip:  # a later word of a multiword token
+            skip -= 1
+            continue
+        if t.is_space:
+            continue
+        mwt = t._.get(MWT_EXTENSION) if has_mwt else None
+        form = mwt[0] if mwt is not None else t.text
+        at = text.find(form, position)
+        if at < 0 or (at > position and not text[position:at].isspace()):
+            raise RuntimeError(f"token {form!r} is not where the text goes on ({text[position:position + 40]!r})")
+        indices.append(t.i)
+        spans.append((at, at + len(form)))
+        position = at + len(form)
+        skip = mwt[1] - 1 if mwt is not None else 0
+    return dict(zip(indices, token_ranges(places, spans)))
 
 
 def newdoc_comment(name: str) -> str:
@@ -735,10 +814,12 @@ def token_misc(token, space_after: bool) -> str:
     return merge_misc(misc, item) if item else misc
 
 
-def tokenized_conllu(sentence, parsed, sent_id: str, newpar: bool, newdoc: str | None) -> str:
+def tokenized_conllu(sentence, parsed, sent_id: str, newpar: bool, newdoc: str | None,
+                     ranges: list[str] | None = None) -> str:
     """CoNLL-U of one sentence of the model's tokenizer (`arborist.tokenizer.api.Sentence`) with
-    its annotation: multiword tokens as `N-M` lines before their words, SpaceAfter=No on the
-    surface token, the predicted columns on the words."""
+    its annotation: multiword tokens as `N-M` lines before their words, SpaceAfter=No (and the
+    `TokenRange` item of `ranges`, one per token) on the surface token, the predicted columns on
+    the words."""
     out = []
     if newdoc is not None:
         out.append(newdoc_comment(newdoc))
@@ -753,8 +834,10 @@ def tokenized_conllu(sentence, parsed, sent_id: str, newpar: bool, newdoc: str |
     heads = [str(int(h)) for h in parsed.heads[1:]] if parsed.heads is not None else missing
     deprels = parsed.deprels[1:] if parsed.deprels is not None else missing
     m = 0
-    for t in sentence.tokens:
+    for k, t in enumerate(sentence.tokens):
         misc = "_" if t.space_after else "SpaceAfter=No"
+        if ranges is not None:
+            misc = merge_misc(misc, ranges[k])
         words = t.word_forms
         if t.words is not None:
             out.append(f"{m + 1}-{m + len(words)}\t{t.form}\t_\t_\t_\t_\t_\t_\t_\t{misc}\n")
@@ -888,11 +971,12 @@ class Annotator:
     then '_' (CoNLL-U input keeps its own)."""
 
     def __init__(self, pipeline: Pipeline, fmt: str, lang: str | None = None, gold_tags: bool = False,
-                 confidence: ConfidenceOptions | None = None, trees: bool = True):
+                 confidence: ConfidenceOptions | None = None, trees: bool = True, ranges: bool = False):
         if not trees:  # `arborist parse --no-parse`: tokens, tags, lemmas and features only
             pipeline = without_trees(pipeline)
         self.pipeline, self.fmt, self.gold_tags = pipeline, fmt, gold_tags
         self.confidence, self.lang = confidence, lang
+        self.ranges = ranges  # TokenRange in the MISC of text's tokens (`--ranges`)
         # the columns with probabilities, in pipeline order
         self.columns = tuple(c.confidence_column for c in pipeline.stage(gold_tags) if c.confidence_column)
         self.nlp = spacy_pipeline(pipeline, lang, confidence)
@@ -906,9 +990,10 @@ class Annotator:
         if kind == "conllu":
             return self.conllu(items)
         first = payload[2]  # the paragraph that opens the document
-        # (paragraph, (line, piece) or None, text): a text chunk's items are paragraphs, a
-        # "lines" chunk's (presegmented text) the lines (or pieces of lines) of paragraphs
-        items = [(p, None, t) for p, t in items] if kind == "text" else [(p, (k, piece), t) for p, k, piece, t in items]
+        # (paragraph, (line, piece) or None, places, text): a text chunk's items are paragraphs,
+        # a "lines" chunk's (presegmented text) the lines (or pieces of lines) of paragraphs
+        items = [(p, None, places, t) for p, places, t in items] if kind == "text" else [
+            (p, (k, piece), places, t) for p, k, piece, places, t in items]
         if self.fmt == "conllu" and self.confidence is None and self.pipeline.writer("form") is not None:
             return self.tokenized(items, name, first, kind == "lines")
         nlp = self.nlp
@@ -918,25 +1003,27 @@ class Annotator:
             nlp = self._nlp_presegmented
         out, words = [], 0
         with self.vocabulary_zone(nlp):
-            for (paragraph, line, _), doc in zip(items, nlp.pipe(text for _, _, text in items)):
+            for (paragraph, line, places, text), doc in zip(items, nlp.pipe(text for *_, text in items)):
                 words += len(doc) - int(doc.to_array(IS_SPACE).sum())
                 opens = paragraph == first and line in (None, (1, 0))
-                out.append(self.render(doc, paragraph, name if opens else None, line))
+                out.append(self.render(doc, paragraph, name if opens else None, line,
+                                       (places, text) if self.ranges else None))
         return "".join(out), words
 
     def tokenized(self, items, name: str, first: int = 1, presegmented: bool = False) -> tuple[str, int]:
         """CoNLL-U of paragraphs (or, `presegmented`, of lines) tokenized by the model's own
         tokenizer (its text stage): its tokens, multiword tokens and sentences, annotated by the
         other components."""
-        documents = self.pipeline.tokenize([text for _, _, text in items], presegmented)
+        documents = self.pipeline.tokenize([text for *_, text in items], presegmented)
         sentences = [x for _, xs in documents for x in xs]
         parsed = iter(self.pipeline.annotate_many(sentences, self.gold_tags))
         out = []
-        for (paragraph, line, _), (doc, xs) in zip(items, documents):
+        for (paragraph, line, places, _), (doc, xs) in zip(items, documents):
             for k, (tokens, x) in enumerate(zip(doc.sentences, xs), start=1):
                 sent_id, newpar = sentence_heading(paragraph, line, k)
                 opens = paragraph == first and newpar
-                out.append(tokenized_conllu(tokens, next(parsed), sent_id, newpar, name if opens else None))
+                ranges = token_ranges(places, [(t.start, t.end) for t in tokens.tokens]) if self.ranges else None
+                out.append(tokenized_conllu(tokens, next(parsed), sent_id, newpar, name if opens else None, ranges))
         return "".join(out), sum(x.n for x in sentences)
 
     def vocabulary_zone(self, nlp=None):
@@ -975,11 +1062,11 @@ class Annotator:
         return "".join(out), words
 
     def render(self, doc, paragraph: int | None = None, newdoc: str | None = None,
-               line: tuple[int, int] | None = None) -> str:
+               line: tuple[int, int] | None = None, source: tuple | None = None) -> str:
         if self.fmt == "conllu":
             if self.confidence is None:
-                return doc_conllu(doc, paragraph, newdoc, line=line)
-            return doc_conllu(doc, paragraph, newdoc, self.confidence, self.columns, line=line)
+                return doc_conllu(doc, paragraph, newdoc, line=line, source=source)
+            return doc_conllu(doc, paragraph, newdoc, self.confidence, self.columns, line=line, source=source)
         if self.fmt == "json":
             return json.dumps(doc_json(doc, self.columns, self.confidence), ensure_ascii=False) + "\n"
         from spacy import displacy
@@ -1020,7 +1107,7 @@ def batch_gc():
             gc.unfreeze()
 
 
-def _init_worker(pipeline_path, fmt, lang, gold_tags, confidence=None, trees=True) -> None:
+def _init_worker(pipeline_path, fmt, lang, gold_tags, confidence=None, trees=True, ranges=False) -> None:
     global _ANNOTATOR
     # Ctrl-C reaches the whole process group: the parent stops the pool (parse_files'
     # `finally`), and a worker's own KeyboardInterrupt would only print a traceback.
@@ -1028,7 +1115,7 @@ def _init_worker(pipeline_path, fmt, lang, gold_tags, confidence=None, trees=Tru
     if _ANNOTATOR is None:  # started by spawn: load the model here
         from .model import load
 
-        _ANNOTATOR = Annotator(load(pipeline_path), fmt, lang, gold_tags, confidence, trees)
+        _ANNOTATOR = Annotator(load(pipeline_path), fmt, lang, gold_tags, confidence, trees, ranges)
     gc.freeze()  # for the worker's life (see batch_gc)
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
 
@@ -1227,10 +1314,12 @@ class _StandardOutput:
 def parse_files(pipeline: Pipeline, jobs: list[Job], fmt: str = "conllu", *, model_path=None,
                 lang: str | None = None, gold_tags: bool = False, n_process: int = 1, overwrite: bool = False,
                 progress: bool = True, confidence: ConfidenceOptions | None = None,
-                annotator: "Annotator | None" = None, trees: bool = True) -> Report:
+                annotator: "Annotator | None" = None, trees: bool = True, ranges: bool = False) -> Report:
     """Parse every job's file into its target; see the module docstring. `annotator`: one
     built before (for this pipeline, format and language), reused across calls. `trees=False`:
-    no parser or labeler (`--no-parse`)."""
+    no parser or labeler (`--no-parse`). `ranges`: each token of text (not of CoNLL-U or
+    pre-tokenized input) gets UDPipe's `TokenRange=START:END` in MISC, its character offsets in
+    the input (`--ranges`)."""
     from rich.console import Console
 
     console = Console(stderr=True)
@@ -1252,14 +1341,15 @@ def parse_files(pipeline: Pipeline, jobs: list[Job], fmt: str = "conllu", *, mod
         return report
     language = lang or pipeline.lang
     global _ANNOTATOR
-    _ANNOTATOR = annotator or Annotator(pipeline, fmt, language, gold_tags, confidence, trees)
+    _ANNOTATOR = annotator or Annotator(pipeline, fmt, language, gold_tags, confidence, trees, ranges)
     pool = None
     if n_process > 1:
         # Fork where there is fork: the workers share the parent's model pages instead of
         # reading their own copy. The pool starts before the progress bar's thread.
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
         context = multiprocessing.get_context(method)
-        pool = _WorkerPool(n_process, _init_worker, (str(model_path), fmt, language, gold_tags, confidence, trees),
+        pool = _WorkerPool(n_process, _init_worker, (str(model_path), fmt, language, gold_tags, confidence, trees,
+                                                     ranges),
                            context=context)
     window = WINDOW * n_process if pool is not None else 0  # in this process: write each chunk when done
     start = time.perf_counter()

@@ -239,6 +239,9 @@ def parse(
                                              "head probability is below this (MISC LowProb=Yes)"),
     drop_low: bool = typer.Option(False, "--drop-low", help="with --min-prob: drop those arcs instead (HEAD and "
                                   "DEPREL '_' in CoNLL-U, head and dep null in JSON), for extraction jobs"),
+    ranges: bool = typer.Option(False, "--ranges", help="CoNLL-U of text: each token's place in its input as "
+                                "UDPipe's TokenRange=START:END in MISC (character offsets, END exclusive, as "
+                                "Python slices: input_text[START:END] is the token)"),
 ):
     """Tag and parse text and CoNLL-U files. Text is tokenized and split into sentences by
     the model's tokenizer (multiword tokens expanded), or by spaCy's rule tokenizer and
@@ -265,6 +268,10 @@ def parse(
         _fail("--drop-low needs --min-prob")
     if (probs or min_prob is not None) and fmt == "html":
         _fail("--probs and --min-prob write CoNLL-U or JSON, not html")
+    if ranges and fmt != "conllu":
+        _fail(f"--ranges writes CoNLL-U's MISC, not {fmt}")
+    if ranges and input_format in ("conllu", *PRETOKENIZED):
+        _fail(f"--ranges gives the places of the tokens of raw text; {input_format} input is already tokenized")
     confidence = ConfidenceOptions(probs, k_best, min_prob, drop_low) if probs or min_prob is not None else None
     urls = [p for p in [*inputs, output_dir or ""] if "://" in p]
     if urls and engine != "ray":
@@ -295,7 +302,8 @@ def parse(
 
             report = parse_on_ray(inputs, model, output_dir, fmt, workers=workers, address=address, lang=lang,
                                   gold_tags=gold_tags, overwrite=overwrite, shard_bytes=int(shard_size * 2 ** 20),
-                                  share_weights=share_weights, input_format=input_format, trees=trees)
+                                  share_weights=share_weights, input_format=input_format, trees=trees,
+                                  ranges=ranges)
         except ImportError as e:
             _fail(f"--engine ray needs Ray: pip install \"arborist[ray]\" ({e})")
         except ValueError as e:
@@ -313,7 +321,7 @@ def parse(
             report = parse_files(pipeline, jobs, fmt, model_path=model, lang=lang, gold_tags=gold_tags,
                                  n_process=n_process, overwrite=overwrite, progress=progress and not reads_stdin
                                  and not (output_dir is None and sys.stdout is not None and sys.stdout.isatty()),
-                                 confidence=confidence, trees=trees)
+                                 confidence=confidence, trees=trees, ranges=ranges)
         except BrokenPipeError:
             # The reader of standard output went away (`arborist parse ... | head`): stop
             # quietly, as a filter does; the interpreter must not flush to the closed pipe again.

@@ -27,7 +27,8 @@ which lists them in order; the shards concatenated in that order are byte for by
 the output `arborist parse` writes for A.txt (the paragraph numbers of sentence ids, and
 the sentence numbers of pre-tokenized text, continue across shards; the manifest's
 `paragraphs_before` counts sentences for the latter, and for presegmented text
-`paragraph_lines_before` the lines of the paragraph a shard starts inside). A rerun skips
+`paragraph_lines_before` the lines of the paragraph a shard starts inside; for text,
+`chars_before` the characters before a shard, where its TokenRange offsets go on). A rerun skips
 an input whose manifest exists, and the shards that exist when they were cut where this run
 cuts (A.shards/plan.json, written before any shard is parsed); otherwise it parses them all
 again (`keep_shards`).
@@ -128,29 +129,31 @@ def shard(job: Job, shard_bytes: int | None) -> list[Job]:
     if not shard_bytes or job.size <= shard_bytes:
         return [job]
     cuts, nxt = [], shard_bytes
-    # (byte offset, line number, paragraphs before, lines of the last of them before)
+    # (byte offset, line number, paragraphs before, lines of the last of them before, characters
+    # before: text only, where the shard's TokenRange offsets start)
     if job.conllu:
-        boundaries = ((offset, line, 0, 0) for offset, line in conllu_boundaries(job.source))
+        boundaries = ((offset, line, 0, 0, 0) for offset, line in conllu_boundaries(job.source))
     elif job.pretokenized:
-        boundaries = ((*b, 0) for b in pretokenized_boundaries(job.source, job.pretokenized))
+        boundaries = ((*b, 0, 0) for b in pretokenized_boundaries(job.source, job.pretokenized))
     elif job.presegmented:
         boundaries = sentence_line_boundaries(job.source)
     else:
-        boundaries = ((*b, 0) for b in paragraph_boundaries(job.source))
-    for offset, line, paragraphs, lines in boundaries:
-        if nxt <= offset < job.size:
-            cuts.append((offset, line, paragraphs, lines))
-            nxt = offset + shard_bytes
+        boundaries = ((offset, line, paragraphs, 0, chars)
+                      for offset, line, paragraphs, chars in paragraph_boundaries(job.source))
+    for boundary in boundaries:
+        if nxt <= boundary[0] < job.size:
+            cuts.append(boundary)
+            nxt = boundary[0] + shard_bytes
     if not cuts:
         return [job]
     directory, _ = shard_paths(job.target)
     suffix = os.path.splitext(location_name(job.target))[1]
-    starts = [(0, 1, 0, 0)] + cuts
+    starts = [(0, 1, 0, 0, 0)] + cuts
     ends = [c[0] for c in cuts] + [None]
     return [dataclasses.replace(job, target=_join(directory, f"{k:05d}{suffix}"), start=start, end=end, line=line,
-                                paragraph=paragraphs, paragraph_lines=lines,
+                                paragraph=paragraphs, paragraph_lines=lines, char=chars,
                                 size=(end if end is not None else job.size) - start)
-            for k, ((start, line, paragraphs, lines), end) in enumerate(zip(starts, ends))]
+            for k, ((start, line, paragraphs, lines, chars), end) in enumerate(zip(starts, ends))]
 
 
 def shard_plan(original: Job, shards: list[Job]) -> dict:
@@ -159,7 +162,8 @@ def shard_plan(original: Job, shards: list[Job]) -> dict:
     return {"format": MANIFEST_FORMAT, "source": str(original.source), "source_bytes": original.size,
             "shards": [{"path": f"{location_name(directory)}/{location_name(s.target)}", "start": s.start,
                         "end": s.end if s.end is not None else original.size, "first_line": s.line,
-                        "paragraphs_before": s.paragraph, "paragraph_lines_before": s.paragraph_lines}
+                        "paragraphs_before": s.paragraph, "paragraph_lines_before": s.paragraph_lines,
+                        "chars_before": s.char}
                        for s in shards]}
 
 
@@ -233,7 +237,7 @@ class FileParser:
     """One Ray Data actor: the model, loaded once; parses the files (or shards) of each batch of rows."""
 
     def __init__(self, model: str, fmt: str, lang: str | None, gold_tags: bool, share_weights: bool = False,
-                 trees: bool = True):
+                 trees: bool = True, ranges: bool = False):
         from .model import load
 
         from .batch import Annotator
@@ -241,7 +245,8 @@ class FileParser:
         self.model, self.fmt, self.lang, self.gold_tags = model, fmt, lang, gold_tags
         self.pipeline = load(model, mmap=share_weights)
         # built once per actor: its spaCy pipeline is the costly part of a small file's parse
-        self.annotator = Annotator(self.pipeline, fmt, lang or self.pipeline.lang, gold_tags, trees=trees)
+        self.annotator = Annotator(self.pipeline, fmt, lang or self.pipeline.lang, gold_tags, trees=trees,
+                                   ranges=ranges)
 
     def __call__(self, batch: dict) -> dict:
         out = {"key": [], "written": [], "message": [], "words": []}
@@ -251,7 +256,8 @@ class FileParser:
                       bool(batch["conllu"][k]), size=int(batch["size"][k]), start=int(batch["start"][k]),
                       end=int(batch["end"][k]) if batch["end"][k] >= 0 else None, line=int(batch["line"][k]),
                       paragraph=int(batch["paragraph"][k]), pretokenized=str(batch["pretokenized"][k]) or None,
-                      presegmented=bool(batch["presegmented"][k]), paragraph_lines=int(batch["paragraph_lines"][k]))
+                      presegmented=bool(batch["presegmented"][k]), paragraph_lines=int(batch["paragraph_lines"][k]),
+                      char=int(batch["char"][k]))
             report = self.parse_to_url(job) if is_url(target) else self.parse(job)
             out["key"].append(batch["key"][k])
             out["written"].append(bool(report.written))
@@ -283,14 +289,15 @@ def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir:
           fmt: str = "conllu", *, workers: int | None = None, address: str | None = None,
           lang: str | None = None, gold_tags: bool = False, overwrite: bool = False,
           shard_bytes: int | None = SHARD_BYTES, share_weights: bool = False, input_format: str = "auto",
-          trees: bool = True) -> Report:
+          trees: bool = True, ranges: bool = False) -> Report:
     """Parse files and directories of text and CoNLL-U (local paths or URLs) on Ray into
     `output_dir` (a path or a URL); returns the same report as `batch.parse_files`.
     `workers`: the actors (default: the cluster's CPUs). `shard_bytes`: inputs larger
     than this are parsed in shards (None or 0: never). `share_weights`: the actors of a
     node memory-map the weights and share their pages (less memory, slower lookups; see
     the module docstring); by default each holds a copy. `input_format`: as `arborist parse
-    --input-format` (`batch.INPUT_FORMATS`). `trees=False`: no parser or labeler (`--no-parse`)."""
+    --input-format` (`batch.INPUT_FORMATS`). `trees=False`: no parser or labeler (`--no-parse`).
+    `ranges`: TokenRange in the MISC of text's tokens, offsets in the whole input (`--ranges`)."""
     import time
 
     import ray
@@ -330,14 +337,15 @@ def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir:
     workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
     rows = [{"key": f"{i}/{k}", "source": str(p.source), "target": str(p.target), "conllu": p.conllu, "size": p.size,
              "start": p.start, "end": -1 if p.end is None else p.end, "line": p.line, "paragraph": p.paragraph,
-             "pretokenized": p.pretokenized or "", "presegmented": p.presegmented, "paragraph_lines": p.paragraph_lines}
+             "pretokenized": p.pretokenized or "", "presegmented": p.presegmented, "paragraph_lines": p.paragraph_lines,
+             "char": p.char}
             for i, (_, parts, pending) in enumerate(todo) for k, p in enumerate(parts) if k in pending]
     by_key = {}
     if rows:
         results = ray.data.from_items(rows, override_num_blocks=len(rows)).map_batches(
             FileParser, fn_constructor_kwargs={"model": str(Path(model).resolve()), "fmt": fmt, "lang": lang,
                                                "gold_tags": gold_tags, "share_weights": share_weights,
-                                               "trees": trees},
+                                               "trees": trees, "ranges": ranges},
             # Ray Data restarts a dead actor and retries its file (its defaults: no limit)
             batch_size=1, compute=ray.data.ActorPoolStrategy(size=min(workers, len(rows))), num_cpus=1).take_all()
         by_key = {row["key"]: row for row in results}
