@@ -824,8 +824,8 @@ def test_line_sentences_component():
 # --ranges: BOM, CRLF, runs of spaces and tabs, control characters, a character outside the BMP,
 # an indented paragraph after a blank line, a line longer than the reader's limit (patched to 60)
 RANGES_TEXT = ("\ufeffThe  girl\tis not happy.\r\nShe   left \U0001F600 the house.\r\n\r\n"
-               "  \x01Über café\x1b naïve résumé: it is fine.\n\n\n" + " ".join(f"word{k}" for k in range(30))
-               + ".\nEnd")
+               "  \x01Über café\x1b naïve résumé: it is fine.\n\n\n"
+               + "".join(f"word{k}" + " \t  "[: 1 + k % 3] for k in range(30)) + ".\nEnd")  # runs of spaces, tabs
 
 
 def ranged_tokens(conllu: str) -> list[tuple[str, str, int, int]]:

@@ -226,7 +226,7 @@ def test_token_ranges_of_shards_index_the_whole_input(cluster, tiny_model, tmp_p
     output, each TokenRange the FORM's place in the whole file."""
     import json
 
-    from test_batch_parse import ranged_tokens
+    from test_batch_parse import ranged_tokens, without_ranges
 
     text = "\ufeff" + ("Über  café\tnaïve.\r\nIt was\x01 warm!\n\n\n" + TEXT) * 40
     for layout in ("text", "presegmented"):
@@ -247,3 +247,13 @@ def test_token_ranges_of_shards_index_the_whole_input(cluster, tiny_model, tmp_p
         manifest = json.loads((target / "big.manifest.json").read_text())
         assert len(manifest["shards"]) > 2 and manifest["shards"][1]["chars_before"] > 0
         assert b"".join((target / s["path"]).read_bytes() for s in manifest["shards"]) == expected
+    # an interrupted run resumed without --ranges: the plan's settings differ, so no shard parsed
+    # with ranges is kept beside those parsed without
+    (target / "big.manifest.json").unlink()
+    (target / "big.shards" / "00001.conllu").unlink()
+    report = parse_on_ray([source], tiny_model, target, workers=2, shard_bytes=2048, input_format="presegmented")
+    assert report.exit_code == 0 and len(report.written) == 1, report.failed
+    manifest = json.loads((target / "big.manifest.json").read_text())
+    assert manifest["settings"]["ranges"] is False
+    joined = b"".join((target / s["path"]).read_bytes() for s in manifest["shards"])
+    assert b"TokenRange" not in joined and joined.decode("utf-8") == without_ranges(expected.decode("utf-8"))

@@ -366,3 +366,42 @@ def test_pieces_of_a_long_sentence_keep_multiword_tokens_whole(run, tmp_path):
         sentences = list(read_conllu(path, require_heads=True))
         assert [w for s in sentences for w in s.forms[1:]] == [t.text for t in doc]
         assert sum(line.split("\t")[0].count("-") for s in sentences for line in s.lines) == 3
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 4])
+def test_piece_starts_never_fall_inside_a_multiword_token(step):
+    """`piece_starts` on words with multiword tokens of 2 and 3 words: no piece starts inside
+    one, a piece is longer than `step` only by the rest of a token it could not cut before,
+    and every word is in a piece."""
+    import numpy as np
+    import spacy
+
+    from arborist.spacy_components import MWT_EXTENSION, piece_starts, register_mwt_extension
+
+    register_mwt_extension()
+    words = ["a", "di", "la", "b", "c", "x", "y", "z", "d", "p", "q", "e"]
+    doc = spacy.tokens.Doc(spacy.blank("it").vocab, words=words)
+    tokens = {1: ("della", 2), 5: ("xyz", 3), 9: ("pq", 2)}  # first word: (surface, words)
+    for i, value in tokens.items():
+        doc[i]._.set(MWT_EXTENSION, value)
+    inside = {i + j for i, (_, n) in tokens.items() for j in range(1, n)}
+    starts = piece_starts(doc, np.arange(len(words)), step)
+    assert starts[0] == 0 and starts == sorted(set(starts)) and starts[-1] < len(words)
+    assert not inside & set(starts), starts
+    ends = starts[1:] + [len(words)]
+    assert all(b - a <= step + 2 for a, b in zip(starts, ends))  # a 3-word token adds at most 2
+    if step == 1:
+        assert starts == [0, 1, 3, 4, 5, 8, 9, 11]
+
+
+def test_doc_token_ranges_refuse_a_doc_that_is_not_its_text():
+    """`_doc_token_ranges` finds each token in the text in order: a token that is not where the
+    text goes on (not after whitespace only) is an error, never a range found further on."""
+    import spacy
+
+    from arborist.batch import _doc_token_ranges
+
+    nlp = spacy.blank("en")
+    assert list(_doc_token_ranges(nlp("a  b"), ((0, 5),), "a  b").values()) == ["TokenRange=5:6", "TokenRange=8:9"]
+    with pytest.raises(RuntimeError, match="not where the text goes on"):
+        _doc_token_ranges(nlp("a b"), ((0, 0),), "a x b")

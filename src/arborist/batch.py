@@ -306,16 +306,13 @@ def _paragraphs(path, start: int, end: int | None, line: int, char: int = 0
             cut = cut if cut > 0 else MAX_PARAGRAPH_CHARS
             yield joined[:cut], nbytes, following, False, tuple(p for p in places if p[0] < cut), char
             rest = joined[cut:].strip()
-            places = _rebased(places, len(joined) - len(rest)) if rest else []
+            # the rest starts in the last line (the lines before it fit, so the cut is at or
+            # after the space before it), at `origin` of the text
+            origin = len(joined) - len(rest)
+            places = [(0, places[-1][1] + origin - places[-1][0])] if rest else []
             lines, size, nbytes = ([rest], len(rest) + 1, 0) if rest else ([], 0, 0)
     if lines:
         yield " ".join(lines), nbytes, following, False, tuple(places), char
-
-
-def _rebased(places: list[tuple[int, int]], origin: int) -> list[tuple[int, int]]:
-    """The places of a paragraph's text from `origin` on, in that text's offsets."""
-    k = bisect.bisect_right([p for p, _ in places], origin) - 1
-    return [(0, places[k][1] + origin - places[k][0])] + [(p - origin, f) for p, f in places[k + 1:]]
 
 
 def token_ranges(places, spans) -> list[str]:

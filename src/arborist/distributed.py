@@ -30,8 +30,8 @@ the sentence numbers of pre-tokenized text, continue across shards; the manifest
 `paragraph_lines_before` the lines of the paragraph a shard starts inside; for text,
 `chars_before` the characters before a shard, where its TokenRange offsets go on). A rerun skips
 an input whose manifest exists, and the shards that exist when they were cut where this run
-cuts (A.shards/plan.json, written before any shard is parsed); otherwise it parses them all
-again (`keep_shards`).
+cuts and parsed with its settings (A.shards/plan.json, written before any shard is parsed);
+otherwise it parses them all again (`keep_shards`).
 
 Without an address, Ray starts on this machine (`ray.init(num_cpus=workers)`); with
 one (`ray://head:10001`, or "auto" on a cluster node), it joins that cluster, and
@@ -156,10 +156,13 @@ def shard(job: Job, shard_bytes: int | None) -> list[Job]:
             for k, ((start, line, paragraphs, lines, chars), end) in enumerate(zip(starts, ends))]
 
 
-def shard_plan(original: Job, shards: list[Job]) -> dict:
-    """Where a sharded input was cut: the manifest without the words."""
+def shard_plan(original: Job, shards: list[Job], settings: dict | None = None) -> dict:
+    """Where a sharded input was cut, and the settings its shards are parsed with (those that
+    change a shard's output: the model, how the input is read, --gold-tags, --lang, --no-parse,
+    --ranges): the manifest without the words."""
     directory, _ = shard_paths(original.target)
     return {"format": MANIFEST_FORMAT, "source": str(original.source), "source_bytes": original.size,
+            "settings": settings or {},
             "shards": [{"path": f"{location_name(directory)}/{location_name(s.target)}", "start": s.start,
                         "end": s.end if s.end is not None else original.size, "first_line": s.line,
                         "paragraphs_before": s.paragraph, "paragraph_lines_before": s.paragraph_lines,
@@ -167,24 +170,25 @@ def shard_plan(original: Job, shards: list[Job]) -> dict:
                        for s in shards]}
 
 
-def write_manifest(original: Job, shards: list[Job], words: dict[int, int]) -> None:
+def write_manifest(original: Job, shards: list[Job], words: dict[int, int], settings: dict | None = None) -> None:
     """The manifest of a sharded input, written atomically once all its shards exist."""
     _, manifest = shard_paths(original.target)
-    document = shard_plan(original, shards)
+    document = shard_plan(original, shards, settings)
     for k, entry in enumerate(document["shards"]):
         entry["words"] = words.get(k)
     _write_text(manifest, json.dumps(document, indent=1, ensure_ascii=False) + "\n")
 
 
-def keep_shards(original: Job, shards: list[Job], overwrite: bool = False) -> bool:
+def keep_shards(original: Job, shards: list[Job], overwrite: bool = False, settings: dict | None = None) -> bool:
     """Whether the shard outputs a earlier run left can be kept: they were cut where `shards`
-    are (the plan, NAME.shards/plan.json, written before any shard is parsed, is this one).
-    Otherwise (another shard size, a changed input, a run from before plans, or `overwrite`)
-    they are removed, those the old plan lists too, and this plan written: every shard is
-    parsed again, so that the shards concatenated are never a mix of two cuttings."""
+    are and parsed with these `settings` (the plan, NAME.shards/plan.json, written before any
+    shard is parsed, is this one). Otherwise (another shard size, a changed input, other
+    settings, a run from before plans, or `overwrite`) they are removed, those the old plan
+    lists too, and this plan written: every shard is parsed again, so that the shards
+    concatenated are never a mix of two cuttings or of two settings."""
     directory, _ = shard_paths(original.target)
     location = _join(directory, "plan.json")
-    plan = shard_plan(original, shards)
+    plan = shard_plan(original, shards, settings)
     try:
         old = json.loads(_read_text(location)) if _exists(location) else None
     except (OSError, ValueError):
@@ -306,6 +310,9 @@ def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir:
     output_dir = output_dir if is_url(output_dir) else Path(output_dir)
     report = Report()
     todo: list[tuple[Job, list[Job], set[int]]] = []  # (input, its shards or itself, those to parse)
+    # what a shard's output depends on besides its bytes (`keep_shards`)
+    settings = {"model": str(Path(model).resolve()), "input_format": input_format, "gold_tags": gold_tags,
+                "lang": lang, "trees": trees, "ranges": ranges}
     for job in plan_any(inputs, output_dir, fmt, input_format):
         done = _exists(shard_paths(job.target)[1]) or _exists(job.target)
         if done and not overwrite:
@@ -320,7 +327,7 @@ def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir:
             report.failed.append((job.source, str(e)))
             continue
         try:
-            kept = len(parts) > 1 and keep_shards(job, parts, overwrite)
+            kept = len(parts) > 1 and keep_shards(job, parts, overwrite, settings)
         except OSError as e:
             report.failed.append((job.source, f"{shard_paths(job.target)[0]}: {e.strerror or e}"))
             continue
@@ -361,6 +368,7 @@ def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir:
         report.written.append(job.source)
         report.words += sum(int(row["words"]) for row in rows_of if row is not None)
         if len(parts) > 1:
-            write_manifest(job, parts, {k: int(row["words"]) for k, row in enumerate(rows_of) if row is not None})
+            write_manifest(job, parts, {k: int(row["words"]) for k, row in enumerate(rows_of) if row is not None},
+                           settings)
     report.seconds = time.perf_counter() - start
     return report

@@ -140,13 +140,22 @@ def sentence_bounds(doc: Doc) -> list[tuple[int, int]]:
 
 def piece_starts(doc: Doc, words: np.ndarray, step: int) -> list[int]:
     """Where the pieces of a sentence's words (token indices of `doc`) start: every `step`
-    words, or a little earlier so that a piece never starts inside a multiword token of the
-    model's tokenizer. A piece is a tree of its own, so a sentence of the Doc: CoNLL-U writes a
-    multiword token before its words, all in one sentence."""
+    words, moved so that a piece never starts inside a multiword token of the model's
+    tokenizer: back to the token's first word, or past its last when the token is the whole
+    piece (a piece then has a few words more than `step`). A piece is a tree of its own, so a
+    sentence of the Doc: CoNLL-U writes a multiword token before its words, all in one sentence."""
     starts, k = [0], step
     while k < len(words):
-        while k > starts[-1] + 1 and inside_multiword_token(doc, int(words[k])):
-            k -= 1
+        back = k
+        while back > starts[-1] and inside_multiword_token(doc, int(words[back])):
+            back -= 1
+        if back > starts[-1]:
+            k = back
+        else:
+            while k < len(words) and inside_multiword_token(doc, int(words[k])):
+                k += 1
+            if k == len(words):
+                break
         starts.append(k)
         k += step
     return starts
