@@ -248,3 +248,71 @@ def test_every_presegmented_boundary_splits_the_file_into_its_lines(tmp_path, mo
     parts = shard(job, 100)
     assert len(parts) > 5
     assert [item for p in parts for item in line_items(p)] == whole
+
+
+@pytest.mark.parametrize("limit", [5, 12, 40])
+def test_places_map_every_item_back_to_the_file(tmp_path, monkeypatch, limit):
+    """The places of `_paragraphs`' and `_sentence_lines`' items (`--ranges`), on random files of
+    awkward pieces and a small reader limit (paragraphs and lines cut for their length): each
+    line or piece of an item is the file's text at its place, character for character, control
+    characters read as spaces; a shard read from any cut place with its character count gives
+    the same items."""
+    import random
+    import re
+
+    monkeypatch.setattr(batch, "MAX_PARAGRAPH_CHARS", limit)
+    pieces = ["a", "bb", "ccc dd", "é", "ελ", "😀", " ", "   ", "\t", "\n", "\n", "\r\n", "\xa0", "\x01", "\x85",
+              "\u2028", "x" * 15, " \n", "\t\n"]
+    control = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
+    rng = random.Random(limit)
+    path = tmp_path / "r.txt"
+    for _ in range(300):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 60)))
+        path.write_bytes(("\ufeff" if rng.random() < 0.2 else "").encode() + text.encode("utf-8"))
+        seen = control.sub(" ", text)
+        for presegmented in (False, True):
+            job = Job(path, None, False, presegmented=presegmented)
+            items = [item for payload, _ in batch.chunks(job) for item in payload[1]]
+            for item in items:
+                places, item_text = item[-2], item[-1]
+                ends = [p for p, _ in places[1:]] + [len(item_text) + 1]
+                for (p, f), end in zip(places, ends):  # a join's space between two places
+                    assert item_text[p:end - 1] == seen[f:f + end - 1 - p], (text, item)
+            boundaries = batch.sentence_line_boundaries(path) if presegmented else (
+                (o, ln, par, 0, c) for o, ln, par, c in paragraph_boundaries(path))
+            for offset, line, paragraphs, lines, chars in boundaries:
+                tail = dataclasses.replace(job, start=offset, line=line, paragraph=paragraphs, paragraph_lines=lines,
+                                           char=chars)
+                read = [item for payload, _ in batch.chunks(tail) for item in payload[1]]
+                assert read == items[len(items) - len(read):], (text, offset)
+
+
+def test_a_plan_without_the_settings_parses_every_shard_again(tmp_path):
+    """`keep_shards`: shards are kept only when the plan written before them has the same cut
+    places and settings; a plan from before settings were recorded (or with others) removes
+    them, so that they are parsed again."""
+    import json
+
+    from arborist.distributed import keep_shards, shard_paths
+
+    path = tmp_path / "in.txt"
+    path.write_text("".join(f"Paragraph {k} here.\n\n" for k in range(200)), encoding="utf-8")
+    job = Job(path, tmp_path / "out" / "in.conllu", False)
+    parts = shard(job, 500)
+    assert len(parts) > 2
+    settings = {"ranges": True, "trees": True}
+    assert not keep_shards(job, parts, settings=settings)  # no plan yet: written now
+    for part in parts:
+        part.target.write_text("parsed\n")
+    assert keep_shards(job, parts, settings=settings)  # the same plan: kept
+    plan_path = shard_paths(job.target)[0] / "plan.json"
+    plan = json.loads(plan_path.read_text())
+    del plan["settings"]
+    plan_path.write_text(json.dumps(plan))
+    assert not keep_shards(job, parts, settings=settings)
+    assert not any(part.target.exists() for part in parts)
+    assert json.loads(plan_path.read_text())["settings"] == settings
+    for part in parts:
+        part.target.write_text("parsed\n")
+    assert not keep_shards(job, parts, settings={"ranges": False, "trees": True})
+    assert not any(part.target.exists() for part in parts)

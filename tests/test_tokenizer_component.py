@@ -392,6 +392,12 @@ def test_piece_starts_never_fall_inside_a_multiword_token(step):
     assert all(b - a <= step + 2 for a, b in zip(starts, ends))  # a 3-word token adds at most 2
     if step == 1:
         assert starts == [0, 1, 3, 4, 5, 8, 9, 11]
+    # whitespace tokens between the words (not in `words`), and a token that ends the sentence
+    spaced = spacy.tokens.Doc(doc.vocab, words=["a", " ", "di", "la", "b", " ", "p", "q"])
+    spaced[2]._.set(MWT_EXTENSION, ("della", 2))
+    spaced[6]._.set(MWT_EXTENSION, ("pq", 2))
+    words = np.array([0, 2, 3, 4, 6, 7])
+    assert piece_starts(spaced, words, step) == {1: [0, 1, 3, 4], 2: [0, 1, 3, 4], 3: [0, 3], 4: [0, 4]}[step]
 
 
 def test_doc_token_ranges_refuse_a_doc_that_is_not_its_text():
