@@ -257,3 +257,31 @@ def test_token_ranges_of_shards_index_the_whole_input(cluster, tiny_model, tmp_p
     assert manifest["settings"]["ranges"] is False
     joined = b"".join((target / s["path"]).read_bytes() for s in manifest["shards"])
     assert b"TokenRange" not in joined and joined.decode("utf-8") == without_ranges(expected.decode("utf-8"))
+
+
+def test_a_model_changed_in_place_parses_every_shard_again(cluster, tiny_model, tmp_path):
+    """Ray's plan records the model's files (sizes and times): an interrupted run resumed after
+    the model was retrained in place parses every shard again, where it would have kept the
+    shards of the old model beside those of the new one."""
+    import json
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model, model)
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "big.txt").write_text(TEXT * 40, encoding="utf-8")
+    target = tmp_path / "ray"
+    assert parse_on_ray([source], model, target, workers=2, shard_bytes=2048).exit_code == 0
+    shards = sorted((target / "big.shards").glob("*.conllu"))
+    assert len(shards) > 2
+    stamps = [p.stat().st_mtime_ns for p in shards]
+    (target / "big.manifest.json").unlink()
+    shards[-1].unlink()  # an interrupted run
+    os.utime(model / "meta.json", ns=(time.time_ns(), time.time_ns() + 10**9))  # "retrained"
+    report = parse_on_ray([source], model, target, workers=2, shard_bytes=2048)
+    assert report.exit_code == 0 and len(report.written) == 1
+    assert all(p.stat().st_mtime_ns != stamp for p, stamp in zip(shards[:-1], stamps))  # parsed again
+    manifest = json.loads((target / "big.manifest.json").read_text())
+    assert ["meta.json", (model / "meta.json").stat().st_size, (model / "meta.json").stat().st_mtime_ns] in \
+        manifest["settings"]["model_files"]

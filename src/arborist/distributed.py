@@ -158,8 +158,8 @@ def shard(job: Job, shard_bytes: int | None) -> list[Job]:
 
 def shard_plan(original: Job, shards: list[Job], settings: dict | None = None) -> dict:
     """Where a sharded input was cut, and the settings its shards are parsed with (those that
-    change a shard's output: the model, how the input is read, --gold-tags, --lang, --no-parse,
-    --ranges): the manifest without the words."""
+    change a shard's output: the model and its files, how the input is read, --gold-tags,
+    --lang, --no-parse, --ranges): the manifest without the words."""
     directory, _ = shard_paths(original.target)
     return {"format": MANIFEST_FORMAT, "source": str(original.source), "source_bytes": original.size,
             "settings": settings or {},
@@ -310,9 +310,12 @@ def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir:
     output_dir = output_dir if is_url(output_dir) else Path(output_dir)
     report = Report()
     todo: list[tuple[Job, list[Job], set[int]]] = []  # (input, its shards or itself, those to parse)
-    # what a shard's output depends on besides its bytes (`keep_shards`)
-    settings = {"model": str(Path(model).resolve()), "input_format": input_format, "gold_tags": gold_tags,
-                "lang": lang, "trees": trees, "ranges": ranges}
+    # what a shard's output depends on besides its bytes (`keep_shards`): the model (its files'
+    # sizes and times too, so that one retrained in place between two runs counts as another)
+    model_dir = Path(model).resolve()
+    settings = {"model": str(model_dir), "model_files": sorted(
+                    [p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in model_dir.iterdir() if p.is_file()),
+                "input_format": input_format, "gold_tags": gold_tags, "lang": lang, "trees": trees, "ranges": ranges}
     for job in plan_any(inputs, output_dir, fmt, input_format):
         done = _exists(shard_paths(job.target)[1]) or _exists(job.target)
         if done and not overwrite:
