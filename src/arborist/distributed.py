@@ -353,7 +353,7 @@ def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir:
     by_key = {}
     if rows:
         results = ray.data.from_items(rows, override_num_blocks=len(rows)).map_batches(
-            FileParser, fn_constructor_kwargs={"model": str(Path(model).resolve()), "fmt": fmt, "lang": lang,
+            FileParser, fn_constructor_kwargs={"model": settings["model"], "fmt": fmt, "lang": lang,
                                                "gold_tags": gold_tags, "share_weights": share_weights,
                                                "trees": trees, "ranges": ranges},
             # Ray Data restarts a dead actor and retries its file (its defaults: no limit)

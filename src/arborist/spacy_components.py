@@ -200,8 +200,11 @@ class DocBatch:
             for start, end in sentence_bounds(doc):
                 self.sentences.append((d, start, end))
                 words = np.flatnonzero(~self.space[offset + start:offset + end]) + (offset + start)
-                cuts = piece_starts(doc, words - offset, max_length) if max_length and len(words) > max_length else [0]
-                pieces.extend(np.split(words, cuts[1:]))
+                if max_length and len(words) > max_length:
+                    cuts = piece_starts(doc, words - offset, max_length) + [len(words)]
+                    pieces.extend(words[a:b] for a, b in zip(cuts, cuts[1:]))
+                elif len(words):  # a sentence of whitespace alone has no piece
+                    pieces.append(words)
         self.word_tokens = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
         lengths = np.array([len(p) + 1 for p in pieces], dtype=np.int64)
         starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
