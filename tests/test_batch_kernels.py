@@ -280,13 +280,12 @@ def test_doc_batch_equals_doc_sentence():
         if i % 3:
             t.pos_ = "NOUN"
     other = nlp("Another doc .")
-    batch = DocBatch([doc, other], 3, {})
-    pieces = []
+    batch = DocBatch([doc, other], {})
+    sentences = []
     for d, start, end in batch.sentences:
-        words = [i for i in range(start, end) if not (doc, other)[d][i].is_space]
-        pieces += [((doc, other)[d], words[k:k + 3]) for k in range(0, len(words), 3)]
-    assert batch.batch.n_sentences == len(pieces) > 4
-    for i, (source, words) in enumerate(pieces):
+        sentences.append(((doc, other)[d], [i for i in range(start, end) if not (doc, other)[d][i].is_space]))
+    assert batch.batch.n_sentences == len(sentences) == 3
+    for i, (source, words) in enumerate(sentences):
         a, b = batch.batch.starts[i], batch.batch.starts[i + 1]
         np.testing.assert_array_equal(batch.batch.attrs[:, a:b], doc_sentence(source, words).attrs)
         assert batch.batch.sentence(i).forms == doc_sentence(source, words).forms

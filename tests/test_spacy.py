@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 import arborist
 from arborist.cli import app
+from arborist.components.parser import LongSentenceWarning
 from arborist.corpus import read_corpus
 from arborist.sentence import Sentence
 
@@ -106,11 +107,31 @@ def test_without_sentence_boundaries_the_doc_is_one_tree(tiny_model):
     assert [t.dep_ for t in doc].count("ROOT") == 1
 
 
-def test_long_sentences_are_parsed_in_pieces(tiny_model):
+def test_long_sentences_are_parsed_in_pieces_that_make_one_tree(tiny_model):
+    """A sentence longer than `max_sentence_length` is parsed in pieces whose roots hang from
+    the first piece's (`Parser.predict_batch`): one sentence, the model's tree, and the model's
+    own parser keeps its length."""
     nlp = make_nlp(tiny_model, sentencizer=False)
-    nlp.get_pipe("arborist_parser").max_sentence_length = 4
-    doc = nlp("one two three four five six seven eight nine ten")
-    assert [len(s) for s in doc.sents] == [4, 4, 2]
+    text = "one two three four five six seven eight nine ten"
+    whole = [t.head.i for t in nlp(text)]
+    parser = nlp.get_pipe("arborist_parser")
+    parser.max_sentence_length = 4
+    with pytest.warns(LongSentenceWarning, match="^a sentence of 10 words is parsed in pieces of at most 4 words$"):
+        doc = nlp(text)
+    assert [len(s) for s in doc.sents] == [10] and [t.dep_ for t in doc].count("ROOT") == 1
+    model = arborist.load(tiny_model)
+    model.writer("head").max_sentence_length = 4
+    sentence = Sentence.from_columns(text.split())
+    with pytest.warns(LongSentenceWarning):
+        (parsed,) = model.annotate_many([sentence])
+    assert [t.head.i + 1 if t.head.i != t.i else 0 for t in doc] == parsed.heads[1:].tolist()
+    assert [t.head.i for t in doc] != whole
+    shared = arborist.load(tiny_model)  # a model the component shares (`set_model`) keeps its own length
+    parser.set_model(shared)
+    assert parser.arborist.writer("head").max_sentence_length == 4
+    assert shared.writer("head").max_sentence_length == 256
+    with pytest.raises(ValueError, match="at least 1"):
+        parser.max_sentence_length = 0
 
 
 def test_empty_and_whitespace_docs(nlp):

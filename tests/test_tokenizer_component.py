@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from arborist.cli import app
+from arborist.components.parser import LongSentenceWarning
 from arborist.corpus import read_corpus
 from arborist.model import load
 
@@ -348,56 +349,42 @@ def test_token_ranges_with_the_model_s_tokenizer(run, tmp_path, options):
     assert without_ranges(outputs[True]) == outputs[False]
 
 
-def test_pieces_of_a_long_sentence_keep_multiword_tokens_whole(run, tmp_path):
-    """spaCy's parser component parses a sentence longer than `max_sentence_length` in pieces,
-    each a sentence of the Doc: a piece never starts inside a multiword token, so the CoNLL-U
-    has each multiword token's words in its sentence (arborist's reader refuses it otherwise)."""
-    from arborist.batch import doc_conllu, spacy_pipeline
+def test_a_long_sentence_is_one_tree_on_both_paths(run, tmp_path):
+    """A sentence longer than the parser's `max_sentence_length` is parsed in pieces whose roots
+    hang from the first piece's: on the model's own path (`arborist parse`) and on spaCy's
+    (`--probs`: spaCy's parser component, its `max_sentence_length`) it stays one sentence with
+    one tree, the same on both, with every multiword token's words in it (before 2026-11-28
+    spaCy's pieces became sentences of their own, cut where no multiword token was split)."""
+    from arborist.batch import Annotator, ConfidenceOptions
     from arborist.corpus import read_conllu
 
-    nlp = spacy_pipeline(load(run / "run"))
     text = "It doesn't work and it won't go and he doesn't know"
+    items = [(1, None, ((0, 0),), text)]
+
+    def trees(output: str) -> list:
+        rows = [line.split("\t") for line in output.splitlines() if line and line[0] != "#"]
+        return [(r[0], r[1], r[6], r[7]) for r in rows]
+
+    pipeline = load(run / "run")
+    whole = trees(Annotator(pipeline, "conllu").tokenized(items, "t.txt")[0])
+    assert sum("-" in r[0] for r in whole) == 3 and [r[2] for r in whole].count("0") == 1
     for length in (2, 3):
-        nlp.get_pipe("arborist_parser").max_sentence_length = length
-        doc = nlp(text)
-        assert max(len(s) for s in doc.sents) <= length and len(list(doc.sents)) > 4
-        path = tmp_path / f"pieces{length}.conllu"
-        path.write_text(doc_conllu(doc, 1), encoding="utf-8")
-        sentences = list(read_conllu(path, require_heads=True))
-        assert [w for s in sentences for w in s.forms[1:]] == [t.text for t in doc]
-        assert sum(line.split("\t")[0].count("-") for s in sentences for line in s.lines) == 3
-
-
-@pytest.mark.parametrize("step", [1, 2, 3, 4])
-def test_piece_starts_never_fall_inside_a_multiword_token(step):
-    """`piece_starts` on words with multiword tokens of 2 and 3 words: no piece starts inside
-    one, a piece is longer than `step` only by the rest of a token it could not cut before,
-    and every word is in a piece."""
-    import numpy as np
-    import spacy
-
-    from arborist.spacy_components import MWT_EXTENSION, piece_starts, register_mwt_extension
-
-    register_mwt_extension()
-    words = ["a", "di", "la", "b", "c", "x", "y", "z", "d", "p", "q", "e"]
-    doc = spacy.tokens.Doc(spacy.blank("it").vocab, words=words)
-    tokens = {1: ("della", 2), 5: ("xyz", 3), 9: ("pq", 2)}  # first word: (surface, words)
-    for i, value in tokens.items():
-        doc[i]._.set(MWT_EXTENSION, value)
-    inside = {i + j for i, (_, n) in tokens.items() for j in range(1, n)}
-    starts = piece_starts(doc, np.arange(len(words)), step)
-    assert starts[0] == 0 and starts == sorted(set(starts)) and starts[-1] < len(words)
-    assert not inside & set(starts), starts
-    ends = starts[1:] + [len(words)]
-    assert all(b - a <= step + 2 for a, b in zip(starts, ends))  # a 3-word token adds at most 2
-    if step == 1:
-        assert starts == [0, 1, 3, 4, 5, 8, 9, 11]
-    # whitespace tokens between the words (not in `words`), and a token that ends the sentence
-    spaced = spacy.tokens.Doc(doc.vocab, words=["a", " ", "di", "la", "b", " ", "p", "q"])
-    spaced[2]._.set(MWT_EXTENSION, ("della", 2))
-    spaced[6]._.set(MWT_EXTENSION, ("pq", 2))
-    words = np.array([0, 2, 3, 4, 6, 7])
-    assert piece_starts(spaced, words, step) == {1: [0, 1, 3, 4], 2: [0, 1, 3, 4], 3: [0, 3], 4: [0, 4]}[step]
+        pipeline.writer("head").max_sentence_length = length
+        with pytest.warns(LongSentenceWarning,
+                          match=f"^t.txt, sent_id 1.1: a sentence of 14 words is parsed in pieces of at most {length} "):
+            model_path = Annotator(pipeline, "conllu").tokenized(items, "t.txt")[0]
+        spacy_path = Annotator(load(run / "run"), "conllu", confidence=ConfidenceOptions(probs=True))
+        spacy_path.nlp.get_pipe("arborist_parser").max_sentence_length = length
+        with pytest.warns(LongSentenceWarning, match="^a sentence of 14 words"):  # a Doc has no file
+            probs = spacy_path((("text", [(1, ((0, 0),), text)], 1)), "t.txt")[0]
+        assert model_path.count("# text = ") == probs.count("# text = ") == 1
+        assert trees(probs) == trees(model_path) != whole  # pieces: another tree than the whole sentence's
+        assert [r[2] for r in trees(probs)].count("0") == 1
+        assert "HeadProb=" in probs and "HeadProb=" not in model_path
+        for k, output in enumerate((model_path, probs)):
+            (tmp_path / f"{length}_{k}.conllu").write_text(output, encoding="utf-8")
+            (sentence,) = read_conllu(tmp_path / f"{length}_{k}.conllu", require_heads=True)
+            assert sentence.n == 14
 
 
 def test_doc_token_ranges_refuse_a_doc_that_is_not_its_text():

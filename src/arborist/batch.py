@@ -1012,7 +1012,10 @@ class Annotator:
         tokenizer (its text stage): its tokens, multiword tokens and sentences, annotated by the
         other components."""
         documents = self.pipeline.tokenize([text for *_, text in items], presegmented)
-        sentences = [x for _, xs in documents for x in xs]
+        # each sentence named by its file and sent_id, for messages (a long sentence's warning)
+        sentences = [dataclasses.replace(x, source=f"{name}, sent_id {sentence_heading(paragraph, line, k)[0]}",
+                                         first_line=0)
+                     for (paragraph, line, *_), (_, xs) in zip(items, documents) for k, x in enumerate(xs, start=1)]
         parsed = iter(self.pipeline.annotate_many(sentences, self.gold_tags))
         out = []
         for (paragraph, line, places, _), (doc, xs) in zip(items, documents):

@@ -19,6 +19,9 @@ FORM, LOWER, LEMMA, UPOS, XPOS, PREFIX, FEATS = range(7)
 ATTR_NAMES = ("form", "lower", "lemma", "upos", "xpos", "prefix", "feats")
 PREFIX_LENGTH = 5  # McDonald, Crammer and Pereira (2005): 5-character prefixes
 ROOT = "<ROOT>"
+# A longer sentence is parsed in pieces of this many words (`Parser.predict_batch`): parsing
+# time grows with the cube of the length, memory with its square.
+MAX_SENTENCE_LENGTH = 256
 _ROOT_HASH, _MISSING_HASH = hash_strings([ROOT, "_"])
 
 

@@ -28,6 +28,7 @@ reading the original path, which need not exist any more.
 """
 from __future__ import annotations
 
+import copy
 import copyreg
 import tempfile
 import threading
@@ -47,16 +48,14 @@ from spacy.training import Example, validate_examples
 from spacy.util import minibatch, registry as spacy_registry
 
 from .model import ModelError, Pipeline, load
-from .sentence import (ATTR_NAMES, FEATS, FORM, PREFIX, PREFIX_LENGTH, ROOT, UPOS, XPOS, SentenceBatch)
+from .sentence import (ATTR_NAMES, FEATS, FORM, MAX_SENTENCE_LENGTH, PREFIX, PREFIX_LENGTH, ROOT, UPOS, XPOS,
+                       SentenceBatch)
 from .sentence import LEMMA as LEMMA_ROW, LOWER as LOWER_ROW
 from .strings import hash_string
 
 SPACE_TAG, SPACE_POS = "_SP", "SPACE"  # spaCy's tags of whitespace tokens
 ROOT_LABEL = "ROOT"  # spaCy's label of a sentence's root; UD writes "root"
 DEFAULT_LABEL = "dep"  # whitespace tokens, and every arc of a parser without a labeler
-# A longer sentence (a sentencizer that found no punctuation in a page of text) is
-# parsed in pieces: parsing time grows with the cube of the length, memory with its square.
-MAX_SENTENCE_LENGTH = 256
 # The Doc attributes of the token columns (a column without one goes to a token
 # extension of its name: `token._.misc`), and the token attributes spaCy's scorer reads.
 DOC_ATTRS = {"upos": POS, "xpos": TAG, "lemma": LEMMA, "feats": MORPH}
@@ -138,40 +137,6 @@ def sentence_bounds(doc: Doc) -> list[tuple[int, int]]:
     return [(0, len(doc))]
 
 
-def piece_starts(doc: Doc, words: np.ndarray, step: int) -> list[int]:
-    """Where the pieces of a sentence's words (token indices of `doc`) start: every `step`
-    words, moved so that a piece never starts inside a multiword token of the model's
-    tokenizer: back to the token's first word, or past its last when the token is the whole
-    piece (a piece then has a few words more than `step`). A piece is a tree of its own, so a
-    sentence of the Doc: CoNLL-U writes a multiword token before its words, all in one sentence."""
-    starts, k = [0], step
-    while k < len(words):
-        back = k
-        while back > starts[-1] and inside_multiword_token(doc, int(words[back])):
-            back -= 1
-        if back > starts[-1]:
-            k = back
-        else:
-            while k < len(words) and inside_multiword_token(doc, int(words[k])):
-                k += 1
-            if k == len(words):
-                break
-        starts.append(k)
-        k += step
-    return starts
-
-
-def inside_multiword_token(doc: Doc, i: int) -> bool:
-    """Whether token i is a word of a multiword token other than its first."""
-    if not Token.has_extension(MWT_EXTENSION):
-        return False
-    for j in range(i - 1, max(i - 32, -1), -1):  # the nearest multiword token before i decides
-        value = doc[j]._.get(MWT_EXTENSION)
-        if value is not None:
-            return j + value[1] > i
-    return False
-
-
 # Doc.to_array columns -> Sentence.attrs rows. spaCy's string ids are arborist's
 # (`arborist.strings`), so a Doc's ORTH, LOWER, LEMMA, POS, TAG and MORPH columns are the
 # Sentence rows as they are, but for 0 (spaCy: no value; arborist: the string "_") and
@@ -184,29 +149,26 @@ PREFIX_CACHE_LIMIT = 1 << 20
 
 class DocBatch:
     """The sentences of many Docs as one `SentenceBatch`: each sentence's non-whitespace
-    tokens (in pieces of at most `max_length` words), and where each batch word came from."""
+    tokens, and where each batch word came from."""
 
-    def __init__(self, docs: list[Doc], max_length: int | None, prefixes: dict):
+    def __init__(self, docs: list[Doc], prefixes: dict):
         self.offsets = np.concatenate([[0], np.cumsum([len(doc) for doc in docs])]).astype(np.int64)  # doc -> first token
         columns = [c for _, c in DOC_COLUMNS] + [IS_SPACE]
         arrays = [doc.to_array(columns).reshape(len(doc), len(columns)) for doc in docs]
         table = np.concatenate(arrays) if arrays else np.zeros((0, len(columns)), dtype=np.uint64)
         self.space = table[:, -1].astype(bool)
-        # Sentences: (doc index, start, end) in doc token indices, and their word pieces as global tokens.
+        # Sentences: (doc index, start, end) in doc token indices, and their words as global tokens.
         self.sentences: list[tuple[int, int, int]] = []
-        pieces: list[np.ndarray] = []
+        sentence_words: list[np.ndarray] = []
         for d, doc in enumerate(docs):
             offset = int(self.offsets[d])
             for start, end in sentence_bounds(doc):
                 self.sentences.append((d, start, end))
                 words = np.flatnonzero(~self.space[offset + start:offset + end]) + (offset + start)
-                if max_length and len(words) > max_length:
-                    cuts = piece_starts(doc, words - offset, max_length) + [len(words)]
-                    pieces.extend(words[a:b] for a, b in zip(cuts, cuts[1:]))
-                elif len(words):  # a sentence of whitespace alone has no piece
-                    pieces.append(words)
-        self.word_tokens = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
-        lengths = np.array([len(p) + 1 for p in pieces], dtype=np.int64)
+                if len(words):  # a sentence of whitespace alone is not in the batch
+                    sentence_words.append(words)
+        self.word_tokens = np.concatenate(sentence_words) if sentence_words else np.zeros(0, dtype=np.int64)
+        lengths = np.array([len(w) + 1 for w in sentence_words], dtype=np.int64)
         starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         strings = docs[0].vocab.strings if docs else None
         self.batch = SentenceBatch(np.full((len(ATTR_NAMES), int(starts[-1])), ROOT_ID, dtype=np.uint64), starts,
@@ -341,7 +303,7 @@ class ArboristComponent(PicklesItsModel, Pipe):
             return
         columns = np.flatnonzero(batch.column_token >= 0)
         tokens = batch.column_token[columns]
-        piece_root = np.repeat(batch.batch.starts[:-1], np.diff(batch.batch.starts))[columns]
+        sentence_root = np.repeat(batch.batch.starts[:-1], np.diff(batch.batch.starts))[columns]
         n_tokens = len(batch.space)
         values: dict[str, list] = {}
         for column, c in found.items():
@@ -358,7 +320,7 @@ class ArboristComponent(PicklesItsModel, Pipe):
                         if v < 0:
                             continue
                         if column == "head":  # a local head -> its token; the root -> the token itself
-                            v = t if v == 0 else int(batch.column_token[piece_root[j] + v])
+                            v = t if v == 0 else int(batch.column_token[sentence_root[j] + v])
                         else:
                             v = to_spacy_value(column, c.value(v))
                         row.append((v, p))
@@ -402,14 +364,12 @@ class ArboristComponent(PicklesItsModel, Pipe):
                 error_handler(self.name, self, docs, e)
             yield from docs
 
-    piece_length: Optional[int] = None  # the longest sentence piece the models get (None: whole sentences)
-
     def annotate(self, docs: list[Doc]) -> None:
         """Annotate the Docs (the non-empty ones) as one `DocBatch`."""
         self.arborist  # a component without a model fails here, even on empty Docs
         docs = [doc for doc in docs if len(doc)]
         if docs:
-            self.set_annotations(docs, DocBatch(docs, self.piece_length, self._prefixes))
+            self.set_annotations(docs, DocBatch(docs, self._prefixes))
 
     def set_annotations(self, docs: list[Doc], batch: DocBatch) -> None:
         raise NotImplementedError
@@ -515,9 +475,30 @@ class ArboristParser(ArboristComponent):
     def __init__(self, nlp, name, model, scorer, max_sentence_length: int = MAX_SENTENCE_LENGTH,
                  probabilities: bool = False, k_best: int = 3):
         super().__init__(nlp, name, model, scorer, probabilities, k_best)
-        if max_sentence_length < 1:
-            raise ValueError(f"[{name}] max_sentence_length must be at least 1, got {max_sentence_length}")
         self.max_sentence_length = max_sentence_length
+
+    @property
+    def max_sentence_length(self) -> int:
+        """A longer sentence is parsed in pieces of this many words whose roots hang from the
+        first piece's, so it stays one sentence with one tree, as `arborist parse` gives it
+        (`Parser.predict_batch`)."""
+        return self._max_sentence_length
+
+    @max_sentence_length.setter
+    def max_sentence_length(self, value: int) -> None:
+        if value < 1:
+            raise ValueError(f"[{self.name}] max_sentence_length must be at least 1, got {value}")
+        self._max_sentence_length = int(value)
+        if self._model is not None:
+            self._model.writer("head").max_sentence_length = self._max_sentence_length
+
+    def set_model(self, pipeline: Pipeline) -> None:
+        """As the tagger's, with its own copy of the parser component (the weights shared),
+        which takes this component's `max_sentence_length`."""
+        super().set_model(pipeline)
+        parser = self._model.writer("head")
+        self._model.components[parser.name] = own = copy.copy(parser)
+        own.max_sentence_length = self._max_sentence_length
 
     def check(self, pipeline: Pipeline) -> None:
         if pipeline.writer("head") is None:
@@ -529,10 +510,6 @@ class ArboristParser(ArboristComponent):
             return ()
         labeler = self.arborist.writer("deprel")
         return tuple(sorted(to_spacy_label(l) for l in labeler.classes)) if labeler is not None else ()
-
-    @property
-    def piece_length(self) -> int:
-        return self.max_sentence_length
 
     def set_annotations(self, docs: list[Doc], batch: DocBatch) -> None:
         model = self.arborist
@@ -547,12 +524,12 @@ class ArboristParser(ArboristComponent):
         n_tokens = len(batch.space)
         heads = np.arange(n_tokens)  # global token indices; a token that is its own head is a root
         labels = np.full(n_tokens, default, dtype=np.uint64)
-        # Batch columns -> tokens: a word's head column is its piece's root column plus its head.
+        # Batch columns -> tokens: a word's head column is its sentence's root column plus its head.
         columns = np.flatnonzero(batch.column_token >= 0)
         local = predicted[parser.name][columns]
-        piece_root = np.repeat(batch.batch.starts[:-1], np.diff(batch.batch.starts))[columns]
+        sentence_root = np.repeat(batch.batch.starts[:-1], np.diff(batch.batch.starts))[columns]
         tokens = batch.column_token[columns]
-        heads[tokens] = np.where(local > 0, batch.column_token[piece_root + local], tokens)
+        heads[tokens] = np.where(local > 0, batch.column_token[sentence_root + local], tokens)
         if labeler is not None:
             label_ids = np.array([strings.add(to_spacy_label(l)) for l in labeler.classes], dtype=np.uint64)
             labels[tokens] = label_ids[predicted[labeler.name][columns]]

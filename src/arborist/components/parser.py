@@ -9,10 +9,8 @@ import numpy as np
 from ..component import Component
 from ..evaluate import attachment_scores
 from ..parser.second_order import PrunedSentence
-from ..sentence import Sentence, SentenceBatch
+from ..sentence import MAX_SENTENCE_LENGTH, Sentence, SentenceBatch
 
-
-MAX_SENTENCE_LENGTH = 256  # longer sentences are parsed in pieces (see Parser.predict_batch)
 
 
 class LongSentenceWarning(UserWarning):
@@ -29,6 +27,9 @@ class Parser(Component):
     structures = ("arborist.DependencyTree.v2", "arborist.DependencyTree.v1")
     writes = ("head",)
     score_key = "dev_uas"
+    # Longer sentences are parsed in pieces of this many words (see predict_batch); spaCy's
+    # parser component sets its `max_sentence_length` on its own copy of the component.
+    max_sentence_length = MAX_SENTENCE_LENGTH
 
     def __init__(self, structure, weights=None, info=None):
         super().__init__(structure, weights, info)
@@ -76,14 +77,14 @@ class Parser(Component):
         return "\n".join(lines)
 
     def predict_batch(self, batch: SentenceBatch) -> np.ndarray:
-        """The heads of every sentence; a sentence longer than MAX_SENTENCE_LENGTH words is
+        """The heads of every sentence; a sentence longer than `max_sentence_length` words is
         parsed in pieces of that length (parsing time grows with the cube of the length,
         memory with its square), each piece's root attached to the first piece's, with a
         warning that names its file and line."""
         lengths = np.diff(batch.starts) - 1
         if len(lengths) and lengths.min() == 0:
             return self._without_empty(batch, lengths, self.predict_batch)[0]
-        if not len(lengths) or lengths.max() <= MAX_SENTENCE_LENGTH:
+        if not len(lengths) or lengths.max() <= self.max_sentence_length:
             return super().predict_batch(batch)
         pieces, where = self._pieces(batch, lengths)
         return self._glue(batch, pieces, where, super().predict_batch(pieces))[0]
@@ -110,14 +111,14 @@ class Parser(Component):
                 distributions[i] = kept_distributions[j]
         return heads, distributions
 
-    @staticmethod
-    def _pieces(batch: SentenceBatch, lengths: np.ndarray):
-        """`batch.pieces` of at most MAX_SENTENCE_LENGTH words, with a warning per longer sentence."""
-        for i in np.flatnonzero(lengths > MAX_SENTENCE_LENGTH).tolist():
-            source, line = batch.origins[i] if batch.origins else ("<input>", 0)
-            warnings.warn(f"{source}:{line}: a sentence of {lengths[i]} words is parsed in pieces of at most "
-                          f"{MAX_SENTENCE_LENGTH} words", LongSentenceWarning, stacklevel=3)
-        return batch.pieces(MAX_SENTENCE_LENGTH)
+    def _pieces(self, batch: SentenceBatch, lengths: np.ndarray):
+        """`batch.pieces` of at most `max_sentence_length` words, with a warning per longer sentence."""
+        for i in np.flatnonzero(lengths > self.max_sentence_length).tolist():
+            source, line = batch.origins[i] if batch.origins else ("<memory>", 0)  # spaCy's Docs have none
+            where = "" if source == "<memory>" else f"{source}:{line}: " if line else f"{source}: "
+            warnings.warn(f"{where}a sentence of {lengths[i]} words is parsed in pieces of at most "
+                          f"{self.max_sentence_length} words", LongSentenceWarning, stacklevel=3)
+        return batch.pieces(self.max_sentence_length)
 
     @staticmethod
     def _glue(batch: SentenceBatch, pieces: SentenceBatch, where, predicted) -> tuple[np.ndarray, dict[int, int]]:
@@ -185,13 +186,13 @@ class Parser(Component):
     def batch_distributions(self, batch: SentenceBatch):
         """By the first-order projective batch kernel (`DependencyTree.marginals_batch`), else
         (second order, the matrix-tree theorem) sentence by sentence. A sentence longer than
-        MAX_SENTENCE_LENGTH is parsed in pieces, as `predict_batch` does: a word's head
+        `max_sentence_length` is parsed in pieces, as `predict_batch` does: a word's head
         distribution is its piece's (block-diagonal), the piece's root column going to the head
         its root word gets when the pieces are glued (the first piece's root word, or the root)."""
         sizes = np.diff(batch.starts) - 1
         if len(sizes) and sizes.min() == 0:
             return self._without_empty(batch, sizes, self.batch_distributions)
-        if len(sizes) and sizes.max() > MAX_SENTENCE_LENGTH:
+        if len(sizes) and sizes.max() > self.max_sentence_length:
             return self._piece_distributions(batch, sizes)
         found = None if self.second_order else self.structure.marginals_batch(batch, self.weights, self.temperature)
         if found is None:
