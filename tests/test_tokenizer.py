@@ -331,6 +331,18 @@ def test_mwt_lexicon_and_case():
     assert apply_case("Στο", ("σε", "το")) == ("Σε", "το")
 
 
+def test_mwt_words_that_spell_the_surface_keep_its_characters():
+    """Seen or not, words that spell their surface token are its pieces, as every such multiword
+    token of the treebanks is written ("NASA's" is "NASA" + "'s" in en_ewt, not "Nasa" + "'s";
+    "McDonalds" is "McDonald" + "s"); other words take the surface's case pattern."""
+    exp = MultiwordExpander().fit([("NASA's", ("NASA", "'s")), ("nasa's", ("nasa", "'s")), ("mcdonalds", ("mcdonald", "s")),
+                                   ("MCDONALDS", ("MCDONALD", "S"))])
+    assert exp.expand("NASA's") == ("NASA", "'s") and exp.expand("Nasa's") == ("Nasa", "'s")
+    assert exp.expand("McDonalds") == ("McDonald", "s") and exp.expand("mcDonalds") == ("mcDonald", "s")
+    assert apply_case("DoN'T", ("do", "n't")) == ("Do", "N'T")
+    assert apply_case("Dalla", ("da", "la")) == ("Da", "la") and apply_case("DALLA", ("da", "la")) == ("DA", "LA")
+
+
 def test_mwt_lexicon_majority():
     # seen mostly as one word: stays one word
     exp = MultiwordExpander().fit([("al", ("a", "il"))] + [("al", None)] * 3)

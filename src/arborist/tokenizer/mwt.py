@@ -35,8 +35,9 @@ least `context_min_count` times and one outcome had at least `context_min_share`
 only the contexts whose decision differs from the lexicon's are kept
 (`expand_in_context`).
 
-The case pattern of the surface is put back on the lowercase words: all-caps surface ->
-all-caps words, capitalized surface -> capitalized first word.
+The surface's case is put back on the lowercase words (`apply_case`): words that spell the
+surface are its pieces, character for character; other words get its pattern (all-caps
+surface -> all-caps words, capitalized surface -> capitalized first word).
 
 Serialized as plain JSON (`to_json` / `from_json`).
 """
@@ -61,7 +62,15 @@ def _rule(surface: str, words: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
 
 
 def apply_case(surface: str, words: Iterable[str]) -> tuple[str, ...]:
+    """The lowercase words of a multiword token in the case of its surface. Words that spell
+    the surface ("nasa" + "'s" of "NASA's") are its pieces, character for character: every
+    such multiword token of the five treebanks is written that way ("NASA" + "'s",
+    "McDonald" + "s"). Other words get the surface's pattern: all-caps surface -> all-caps
+    words, capitalized surface -> capitalized first word ("Della" -> "Di" + "la")."""
     words = tuple(words)
+    if "".join(words) == surface.lower() and len(surface.lower()) == len(surface):
+        cuts = np.cumsum([0] + [len(w) for w in words])
+        return tuple(surface[a:b] for a, b in zip(cuts[:-1], cuts[1:]))
     letters = [c for c in surface if c.isalpha()]
     if len(letters) > 1 and all(c.isupper() for c in letters):
         return tuple(w.upper() for w in words)
@@ -419,12 +428,7 @@ class MultiwordExpander:
             r = self._decide(low)
             words = None if r is None else self._rewrite(low, r)
         if words is not None:
-            if not seen and "".join(words) == low and len(form) == len(low):
-                # the words are pieces of the surface: keep its characters ("McX" + "'s")
-                cuts = np.cumsum([0] + [len(w) for w in words])
-                words = tuple(form[a:b] for a, b in zip(cuts[:-1], cuts[1:]))
-            else:
-                words = apply_case(form, words)
+            words = apply_case(form, words)
             if any(not w or w.isspace() for w in words):
                 words = None  # a rule that would leave an empty word: not a multiword token
         if len(self._cache) > 200_000:
