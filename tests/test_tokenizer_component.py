@@ -398,3 +398,25 @@ def test_doc_token_ranges_refuse_a_doc_that_is_not_its_text():
     assert list(_doc_token_ranges(nlp("a  b"), ((0, 5),), "a  b").values()) == ["TokenRange=5:6", "TokenRange=8:9"]
     with pytest.raises(RuntimeError, match="not where the text goes on"):
         _doc_token_ranges(nlp("a b"), ((0, 0),), "a x b")
+
+
+def test_spacys_path_writes_the_text_of_multiword_tokens_by_their_surface():
+    """CoNLL-U from a Doc (spaCy's path: `--probs`, a spaCy pipeline): `# text` has a multiword
+    token's surface where its words do not spell it ("della", not "di" + "la" run together, as
+    before 2026-11-28), as the model's own path writes it."""
+    import spacy
+
+    from arborist.batch import doc_conllu
+    from arborist.spacy_components import MWT_EXTENSION, register_mwt_extension
+
+    register_mwt_extension()
+    words = ["Parla", "di", "la", "casa", "e", "di", "i", "libri", "."]
+    doc = spacy.tokens.Doc(spacy.blank("it").vocab, words=words, spaces=[1, 0, 1, 1, 1, 0, 1, 0, 0],
+                           sent_starts=[True] + [False] * 8)
+    doc[1]._.set(MWT_EXTENSION, ("della", 2))
+    doc[5]._.set(MWT_EXTENSION, ("dei", 2))
+    out = doc_conllu(doc, 1)
+    assert "# text = Parla della casa e dei libri.\n" in out
+    rows = [line.split("\t") for line in out.splitlines() if line and line[0] != "#"]
+    assert [r[1] for r in rows] == ["Parla", "della", "di", "la", "casa", "e", "dei", "di", "i", "libri", "."]
+    assert [r[9] for r in rows][-2:] == ["SpaceAfter=No", "SpaceAfter=No"]

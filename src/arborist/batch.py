@@ -737,7 +737,7 @@ def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
         if paragraph is not None:
             sent_id, newpar = sentence_heading(paragraph, line, k)
             out.append(f"# newpar\n# sent_id = {sent_id}\n" if newpar else f"# sent_id = {sent_id}\n")
-        out.append(f"# text = {comment_text(sent.text)}\n")
+        out.append(f"# text = {comment_text(surface_text(sent))}\n")
         inside_until = 0  # the last word of the multiword token being written: its words get no SpaceAfter
         for j, t in enumerate(words, start=1):
             mwt = t._.arborist_mwt if t.has_extension("arborist_mwt") else None
@@ -767,6 +767,24 @@ def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
             )) + "\n")
         out.append("\n")
     return "".join(out)
+
+
+def surface_text(span) -> str:
+    """The text of a span of a Doc as its tokens are written: a multiword token of the model's
+    tokenizer by its surface form ("della"), not by its words ("di" + "la"), which are the
+    Doc's tokens."""
+    doc, parts, skip = span.doc, [], 0
+    for t in span:
+        if skip:  # a later word of a multiword token
+            skip -= 1
+            continue
+        mwt = t._.arborist_mwt if t.has_extension("arborist_mwt") else None
+        if mwt is None:
+            parts.append(t.text_with_ws)
+        else:
+            parts.append(mwt[0] + doc[t.i + mwt[1] - 1].whitespace_)
+            skip = mwt[1] - 1
+    return "".join(parts)
 
 
 def _doc_token_ranges(doc, places, text: str) -> dict[int, str]:
