@@ -134,6 +134,17 @@ def test_long_sentences_are_parsed_in_pieces_that_make_one_tree(tiny_model):
         parser.max_sentence_length = 0
 
 
+def test_conllu_of_a_doc_writes_no_space_after_no_at_its_end(nlp):
+    """A Doc's last token ends its paragraph: no `SpaceAfter=No`, as the UD treebanks and the
+    model's own path write it (before 2026-11-28, CoNLL-U from a Doc had it on every paragraph
+    that ended without whitespace)."""
+    from arborist.batch import doc_conllu
+
+    for text in ("The cat sat.", "The cat sat.  ", "The cat sat.\n"):
+        rows = [line.split("\t") for line in doc_conllu(nlp(text), 1).splitlines() if line and line[0] != "#"]
+        assert [r[9] for r in rows] == ["_", "_", "SpaceAfter=No", "_"], text
+
+
 def test_empty_and_whitespace_docs(nlp):
     assert len(nlp("")) == 0
     doc = nlp("   ")

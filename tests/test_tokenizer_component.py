@@ -419,4 +419,31 @@ def test_spacys_path_writes_the_text_of_multiword_tokens_by_their_surface():
     assert "# text = Parla della casa e dei libri.\n" in out
     rows = [line.split("\t") for line in out.splitlines() if line and line[0] != "#"]
     assert [r[1] for r in rows] == ["Parla", "della", "di", "la", "casa", "e", "dei", "di", "i", "libri", "."]
-    assert [r[9] for r in rows][-2:] == ["SpaceAfter=No", "SpaceAfter=No"]
+    assert [r[9] for r in rows][-2:] == ["SpaceAfter=No", "_"]  # the Doc's end: UD writes none there
+
+
+def test_the_spacy_tokenizer_keeps_the_text(run):
+    """spaCy's contract for a tokenizer: the Doc's text is the input (`token.idx` indexes it).
+    Whitespace past a word's one trailing space is a whitespace token in the sentence before it,
+    as spaCy's own tokenizer makes it; a control character, in no token, is a space. Before
+    2026-11-28 the Doc's text was its words with one space or none between them."""
+    from arborist.batch import doc_conllu, spacy_pipeline
+
+    nlp = spacy_pipeline(load(run / "run"))
+    texts = ["  It doesn't work.  He won't go!\n\nA new  paragraph\there. ", "", "   ", "One\x00two.", "x", "a\r\n"]
+    for text, doc in zip(texts, nlp.pipe(texts)):
+        assert doc.text == text.replace("\x00", " ")
+        assert all(text[t.idx:t.idx + len(t)] == t.text for t in doc if not t.is_space)
+        assert all(t.is_space == (not t.text.strip()) for t in doc)
+    doc = nlp(texts[0])
+    assert [t.text for t in doc if t.is_space] == ["  ", " ", "\n\n", " ", "\t"]
+    assert [t.text for t in doc if not t.is_space][:4] == ["It", "does", "n't", "work"]
+    assert doc[0].is_space and doc[0].is_sent_start and not doc[1].is_sent_start
+    for t in doc:
+        if t.is_space and t.i > 1:
+            assert t.sent == doc[t.i - 1].sent and not t.is_sent_start
+    conllu = doc_conllu(doc, 1)
+    rows = [line.split("\t") for line in conllu.splitlines() if line and line[0] != "#"]
+    assert [r[1] for r in rows][:5] == ["It", "doesn't", "does", "n't", "work"]
+    assert all(not r[1].isspace() for r in rows)
+    assert {r[1]: r[9] for r in rows}["paragraph"] == "_"  # a tab follows it

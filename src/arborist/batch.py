@@ -743,7 +743,7 @@ def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
             mwt = t._.arborist_mwt if t.has_extension("arborist_mwt") else None
             if mwt is not None:  # a multiword token of the model's tokenizer: its surface form first
                 last = t.i + mwt[1] - 1
-                after = doc[last].whitespace_ or (last + 1 < len(doc) and doc[last + 1].is_space)
+                after = space_follows(doc, last)
                 misc = "_" if after else "SpaceAfter=No"
                 misc = merge_misc(misc, ranges[t.i]) if ranges is not None else misc
                 out.append(f"{j}-{j + mwt[1] - 1}\t{mwt[0]}\t_\t_\t_\t_\t_\t_\t_\t{misc}\n")
@@ -753,7 +753,7 @@ def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
                 head = head.head
             head_id = 0 if head.i == t.i else ids.get(head.i, 0)
             inside = j <= inside_until  # a word of a multiword token: its MISC has none of the token's items
-            after = inside or t.whitespace_ or (t.i + 1 < len(doc) and doc[t.i + 1].is_space)
+            after = inside or space_follows(doc, t.i)
             misc, dropped = token_misc(t, after), False
             if ranges is not None and not inside:
                 misc = merge_misc(misc, ranges[t.i])
@@ -767,6 +767,12 @@ def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
             )) + "\n")
         out.append("\n")
     return "".join(out)
+
+
+def space_follows(doc, i: int) -> bool:
+    """Whether whitespace follows token i of a Doc, or the Doc ends there: a paragraph's last
+    token has no `SpaceAfter=No` (as in the UD treebanks, and on the model's own path)."""
+    return bool(doc[i].whitespace_) or i + 1 == len(doc) or doc[i + 1].is_space
 
 
 def surface_text(span) -> str:

@@ -607,17 +607,47 @@ class ArboristTokenizer(PicklesItsModel):
             yield from self.pipe_docs(batch)
 
     def pipe_docs(self, texts: list[str]) -> list[Doc]:
+        """Docs whose text is the input's, as spaCy's tokenizers keep it (`doc.text == text`,
+        so `token.idx` indexes the input): whitespace beyond a word's one trailing space is a
+        whitespace token, as spaCy's own tokenizer makes it, and belongs to the sentence before
+        it. Two things differ from the input: a multiword token whose words do not spell it
+        ("della": "di" + "la") is its words, and a control character (which is in no token) is
+        a space."""
         out = []
-        for document in self.arborist.writer("form").tokenize(list(texts), presegmented=self.presegmented):
+        texts = list(texts)
+        for text, document in zip(texts, self.arborist.writer("form").tokenize(texts, presegmented=self.presegmented)):
             words, spaces, starts, mwt = [], [], [], []
+            position = 0
+
+            def gap(end: int) -> None:
+                """The text from `position` to `end`, outside every token."""
+                between = text[position:end]
+                if not between.isspace():  # empty, or with control characters
+                    between = "".join(c if c.isspace() else " " for c in between)
+                if between[:1] == " " and words and not spaces[-1]:
+                    spaces[-1], between = True, between[1:]
+                if between:
+                    words.append(between)
+                    spaces.append(False)
+                    starts.append(not words[:-1])  # the Doc's first token starts a sentence; others do not
+                    mwt.append(None)
+
             for sentence in document.sentences:
                 for i, token in enumerate(sentence.tokens):
+                    if token.start == position + 1 and words and text[position] == " ":
+                        spaces[-1] = True  # the common gap: one space
+                    elif token.start != position:
+                        gap(token.start)
                     forms = token.word_forms
                     for j, word in enumerate(forms):
                         words.append(word)
-                        spaces.append(token.space_after and j == len(forms) - 1)
+                        spaces.append(False)
                         starts.append(i == 0 and j == 0)
                         mwt.append((token.form, len(forms)) if token.words is not None and j == 0 else None)
+                    position = token.end
+            gap(len(text))
+            if len(words) > 1 and not spaces[0] and words[0].isspace():
+                starts[1] = False  # whitespace before the first word is in its sentence
             doc = Doc(self.vocab, words=words, spaces=spaces, sent_starts=starts or None)
             for k, value in enumerate(mwt):
                 if value is not None:
