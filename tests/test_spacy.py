@@ -134,6 +134,41 @@ def test_long_sentences_are_parsed_in_pieces_that_make_one_tree(tiny_model):
         parser.max_sentence_length = 0
 
 
+def test_max_sentence_length_travels_with_the_component(tiny_model, tmp_path):
+    """A length set on the parser component after it was made is kept by pickling, `to_bytes`
+    and `to_disk` (spaCy's config holds the factory's value), as spaCy's own components keep
+    their settings; a settings file that is not one is refused with its name."""
+    nlp = make_nlp(tiny_model, sentencizer=False)
+    nlp.get_pipe("arborist_parser").max_sentence_length = 3
+    text = "one two three four five six seven"
+    with pytest.warns(LongSentenceWarning, match="at most 3 words"):
+        expected = [t.head.i for t in nlp(text)]
+    fresh = make_nlp(tiny_model, sentencizer=False).from_bytes(nlp.to_bytes())
+    nlp.to_disk(tmp_path / "nlp")
+    for other in (pickle.loads(pickle.dumps(nlp)), fresh, spacy.load(tmp_path / "nlp")):
+        assert other.get_pipe("arborist_parser").max_sentence_length == 3
+        with pytest.warns(LongSentenceWarning, match="at most 3 words"):
+            assert [t.head.i for t in other(text)] == expected
+    (tmp_path / "nlp" / "arborist_parser" / "spacy_component.json").write_text("{}")
+    with pytest.raises(arborist.model.ModelError, match="spacy_component.json: not the parser component's settings"):
+        spacy.load(tmp_path / "nlp")
+
+
+def test_the_parser_component_publishes_its_model_whole(tiny_model, monkeypatch):
+    """`set_model` makes the component's stage, its own copy of the parser with its length
+    included, before other threads can see it: a thread never parses with the shared parser."""
+    import copy
+
+    import arborist.spacy_components as components
+
+    parser = make_nlp(tiny_model).get_pipe("arborist_parser")
+    seen = []
+    real_copy = copy.copy
+    monkeypatch.setattr(components.copy, "copy", lambda x: seen.append(parser._model) or real_copy(x))
+    parser.set_model(arborist.load(tiny_model))
+    assert seen == [None] and parser._model.writer("head").max_sentence_length == 256
+
+
 def test_conllu_of_a_doc_writes_no_space_after_no_at_its_end(nlp):
     """A Doc's last token ends its paragraph: no `SpaceAfter=No`, as the UD treebanks and the
     model's own path write it (before 2026-11-28, CoNLL-U from a Doc had it on every paragraph

@@ -375,6 +375,8 @@ def test_a_long_sentence_is_one_tree_on_both_paths(run, tmp_path):
             model_path = Annotator(pipeline, "conllu").tokenized(items, "t.txt")[0]
         spacy_path = Annotator(load(run / "run"), "conllu", confidence=ConfidenceOptions(probs=True))
         spacy_path.nlp.get_pipe("arborist_parser").max_sentence_length = length
+        with pytest.warns(LongSentenceWarning, match=f"^<stdin>, sent_id 1.1: a sentence of 14 words"):
+            Annotator(pipeline, "conllu").tokenized(items, "")  # standard input has no file name
         with pytest.warns(LongSentenceWarning, match="^a sentence of 14 words"):  # a Doc has no file
             probs = spacy_path((("text", [(1, ((0, 0),), text)], 1)), "t.txt")[0]
         assert model_path.count("# text = ") == probs.count("# text = ") == 1
@@ -420,6 +422,10 @@ def test_spacys_path_writes_the_text_of_multiword_tokens_by_their_surface():
     rows = [line.split("\t") for line in out.splitlines() if line and line[0] != "#"]
     assert [r[1] for r in rows] == ["Parla", "della", "di", "la", "casa", "e", "dei", "di", "i", "libri", "."]
     assert [r[9] for r in rows][-2:] == ["SpaceAfter=No", "_"]  # the Doc's end: UD writes none there
+    ends = spacy.tokens.Doc(doc.vocab, words=["Vado", "in", "la"], spaces=[1, 0, 0], sent_starts=[True, False, False])
+    ends[1]._.set(MWT_EXTENSION, ("nella", 2))  # a multiword token ends the Doc
+    rows = [line.split("\t") for line in doc_conllu(ends, 1).splitlines() if line and line[0] != "#"]
+    assert [(r[0], r[9]) for r in rows] == [("1", "_"), ("2-3", "_"), ("2", "_"), ("3", "_")]
 
 
 def test_the_spacy_tokenizer_keeps_the_text(run):
@@ -447,3 +453,16 @@ def test_the_spacy_tokenizer_keeps_the_text(run):
     assert [r[1] for r in rows][:5] == ["It", "doesn't", "does", "n't", "work"]
     assert all(not r[1].isspace() for r in rows)
     assert {r[1]: r[9] for r in rows}["paragraph"] == "_"  # a tab follows it
+
+
+def test_ranges_of_a_doc_step_over_control_characters(run):
+    """`doc_conllu` with the text a Doc was made from (`--ranges` on spaCy's path): a control
+    character between tokens is in no token, so it is stepped over like a space (it raised)."""
+    from arborist.batch import doc_conllu, spacy_pipeline
+
+    text = "It works.\x01 He\x00goes."
+    doc = spacy_pipeline(load(run / "run"))(text)
+    conllu = doc_conllu(doc, 1, source=(((0, 0),), text))
+    ranges = [line.split("\t")[9].split("TokenRange=")[1].split("|")[0]
+              for line in conllu.splitlines() if line and line[0] != "#"]
+    assert [text[int(a):int(b)] for a, b in (r.split(":") for r in ranges)] == ["It", "works", ".", "He", "goes", "."]

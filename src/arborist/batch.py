@@ -813,7 +813,7 @@ def _doc_token_ranges(doc, places, text: str) -> dict[int, str]:
         mwt = t._.get(MWT_EXTENSION) if has_mwt else None
         form = mwt[0] if mwt is not None else t.text
         at = text.find(form, position)
-        if at < 0 or (at > position and not text[position:at].isspace()):
+        if at < 0 or (at > position and not CONTROL.sub(" ", text[position:at]).isspace()):  # no token holds one
             raise RuntimeError(f"token {form!r} is not where the text goes on ({text[position:position + 40]!r})")
         indices.append(t.i)
         spans.append((at, at + len(form)))
@@ -1037,7 +1037,8 @@ class Annotator:
         other components."""
         documents = self.pipeline.tokenize([text for *_, text in items], presegmented)
         # each sentence named by its file and sent_id, for messages (a long sentence's warning)
-        sentences = [dataclasses.replace(x, source=f"{name}, sent_id {sentence_heading(paragraph, line, k)[0]}",
+        where = name or "<stdin>"
+        sentences = [dataclasses.replace(x, source=f"{where}, sent_id {sentence_heading(paragraph, line, k)[0]}",
                                          first_line=0)
                      for (paragraph, line, *_), (_, xs) in zip(items, documents) for k, x in enumerate(xs, start=1)]
         parsed = iter(self.pipeline.annotate_many(sentences, self.gold_tags))

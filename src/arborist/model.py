@@ -292,12 +292,16 @@ class Pipeline:
         return {"format": FORMAT, "format_version": FORMAT_VERSION, "arborist_version": __version__,
                 "components": [c.registry_call() for c in self.components.values()], "info": self.info}
 
-    def save(self, path: str | os.PathLike) -> Path:
+    def save(self, path: str | os.PathLike, extra: dict[str, str] | None = None) -> Path:
+        """Write the model to directory `path` (atomically), with `extra` files beside its own
+        ({name: text}: a spaCy component's settings)."""
         def write(tmp: Path) -> None:
             (tmp / "meta.json").write_text(json.dumps(self.meta(), indent=2) + "\n", encoding="utf-8")
             for component in self.components.values():
                 component.save(tmp)
             np.save(tmp / VOCABULARY, self.vocabulary, allow_pickle=False)
+            for name, text in (extra or {}).items():
+                (tmp / name).write_text(text, encoding="utf-8")
 
         return write_directory(path, write)
 

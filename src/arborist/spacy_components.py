@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import copyreg
+import json
 import tempfile
 import threading
 from pathlib import Path
@@ -56,6 +57,7 @@ from .strings import hash_string
 SPACE_TAG, SPACE_POS = "_SP", "SPACE"  # spaCy's tags of whitespace tokens
 ROOT_LABEL = "ROOT"  # spaCy's label of a sentence's root; UD writes "root"
 DEFAULT_LABEL = "dep"  # whitespace tokens, and every arc of a parser without a labeler
+SETTINGS_FILE = "spacy_component.json"  # beside the model files: the parser component's settings
 # The Doc attributes of the token columns (a column without one goes to a token
 # extension of its name: `token._.misc`), and the token attributes spaCy's scorer reads.
 DOC_ATTRS = {"upos": POS, "xpos": TAG, "lemma": LEMMA, "feats": MORPH}
@@ -198,11 +200,12 @@ class DocBatch:
         return [token_values[a:b] for a, b in zip(self.offsets[:-1], self.offsets[1:])]
 
 
-def model_to_bytes(pipeline: Pipeline) -> bytes:
-    """The files of a saved model, {path relative to the model directory: bytes}, as msgpack
-    (a lemmatizer's or morphologizer's learned state is a subdirectory)."""
+def model_to_bytes(pipeline: Pipeline, extra: dict[str, str] | None = None) -> bytes:
+    """The files of a saved model (`Pipeline.save`, with its `extra` files), {path relative to
+    the model directory: bytes}, as msgpack (a lemmatizer's or morphologizer's learned state
+    is a subdirectory)."""
     with tempfile.TemporaryDirectory() as tmp:
-        directory = pipeline.save(Path(tmp) / "model")
+        directory = pipeline.save(Path(tmp) / "model", extra)
         return srsly.msgpack_dumps({p.relative_to(directory).as_posix(): p.read_bytes()
                                     for p in sorted(directory.rglob("*")) if p.is_file()})
 
@@ -248,7 +251,7 @@ class PicklesItsModel:
         files = state.pop("_model_files", None)
         self.__dict__.update(state, _model=None)
         if "_lock" in state:
-            self._lock = threading.Lock()
+            self._lock = threading.RLock()
         if files is not None:
             self.from_bytes(files)
 
@@ -270,7 +273,7 @@ class ArboristComponent(PicklesItsModel, Pipe):
             raise ValueError(f"[{name}] k_best must be at least 0, got {k_best}")
         self.probabilities, self.k_best = bool(probabilities), int(k_best)
         self._model: Pipeline | None = None
-        self._lock = threading.Lock()  # threads sharing the component load the model once
+        self._lock = threading.RLock()  # threads sharing the component load the model once
         self._prefixes: dict[int, int] = {}  # LOWER id -> PREFIX id (see DocBatch)
 
     # -- the model -------------------------------------------------------------
@@ -287,13 +290,19 @@ class ArboristComponent(PicklesItsModel, Pipe):
         return self._model
 
     def set_model(self, pipeline: Pipeline) -> None:
-        """Use this component's stage of an already loaded arborist pipeline."""
+        """Use this component's stage of an already loaded arborist pipeline. The stage is made
+        whole before it is published: a thread sees the component's model or none."""
+        with self._lock:
+            self._model = self.stage_of(pipeline)
+
+    def stage_of(self, pipeline: Pipeline) -> Pipeline:
+        """This component's stage of an arborist pipeline, checked."""
         subset = pipeline.subset(lambda c: c.tagging == self.tagging)
         self.check(subset)
         if self.probabilities:
             confidence_extensions(tuple(c.confidence_column for c in subset.components.values()
                                         if c.confidence_column))
-        self._model = subset
+        return subset
 
     def set_confidences(self, docs: list[Doc], batch: "DocBatch", found: dict) -> None:
         """With `probabilities`: each word's `token._.<column>_prob` and, with k_best,
@@ -488,17 +497,39 @@ class ArboristParser(ArboristComponent):
     def max_sentence_length(self, value: int) -> None:
         if value < 1:
             raise ValueError(f"[{self.name}] max_sentence_length must be at least 1, got {value}")
-        self._max_sentence_length = int(value)
-        if self._model is not None:
-            self._model.writer("head").max_sentence_length = self._max_sentence_length
+        with self._lock:
+            self._max_sentence_length = int(value)
+            if self._model is not None:
+                self._model.writer("head").max_sentence_length = self._max_sentence_length
 
-    def set_model(self, pipeline: Pipeline) -> None:
+    def stage_of(self, pipeline: Pipeline) -> Pipeline:
         """As the tagger's, with its own copy of the parser component (the weights shared),
         which takes this component's `max_sentence_length`."""
-        super().set_model(pipeline)
-        parser = self._model.writer("head")
-        self._model.components[parser.name] = own = copy.copy(parser)
+        subset = super().stage_of(pipeline)
+        parser = subset.writer("head")
+        subset.components[parser.name] = own = copy.copy(parser)
         own.max_sentence_length = self._max_sentence_length
+        return subset
+
+    # The setting travels with the model files, as spaCy's own components keep theirs
+    # (`nlp.config` holds the factory's value, not one set later).
+    def settings(self) -> dict[str, str]:
+        return {SETTINGS_FILE: json.dumps({"max_sentence_length": self.max_sentence_length}) + "\n"}
+
+    def to_disk(self, path, *, exclude=tuple()) -> None:
+        self.arborist.save(path, self.settings())
+
+    def from_disk(self, path, *, exclude=tuple()) -> "ArboristParser":
+        settings = Path(path) / SETTINGS_FILE
+        if settings.exists():
+            try:
+                self.max_sentence_length = int(json.loads(settings.read_text(encoding="utf-8"))["max_sentence_length"])
+            except (ValueError, KeyError, TypeError) as e:
+                raise ModelError(f"{settings}: not the parser component's settings ({e})") from None
+        return super().from_disk(path)
+
+    def to_bytes(self, *, exclude=tuple()) -> bytes:
+        return model_to_bytes(self.arborist, self.settings())
 
     def check(self, pipeline: Pipeline) -> None:
         if pipeline.writer("head") is None:
