@@ -128,3 +128,19 @@ def test_long_sentences_under_probabilities_keep_annotates_pieces(tmp_path, proj
         got = found["head"].prob[batch.starts[i] + 1:batch.starts[i + 1]]
         np.testing.assert_allclose(got, d[np.arange(x.n), heads])
         assert (got > 0).all()
+
+
+def test_the_command_line_prints_the_warning_as_a_line(tiny_model, tmp_path):
+    """`arborist parse` prints arborist's warnings as "warning: WHERE: WHAT", as it prints errors,
+    without Python's file, line and source of the call that warned."""
+    import subprocess
+    import sys
+
+    chain(tmp_path / "long.conllu", MAX_SENTENCE_LENGTH + 4)
+    done = subprocess.run([sys.executable, "-m", "arborist.cli", "parse", str(tiny_model), str(tmp_path / "long.conllu"),
+                           "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert f"warning: {tmp_path / 'long.conllu'}:1: a sentence of {MAX_SENTENCE_LENGTH + 4} words is parsed in pieces " \
+           f"of at most {MAX_SENTENCE_LENGTH} words" in lines
+    assert "LongSentenceWarning" not in done.stderr and "predict_batch" not in done.stderr

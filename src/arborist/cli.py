@@ -18,6 +18,23 @@ def _fail(message: str, code: int = 1):
     raise typer.Exit(code)
 
 
+@app.callback()
+def _warnings_as_lines(ctx: typer.Context) -> None:
+    """While a command runs, arborist's own warnings print as "warning: WHERE: WHAT", as errors
+    do, not as Python's source line of the call that warned; other libraries' keep Python's form."""
+    import warnings
+
+    previous = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if category.__module__.split(".")[0] != "arborist":
+            return previous(message, category, filename, lineno, file, line)
+        print(f"warning: {message}", file=file or sys.stderr)
+
+    warnings.showwarning = show
+    ctx.call_on_close(lambda: setattr(warnings, "showwarning", previous))
+
+
 @app.command()
 def train(
     config: Path = typer.Argument(..., exists=True, dir_okay=False, help="confection .cfg file"),
