@@ -641,9 +641,9 @@ class ArboristTokenizer(PicklesItsModel):
         """Docs whose text is the input's, as spaCy's tokenizers keep it (`doc.text == text`,
         so `token.idx` indexes the input): whitespace beyond a word's one trailing space is a
         whitespace token, as spaCy's own tokenizer makes it, and belongs to the sentence before
-        it. Two things differ from the input: a multiword token whose words do not spell it
-        ("della": "di" + "la") is its words, and a control character (which is in no token) is
-        a space."""
+        it. Two things differ from the input: a control character (which is in no token) is a
+        space, and a multiword token whose words do not spell it ("della": "di" + "la") is its
+        words, so the offsets after it are shifted (`Tokenizer.tokenize` has exact ones)."""
         out = []
         texts = list(texts)
         for text, document in zip(texts, self.arborist.writer("form").tokenize(texts, presegmented=self.presegmented)):
