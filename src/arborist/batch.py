@@ -775,50 +775,43 @@ def space_follows(doc, i: int) -> bool:
     return bool(doc[i].whitespace_) or i + 1 == len(doc) or doc[i + 1].is_space
 
 
-def surface_text(span) -> str:
-    """The text of a span of a Doc as its tokens are written: a multiword token of the model's
-    tokenizer by its surface form ("della"), not by its words ("di" + "la"), which are the
-    Doc's tokens."""
-    doc, parts, skip = span.doc, [], 0
+def surface_tokens(span) -> Iterator[tuple]:
+    """(first word, surface form, last word) of each token of a span of a Doc: a multiword token
+    of the model's tokenizer once, by its surface form ("della", whose words "di" + "la" are the
+    Doc's tokens); any other token, whitespace too, as itself."""
+    doc, skip = span.doc, 0
     for t in span:
         if skip:  # a later word of a multiword token
             skip -= 1
             continue
         mwt = t._.arborist_mwt if t.has_extension("arborist_mwt") else None
         if mwt is None:
-            parts.append(t.text_with_ws)
+            yield t, t.text, t
         else:
-            parts.append(mwt[0] + doc[t.i + mwt[1] - 1].whitespace_)
             skip = mwt[1] - 1
-    return "".join(parts)
+            yield t, mwt[0], doc[t.i + skip]
+
+
+def surface_text(span) -> str:
+    """The text of a span of a Doc as its tokens are written (`surface_tokens`)."""
+    return "".join(form + last.whitespace_ for _, form, last in surface_tokens(span))
 
 
 def _doc_token_ranges(doc, places, text: str) -> dict[int, str]:
     """The `TokenRange` item of each token of a Doc made from `text` (its surface token for a
     multiword token's first word), whitespace tokens left out. Found in the text in order, as
     the Doc of the model's tokenizer has its words, not the text's characters."""
-    from spacy.tokens import Token
-
-    from .spacy_components import MWT_EXTENSION
-
-    has_mwt = Token.has_extension(MWT_EXTENSION)
     indices, spans = [], []
-    position = skip = 0
-    for t in doc:
-        if skip:  # a later word of a multiword token
-            skip -= 1
-            continue
+    position = 0
+    for t, form, _ in surface_tokens(doc[:]):
         if t.is_space:
             continue
-        mwt = t._.get(MWT_EXTENSION) if has_mwt else None
-        form = mwt[0] if mwt is not None else t.text
         at = text.find(form, position)
         if at < 0 or (at > position and not CONTROL.sub(" ", text[position:at]).isspace()):  # no token holds one
             raise RuntimeError(f"token {form!r} is not where the text goes on ({text[position:position + 40]!r})")
         indices.append(t.i)
         spans.append((at, at + len(form)))
         position = at + len(form)
-        skip = mwt[1] - 1 if mwt is not None else 0
     return dict(zip(indices, token_ranges(places, spans)))
 
 
@@ -1036,16 +1029,17 @@ class Annotator:
         tokenizer (its text stage): its tokens, multiword tokens and sentences, annotated by the
         other components."""
         documents = self.pipeline.tokenize([text for *_, text in items], presegmented)
+        headings = [sentence_heading(paragraph, line, k) for (paragraph, line, *_), (_, xs) in zip(items, documents)
+                    for k in range(1, len(xs) + 1)]
         # each sentence named by its file and sent_id, for messages (a long sentence's warning)
         where = name or "<stdin>"
-        sentences = [dataclasses.replace(x, source=f"{where}, sent_id {sentence_heading(paragraph, line, k)[0]}",
-                                         first_line=0)
-                     for (paragraph, line, *_), (_, xs) in zip(items, documents) for k, x in enumerate(xs, start=1)]
-        parsed = iter(self.pipeline.annotate_many(sentences, self.gold_tags))
+        sentences = [dataclasses.replace(x, source=f"{where}, sent_id {sent_id}", first_line=0)
+                     for x, (sent_id, _) in zip((x for _, xs in documents for x in xs), headings)]
+        parsed, heading = iter(self.pipeline.annotate_many(sentences, self.gold_tags)), iter(headings)
         out = []
         for (paragraph, line, places, _), (doc, xs) in zip(items, documents):
-            for k, (tokens, x) in enumerate(zip(doc.sentences, xs), start=1):
-                sent_id, newpar = sentence_heading(paragraph, line, k)
+            for tokens, _ in zip(doc.sentences, xs):
+                sent_id, newpar = next(heading)
                 opens = paragraph == first and newpar
                 ranges = token_ranges(places, [(t.start, t.end) for t in tokens.tokens]) if self.ranges else None
                 out.append(tokenized_conllu(tokens, next(parsed), sent_id, newpar, name if opens else None, ranges))

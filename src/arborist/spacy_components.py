@@ -660,7 +660,7 @@ class ArboristTokenizer(PicklesItsModel):
                 if between:
                     words.append(between)
                     spaces.append(False)
-                    starts.append(not words[:-1])  # the Doc's first token starts a sentence; others do not
+                    starts.append(len(words) == 1)  # the Doc's first token starts a sentence; others do not
                     mwt.append(None)
 
             for sentence in document.sentences:
