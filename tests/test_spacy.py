@@ -347,6 +347,23 @@ def test_unknown_language_is_reported(tiny_model, tmp_path):
     assert result.exit_code != 0 and "zz" in result.output
 
 
+def test_arborist_package_gives_the_pipeline_the_models_language(tiny_model, tmp_path):
+    """A model trained on an Italian UD file packages as Italian (it was English before the
+    model knew its language): spaCy's Italian stop words, not English ones."""
+    import json
+    import shutil
+
+    italian = tmp_path / "model"
+    shutil.copytree(tiny_model, italian)
+    meta = json.loads((italian / "meta.json").read_text(encoding="utf-8"))
+    meta["info"]["config"] = meta["info"]["config"].replace("sample-train.conllu", "it_sample-ud-train.conllu")
+    (italian / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    assert CliRunner().invoke(app, ["package", str(italian), str(tmp_path / "p")]).exit_code == 0
+    loaded = spacy.load(tmp_path / "p")
+    assert loaded.lang == "it" and loaded.meta["lang"] == "it"
+    assert [t.is_stop for t in loaded("Non lo so")] == [True, True, False]
+
+
 def test_model_language_comes_from_the_config(pipeline):
     assert pipeline.lang == "en"  # the training config has no [nlp] section
     german = arborist.Pipeline(info={"config": pipeline.info["config"] + '\n[nlp]\nlang = "de"\n'})

@@ -241,3 +241,47 @@ def test_keep_must_be_best_or_last(extra, where, tmp_path):
         cfg["training"]["keep"] = "latest"
     with pytest.raises(ValueError, match=f"{where}.*keep must be one of 'best', 'last'|{where} must be one of"):
         train(cfg, tmp_path / "run", Quiet())
+
+
+def ud_named_config(tmp_path: Path, name: str, extra: str = "") -> Config:
+    """The perceptron config, its training file copied under `name` (a UD file name or not)."""
+    train_file = tmp_path / name
+    train_file.write_text((SAMPLE / "sample-train.conllu").read_text(encoding="utf-8"), encoding="utf-8")
+    base = config("perceptron", 1, extra)
+    return base.merge(Config().from_str(f'[training]\ntrain_path = "{train_file}"'))
+
+
+@pytest.mark.parametrize("name, lang", [("it_sample-ud-train.conllu", "it"), ("hu_x-ud-train.conllu", "hu"),
+                                        ("qaa_sample-ud-train.conllu", "xx"), ("sample-train.conllu", "en")])
+def test_a_model_knows_its_language_from_the_ud_file_name(name, lang, tmp_path):
+    """A config without [nlp] lang takes the training file's UD language ("qaa", a code for
+    local use, is no language spaCy has: its multi-language class), and the model keeps it
+    in its config; a file not named as UD names them leaves the default."""
+    tracker = Quiet()
+    pipeline, _ = train(ud_named_config(tmp_path, name), tmp_path / "run", tracker)
+    for model in (pipeline, load(tmp_path / "run")):
+        assert model.lang == lang
+    stored = Config().from_str(load(tmp_path / "run").info["config"], interpolate=False)
+    assert stored.get("nlp", {}).get("lang") == (None if name == "sample-train.conllu" else lang)
+    assert any(m.startswith(f"language: {lang} ") and name in m for m in tracker.messages) == (lang != "en")
+
+
+def test_a_configured_language_wins_and_an_unknown_one_is_refused_before_training(tmp_path):
+    pipeline, _ = train(ud_named_config(tmp_path, "it_sample-ud-train.conllu", '[nlp]\nlang = "de"'), None, Quiet())
+    assert pipeline.lang == "de"
+    with pytest.raises(ValueError, match=r"\[nlp\] lang = 'zz'"):
+        train(ud_named_config(tmp_path, "it_sample-ud-train.conllu", '[nlp]\nlang = "zz"'), tmp_path / "zz", Quiet())
+    assert not (tmp_path / "zz").exists()
+
+
+def test_models_trained_without_a_language_take_their_training_files(tmp_path):
+    """Models saved before `arborist train` wrote [nlp] lang: the language of their training
+    file's UD name; a resumed run may set another language (it changes no weights)."""
+    from arborist.model import Pipeline
+
+    assert Pipeline(info={"config": '[training]\ntrain_path = "/data/el_gdt-ud-train.conllu"\n'}).lang == "el"
+    assert Pipeline(info={"config": '[training]\ntrain_path = "/data/train.conllu"\n'}).lang == "en"
+    assert Pipeline(info={}).lang == "en"
+    train(config("perceptron", 1), tmp_path / "run", Quiet())
+    _, report = train(config("perceptron", 2, '[nlp]\nlang = "de"'), tmp_path / "run", Quiet(), resume=True)
+    assert load(tmp_path / "run").lang == "de"

@@ -232,7 +232,7 @@ def parse(
     n_process: int = typer.Option(1, "--n-process", "-n", min=1, help="worker processes"),
     overwrite: bool = typer.Option(False, "--overwrite", help="parse again inputs whose output exists"),
     lang: Optional[str] = typer.Option(None, "--lang", help="language of the text's tokenizer "
-                                       "(default: the model config's nlp.lang, else en)"),
+                                       "(default: the model's, Pipeline.lang)"),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="show a progress bar"),
     engine: str = typer.Option("local", "--engine", help="local (this machine's processes) or ray (a Ray cluster: "
                                "pip install \"arborist\\[ray]\")"),
@@ -363,8 +363,8 @@ def parse(
 def package(
     model: Path = typer.Argument(..., exists=True, file_okay=False, help="model directory"),
     output_dir: Path = typer.Argument(..., help="directory for the spaCy pipeline"),
-    lang: Optional[str] = typer.Option(None, "--lang", help="the tokenizer's language (default: the model "
-                                       "config's nlp.lang, else en)"),
+    lang: Optional[str] = typer.Option(None, "--lang", help="the pipeline's language (default: the "
+                                       "model's, Pipeline.lang)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace OUTPUT_DIR if it exists"),
 ):
     """Write a spaCy pipeline (the language's tokenizer, the sentencizer, arborist_tagger,

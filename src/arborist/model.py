@@ -41,6 +41,29 @@ VOCABULARY = "vocabulary.npy"
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 RESERVED = {"vocabulary", "meta", "weights"}  # names of the model's other files
 DEFAULT_LANG = "en"
+# UD's file names: "it_partut-ud-train.conllu" is language "it" (its ISO 639 code, which is
+# spaCy's where spaCy has the language).
+UD_FILE_NAME = re.compile(r"^([a-z]{2,3})_[a-z0-9]+-ud-[a-z]+\.conllu$")
+
+
+def spacy_has_language(code: str) -> bool:
+    import spacy
+
+    try:
+        spacy.util.get_lang_class(code)
+    except ImportError:
+        return False
+    return True
+
+
+def language_code(path) -> str | None:
+    """spaCy's code of the language of a UD treebank file, from its name
+    ("it_partut-ud-train.conllu": "it"; "xx", spaCy's multi-language class, for a language
+    spaCy lacks), or None for a file not named as UD names them."""
+    match = UD_FILE_NAME.match(Path(str(path)).name)
+    if match is None:
+        return None
+    return match.group(1) if spacy_has_language(match.group(1)) else "xx"
 
 __all__ = ["BEST_MODEL", "Component", "Confidence", "ModelError", "Parsed", "Pipeline", "load", "write_directory"]
 
@@ -272,13 +295,17 @@ class Pipeline:
 
     @property
     def lang(self) -> str:
-        """The language of the training data (spaCy's code: "en"), for tokenizing raw text: the
-        training config's `[nlp] lang`, as in a spaCy config, or "en" when it has none."""
+        """The language of the training data (spaCy's code: "en"): spaCy's tokenizer for raw
+        text when the model has none, and the Language of spaCy pipelines. The training
+        config's `[nlp] lang`, as in a spaCy config (`arborist train` sets it), else that of
+        its training file's UD name (models trained before it did), else "en"."""
         from confection import Config
 
         config = Config().from_str(self.info.get("config") or "", interpolate=False)
-        lang = config.get("nlp", {}).get("lang")
-        return lang if isinstance(lang, str) and lang else DEFAULT_LANG
+        lang = (config.get("nlp") or {}).get("lang")
+        if isinstance(lang, str) and lang:
+            return lang
+        return language_code((config.get("training") or {}).get("train_path") or "") or DEFAULT_LANG
 
     def subset(self, keep: Callable[[Component], bool]) -> "Pipeline":
         """The pipeline of the components `keep` selects (sharing them and the vocabulary)."""

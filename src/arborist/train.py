@@ -72,7 +72,8 @@ from .confidence import describe_fit, upstream_inputs
 from .learn.mixing import ENGINES, ParameterMixing, connect_ray, parallel_trainer
 from .learn.perceptron import SWVP
 from .corpus import read_corpus
-from .model import BEST_MODEL, Pipeline, annotate, load, read_json, recover_directory, write_directory
+from .model import (BEST_MODEL, Pipeline, annotate, language_code, load, read_json, recover_directory, spacy_has_language,
+                    write_directory)
 from .registry import component_kind, kind_for_structure, registry
 from .sentence import FORM
 from .structure import scoring_threads
@@ -898,6 +899,7 @@ def train(config: Config, output: str | Path | None = None, tracker=None,
     the config's [tracking] says wandb = false, to a W&B run (a resumed run continues the
     W&B run of its checkpoint)."""
     settings = _settings(config)
+    config, lang_note = with_language(config, settings["train_path"])
     for spec in component_specs(config).values():
         if spec.limits(settings)["seeds"] > 1:
             spec.member(1)  # a trainer without an integer seed
@@ -918,6 +920,8 @@ def train(config: Config, output: str | Path | None = None, tracker=None,
                              "training.patience may change)")
     if tracker is None:
         tracker = trackers_for(config, output, use_wandb, state.get("wandb_run_id") if state else None)
+    if lang_note:
+        tracker.message(lang_note)
     pipeline, report = Training(config, output, tracker, state, arrays).run()
     entries = report["components"]
     tracker.summary({f"{name}/best_{e['key']}": e["best"] for name, e in entries.items() if e.get("best") is not None}
@@ -1185,6 +1189,26 @@ def _load_jackknife(directory: Path) -> dict:
     return out
 
 
+def with_language(config: Config, train_path) -> tuple[Config, str]:
+    """The config with its `[nlp] lang` (`model.language_code`: spaCy's code of the training
+    data's language, from the training file's UD name when the config has none), and a note
+    saying where an inferred one came from ("" when the config sets it or none is known). A
+    `lang` spaCy does not know is refused here, before any training."""
+    lang = dict(config.get("nlp") or {}).get("lang")
+    if lang is not None:
+        if not isinstance(lang, str) or not spacy_has_language(lang):
+            raise ValueError(f"[nlp] lang = {lang!r}: spaCy has no such language (a code such as en, de, el, hu, "
+                             "it, tr; xx for any other)")
+        return config, ""
+    lang = language_code(train_path)
+    if lang is None:
+        return config, ""
+    name = Path(str(train_path)).name
+    why = ", a language spaCy lacks: its multi-language class" if lang == "xx" else ""
+    return (Config(config).merge({"nlp": {"lang": lang}}),
+            f"language: {lang} (from the training file's UD name {name}{why}; [nlp] lang sets another)")
+
+
 def _settings(config: Config) -> dict:
     training = dict(config.get("training", {}))
     unknown = sorted(set(training) - set(TRAINING_DEFAULTS))
@@ -1233,6 +1257,7 @@ def _resumable(config_text: str) -> dict:
     training.pop("parameter_mixing", None)
     training.pop("mixes_per_epoch", None)
     config.pop("tracking", None)  # where progress is logged does not change what is trained
+    config.pop("nlp", None)  # the language (spaCy's tokenizer for raw text) does not either
     components = {}
     for name, spec in dict(config.get("components", {})).items():
         spec = dict(spec)
