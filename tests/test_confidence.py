@@ -21,6 +21,7 @@ from arborist.components.parser import Parser
 from arborist.components.tagger import Tagger
 from arborist.confidence import (
     calibrate_pipeline,
+    candidates,
     coverage_curve,
     expected_calibration_error,
     misc_items,
@@ -31,7 +32,7 @@ from arborist.model import load
 from arborist.parser.labels import ArcLabels
 from arborist.parser.second_order import SecondOrderTree
 from arborist.parser.tree import DependencyTree
-from arborist.sentence import SentenceBatch
+from arborist.sentence import Sentence, SentenceBatch
 from arborist.tagger.chain import LinearChain
 
 SAMPLE = Path(__file__).resolve().parents[1] / "corpora" / "sample"
@@ -260,6 +261,23 @@ def spacy_nlp(model, **config):
     nlp.add_pipe("arborist_tagger", config={"model": str(model), **config})
     nlp.add_pipe("arborist_parser", config={"model": str(model), **config})
     return nlp
+
+
+def test_candidates_hold_no_value_of_probability_zero(tiny_model):
+    """A word's own position is no head it can have (probability 0): in a sentence of fewer
+    words than k, spaCy's head candidates once listed the word itself twice, as the root and
+    as that position; the JSON output listed it too."""
+    nlp = spacy_nlp(tiny_model, probabilities=True, k_best=5)
+    doc = nlp("Hello world.")
+    for token in doc:
+        heads = [h for h, _ in token._.head_candidates]
+        assert len(heads) == len(set(heads)) and all(p > 0 for _, p in token._.head_candidates)
+        assert len(heads) == len(doc)  # the root and every other word: all possible
+    sentence = Sentence.from_forms([["Hello", "world", "."]])[0]
+    parsed = load(tiny_model).annotate_many([sentence], confidence=5)[0]
+    for word in range(sentence.n):
+        heads = [h for h, _ in candidates(parsed.confidences["head"], word)]
+        assert len(heads) == sentence.n and str(word + 1) not in heads
 
 
 def test_spacy_extension_attributes_survive_serialization(tiny_model, tmp_path):

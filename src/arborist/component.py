@@ -278,8 +278,11 @@ class Component:
             if k:
                 kk = min(k, p.shape[1])
                 order = np.argsort(-p, axis=1, kind="stable")[:, :kk]
-                top[a:b, :kk] = order
-                top_prob[a:b, :kk] = np.take_along_axis(p, order, axis=1)
+                order_prob = np.take_along_axis(p, order, axis=1)
+                # A value of probability 0 is none the structure can give (a word's own
+                # position as its head): no candidate.
+                top[a:b, :kk] = np.where(order_prob > 0, order, -1)
+                top_prob[a:b, :kk] = np.where(order_prob > 0, order_prob, 0.0)
         return {self.confidence_column: Confidence(prob, top, top_prob, self.candidate_names)}
 
     def calibrate(self, inputs: Sequence[Sentence], gold: Sequence[Sentence], threads: int = 1) -> dict | None:
