@@ -794,3 +794,46 @@ def test_a_string_id_cache_keeps_what_it_found_when_it_is_cleared():
     kept = lambda rows: ([text[k] for k in keys[rows].tolist()], np.array([True, False]))
     np.testing.assert_array_equal(cached_string_ids(fresh, lock, keys, 10, kept), hash_strings(["a", "b"]))
     assert (fresh.get_many(keys) == np.array([hash_strings(["a"])[0], NOT_FOUND], dtype=np.uint64)).all()
+
+
+def test_spacy_scores_lemmas_and_features_as_its_own_components_do(run):
+    """`nlp.evaluate` reports lemma_acc, morph_acc and morph_per_feat, the analysis compared by
+    its key as spaCy's morphologizer_score does (compared as a MorphAnalysis it raised
+    AttributeError on a gold word without features); the tagger declares what it sets, so
+    `analyze_pipes` finds a component that requires lemmas and features satisfied."""
+    import spacy
+    from spacy.language import Language
+    from spacy.tokens import Doc
+    from spacy.training import Example
+
+    from arborist.batch import spacy_pipeline
+
+    root, _, _ = run
+    nlp = spacy_pipeline(load(root / "run"))
+    x = read_corpus(SAMPLE / "sample-dev.conllu")[0]
+    words = x.forms[1:]
+    gold = Doc(nlp.vocab, words=words, lemmas=conll_column(x, 2), pos=conll_column(x, 3), morphs=conll_column(x, 5))
+    for token, feats in zip(gold, conll_column(x, 5)):
+        if feats == "_":
+            token.set_morph(None)  # no features: no analysis, as a Doc made without morphs has
+    assert any(not t.has_morph() for t in gold)
+    predicted = nlp(Doc(nlp.vocab, words=words))
+    scores = nlp.evaluate([Example(Doc(nlp.vocab, words=words), gold)])
+    right = lambda attr: sum(getattr(p, attr) == getattr(g, attr) for p, g in zip(predicted, gold)) / len(words)
+    assert scores["lemma_acc"] == pytest.approx(right("lemma_"))
+    analysed = [(p, g) for p, g in zip(predicted, gold) if g.has_morph()]  # spaCy scores these
+    assert scores["morph_acc"] == pytest.approx(sum(p.morph.key == g.morph.key for p, g in analysed) / len(analysed))
+    assert scores["pos_acc"] == pytest.approx(right("pos_"))
+    assert set(scores["morph_per_feat"]) == {f.split("=")[0] for t in gold for f in str(t.morph).split("|") if f}
+
+    @Language.component("needs_lemmas_and_features", requires=["token.lemma", "token.morph"])
+    def needs(doc):
+        return doc
+
+    nlp.add_pipe("needs_lemmas_and_features")
+    assert nlp.analyze_pipes()["problems"]["needs_lemmas_and_features"] == []
+    # Whitespace tokens too have a lemma (their text) and an analysis (the empty one)
+    doc = nlp("The girl left.  She smiled.\n\nThen")
+    space = [t for t in doc if t.is_space]
+    assert len(space) == 2 and all(t.lemma_ == t.text and t.has_morph() and not str(t.morph) for t in space)
+    assert doc.has_annotation("LEMMA", require_complete=True) and doc.has_annotation("MORPH", require_complete=True)

@@ -416,3 +416,52 @@ def test_feats_candidates_after_a_memory_zone():
     c = Confidence(np.array([0.9]), np.array([[0, 1]]), np.array([[0.9, 0.1]]), [bundle, "_"])
     set_confidences(doc, {"feats": c}, k_best=2)
     assert doc[0]._.feats_candidates == [(bundle, 0.9), ("", 0.1)] and doc[0]._.feats_prob == 0.9
+
+
+def test_a_treebank_without_xpos_gives_no_tags(tmp_path):
+    """XPOS "_" in every training word (hu_szeged) is CoNLL-U's "no value": the tagger leaves
+    token.tag_ unset, as spaCy's converter does, rather than set the tag "_" (which gave
+    `tag_acc` 0 in `nlp.evaluate`); it scores no tag_acc; CoNLL-U still writes "_"."""
+    from trackers import Quiet
+
+    from arborist.batch import doc_conllu
+    from arborist.train import load_config, train
+
+    repo = Path(__file__).resolve().parents[1]
+    sample = repo / "corpora" / "sample"
+    for split in ("train", "dev"):
+        lines = (sample / f"sample-{split}.conllu").read_text(encoding="utf-8").splitlines()
+        blank = ["\t".join(c[:4] + ["_"] + c[5:]) if len(c := line.split("\t")) == 10 else line for line in lines]
+        (tmp_path / f"{split}.conllu").write_text("\n".join(blank) + "\n", encoding="utf-8")
+    overrides = {"paths.train": str(tmp_path / "train.conllu"), "paths.dev": str(tmp_path / "dev.conllu"),
+                 "training.max_epochs": 1, "training.jackknife_folds": 2,
+                 "components.xpos.structure.missing_tag": True}  # as configs/ud_pipeline.cfg
+    train(load_config(repo / "configs" / "quickstart.cfg", overrides), tmp_path / "run", Quiet())
+    model = arborist.load(tmp_path / "run" / "model-best")
+    assert model.writer("xpos").classes == ("_",)
+    nlp = make_nlp(tmp_path / "run" / "model-best")
+    doc = nlp("The tired girl is not happy.  She left.")
+    assert [t.tag_ for t in doc] == [""] * len(doc) and not doc.has_annotation("TAG")
+    assert all(t.pos_ for t in doc) and doc.has_annotation("DEP")
+    assert all(line.split("\t")[4] == "_" for line in doc_conllu(doc).splitlines() if line[:1].isdigit())
+    gold = Doc(nlp.vocab, words=[t.text for t in doc], spaces=[bool(t.whitespace_) for t in doc],
+               pos=[t.pos_ for t in doc], tags=[t.pos_ for t in doc])
+    gold = gold[:7].as_doc()  # spaCy's scorer aligns no whitespace token: one sentence without
+    scores = nlp.evaluate([Example(nlp.make_doc(gold.text), gold)])
+    assert scores.get("tag_acc") is None and scores["pos_acc"] == 1.0
+
+
+def test_the_parser_warns_on_docs_without_tags(nlp):
+    """Without a tagger before it the parser reads no tags and its trees are poor: spaCy's
+    `analyze_pipes` names the missing requirement, and the parser warns (it said nothing)."""
+    import warnings
+
+    from arborist.spacy_components import UntaggedDocWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UntaggedDocWarning)
+        nlp("She wrote the address down.")
+    with nlp.select_pipes(disable=["arborist_tagger"]):
+        with pytest.warns(UntaggedDocWarning, match="without POS tags"):
+            nlp("She wrote the address down.")
+        assert nlp.analyze_pipes()["problems"]["arborist_parser"] == ["token.pos"]

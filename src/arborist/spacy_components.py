@@ -33,6 +33,7 @@ import copyreg
 import json
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
@@ -63,6 +64,7 @@ SETTINGS_FILE = "spacy_component.json"  # beside the model files: the parser com
 DOC_ATTRS = {"upos": POS, "xpos": TAG, "lemma": LEMMA, "feats": MORPH}
 TOKEN_ATTRS = {"upos": "pos", "xpos": "tag", "lemma": "lemma", "feats": "morph"}
 SPACE_VALUES = {"upos": SPACE_POS, "xpos": SPACE_TAG}  # what whitespace tokens get
+NO_VALUE_COLUMNS = ("xpos",)  # where CoNLL-U's "_" is no value, not a tag "_"
 
 
 def confidence_extensions(columns) -> None:
@@ -159,6 +161,7 @@ class DocBatch:
         arrays = [doc.to_array(columns).reshape(len(doc), len(columns)) for doc in docs]
         table = np.concatenate(arrays) if arrays else np.zeros((0, len(columns)), dtype=np.uint64)
         self.space = table[:, -1].astype(bool)
+        self.space_orth = table[self.space, 0]  # the whitespace tokens' text: their lemma
         # Sentences: (doc index, start, end) in doc token indices, and their words as global tokens.
         self.sentences: list[tuple[int, int, int]] = []
         sentence_words: list[np.ndarray] = []
@@ -428,7 +431,15 @@ class ArboristTagger(ArboristComponent):
     def attributes(self) -> tuple[str, ...]:
         """The token attributes this component sets that spaCy's scorer reads ("pos", "tag")."""
         return tuple(TOKEN_ATTRS[c] for component in self.arborist.components.values()
-                     for c in component.writes if c in TOKEN_ATTRS)
+                     for c in component.writes if c in TOKEN_ATTRS and c not in self.valueless)
+
+    @property
+    def valueless(self) -> frozenset[str]:
+        """The columns whose every value is CoNLL-U's "no value", "_": the XPOS of a treebank
+        without XPOS (hu_szeged), which the tagger leaves unset (`token.tag_` "",
+        `Doc.has_annotation("TAG")` false, no `tag_acc`) rather than set to the string "_"."""
+        return frozenset(c for component in self.arborist.components.values() for c in component.writes
+                         if c in NO_VALUE_COLUMNS and component.classes and set(component.classes) <= {"_"})
 
     def score(self, examples: Iterable[Example], **kwargs) -> dict:
         examples = list(examples)
@@ -445,10 +456,15 @@ class ArboristTagger(ArboristComponent):
         else:
             predicted = model.annotate_batch(batch.batch)
         attrs, extensions = [], {}
+        valueless = self.valueless
         for component in model.components.values():
             if component.name not in predicted:
                 continue
             for column, (ids, names) in component.column_ids(batch.batch, predicted[component.name]).items():
+                if column in valueless:
+                    continue
+                if column in NO_VALUE_COLUMNS:  # "_" is no tag: spaCy's 0
+                    ids = np.where(ids == MISSING_ID, 0, ids)
                 if column == "feats":
                     ids = morph_keys(docs[0].vocab, ids, names)  # (the morphology keeps its strings)
                 else:
@@ -464,6 +480,10 @@ class ArboristTagger(ArboristComponent):
             for j, (column, ids) in enumerate(attrs):
                 if column in SPACE_VALUES:
                     values[batch.space, j] = strings.add(SPACE_VALUES[column])
+                elif column == "lemma":  # whitespace is its own lemma, as spaCy's lemmatizers make it
+                    values[batch.space, j] = batch.space_orth
+                elif column == "feats":  # no features: the empty analysis, as words without any get
+                    values[batch.space, j] = docs[0].vocab.morphology.add("")
                 values[batch.word_tokens, j] = ids
             for doc, doc_values in zip(docs, batch.per_doc(values)):
                 doc.from_array(columns, doc_values)
@@ -473,6 +493,10 @@ class ArboristTagger(ArboristComponent):
             for doc, doc_ids in zip(docs, batch.per_doc(tokens)):
                 for token, key in zip(doc, doc_ids.tolist()):
                     setattr(token._, column, strings[key] if key else None)
+
+
+class UntaggedDocWarning(UserWarning):
+    """The parser was given a Doc without tags."""
 
 
 class ArboristParser(ArboristComponent):
@@ -545,6 +569,10 @@ class ArboristParser(ArboristComponent):
     def set_annotations(self, docs: list[Doc], batch: DocBatch) -> None:
         model = self.arborist
         strings = docs[0].vocab.strings
+        if not all(doc.has_annotation("POS") for doc in docs):
+            warnings.warn(f"[{self.name}] a Doc without POS tags: the parser reads the tags the Doc has "
+                          "(put arborist_tagger, or another tagger, before it); without them its trees are poor",
+                          UntaggedDocWarning, stacklevel=2)
         if self.probabilities:
             predicted, found = model.annotate_confident(batch.batch, self.k_best, gold_tags=True)
             self.set_confidences(docs, batch, found)
@@ -726,12 +754,22 @@ def make_arborist_tokenizer(model: Optional[str] = None, presegmented: bool = Fa
 
 
 # -- scorers ------------------------------------------------------------------------
+def morph_key(token: Token, attribute: str) -> int:
+    return getattr(token, attribute).key
+
+
 def tagger_score(examples: Iterable[Example], attributes: Iterable[str] = ("pos", "tag"), **kwargs) -> dict:
-    """pos_acc and tag_acc (spaCy's `Scorer.score_token_attr`) of the attributes a tagger sets."""
+    """pos_acc, tag_acc, lemma_acc and morph_acc (spaCy's `Scorer.score_token_attr`) of the
+    attributes the tagger sets, and morph_per_feat, as spaCy's tagger, lemmatizer and
+    morphologizer score them (the analysis compared by its key, as `morphologizer_score` does)."""
     examples = list(examples)
     scores: dict = {}
     for attribute in attributes:
-        scores.update(Scorer.score_token_attr(examples, attribute, **kwargs))
+        if attribute == "morph":
+            scores.update(Scorer.score_token_attr(examples, attribute, getter=morph_key, **kwargs))
+            scores.update(Scorer.score_token_attr_per_feat(examples, attribute, getter=morph_key, **kwargs))
+        else:
+            scores.update(Scorer.score_token_attr(examples, attribute, **kwargs))
     return scores
 
 
@@ -743,10 +781,11 @@ def make_tagger_scorer() -> Callable:
 # -- factories ----------------------------------------------------------------------
 @Language.factory(
     "arborist_tagger",
-    assigns=["token.tag", "token.pos"],
+    assigns=["token.tag", "token.pos", "token.lemma", "token.morph"],
     default_config={"model": None, "probabilities": False, "k_best": 3,
                     "scorer": {"@scorers": "arborist.tagger_scorer.v1"}},
-    default_score_weights={"pos_acc": 0.5, "tag_acc": 0.5},
+    default_score_weights={"pos_acc": 0.25, "tag_acc": 0.25, "lemma_acc": 0.25, "morph_acc": 0.25,
+                           "morph_per_feat": None},
 )
 def make_tagger(nlp: Language, name: str, model: Optional[str], probabilities: bool, k_best: int,
                 scorer: Optional[Callable]) -> ArboristTagger:
@@ -758,6 +797,7 @@ def make_tagger(nlp: Language, name: str, model: Optional[str], probabilities: b
 @Language.factory(
     "arborist_parser",
     assigns=["token.head", "token.dep", "token.is_sent_start", "doc.sents"],
+    requires=["token.pos"],
     default_config={"model": None, "max_sentence_length": MAX_SENTENCE_LENGTH, "probabilities": False,
                     "k_best": 3, "scorer": {"@scorers": "spacy.parser_scorer.v1"}},
     default_score_weights={"dep_uas": 0.5, "dep_las": 0.5, "dep_las_per_type": None, "sents_p": None,
