@@ -665,6 +665,39 @@ def test_no_parse_writes_the_tags_without_trees(tiny_model, runner, tmp_path, n_
     assert result.exit_code == 1 and "--no-parse leaves them out" in output
 
 
+def test_a_missing_input_is_reported_and_the_others_parsed(tiny_model, runner, tmp_path):
+    """As the help says of any input that cannot be read (a named file that does not exist
+    stopped the whole run before anything was parsed)."""
+    root = corpus_dir(tmp_path)
+    result, output = invoke(runner, tiny_model, tmp_path / "typo.txt", root / "a.txt", "-d", tmp_path / "out")
+    assert result.exit_code == 2, output
+    assert f"{tmp_path / 'typo.txt'}: No such file or directory" in output and "1 parsed" in output
+    assert (tmp_path / "out" / "a.conllu").exists()
+    result, output = invoke(runner, tiny_model, tmp_path / "typo.txt")
+    assert result.exit_code == 1 and "0 parsed" in output
+
+
+def test_an_output_directory_that_is_a_file_is_refused_cleanly(tiny_model, runner, tmp_path):
+    (tmp_path / "afile").write_text("mine\n")
+    result, output = invoke(runner, tiny_model, corpus_dir(tmp_path) / "a.txt", "-d", tmp_path / "afile")
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)  # no traceback
+    assert f"error: {tmp_path / 'afile'}: File exists (and is not a directory)" in output
+    assert (tmp_path / "afile").read_text() == "mine\n"
+
+
+def test_gold_tags_are_refused_for_text_which_has_none(tiny_model, runner, tmp_path):
+    """Text, by name or -i text, and standard input read as text (it was parsed with every tag
+    '_'); a CoNLL-U file keeps its tags."""
+    root = corpus_dir(tmp_path)
+    for args, name in [((root / "a.txt",), "a.txt"), ((root,), "a.txt"), ((root / "c.conllu", "-i", "text"), "text")]:
+        result, output = invoke(runner, tiny_model, *args, "--gold-tags")
+        assert result.exit_code == 1 and "--gold-tags keeps the tags of CoNLL-U input" in output and name in output
+    result = runner.invoke(app, ["parse", str(tiny_model), "-", "--gold-tags"], input="Hello there.\n")
+    assert result.exit_code == 1 and "<stdin> is read as text" in result.output
+    result, output = invoke(runner, tiny_model, root / "c.conllu", "--gold-tags")
+    assert result.exit_code == 0, output
+
+
 def test_a_model_without_a_parser_runs_what_it_has(tiny_model, runner, tmp_path):
     """A model of taggers only (or a tokenizer alone) is no longer refused: `arborist parse`
     writes its tags with HEAD and DEPREL '_', as `--no-parse` does with the whole model; html

@@ -226,7 +226,8 @@ def parse(
                                      "by spaces and tabs) or vertical (a token per line, a blank line after each "
                                      "sentence), or presegmented: text with a sentence per line, tokenized but not "
                                      "split (UDPipe's --tokenizer presegmented; a blank line starts a paragraph)"),
-    gold_tags: bool = typer.Option(False, "--gold-tags", help="CoNLL-U input: keep its UPOS/XPOS and parse with them"),
+    gold_tags: bool = typer.Option(False, "--gold-tags", help="CoNLL-U input: keep its UPOS, XPOS, LEMMA and "
+                                   "FEATS and parse with them"),
     trees: bool = typer.Option(True, "--parse/--no-parse", help="--no-parse: tokens, sentences, tags, lemmas and "
                                "features only, HEAD and DEPREL '_' (faster; a model without a parser always runs so)"),
     n_process: int = typer.Option(1, "--n-process", "-n", min=1, help="worker processes"),
@@ -262,8 +263,9 @@ def parse(
 ):
     """Tag and parse text and CoNLL-U files. Text is tokenized and split into sentences by
     the model's tokenizer (multiword tokens expanded), or by spaCy's rule tokenizer and
-    sentencizer when the model has none; CoNLL-U keeps every byte except the predicted
-    UPOS/XPOS (unless --gold-tags), HEAD and DEPREL. With -d, outputs that exist are skipped
+    sentencizer when the model has none; CoNLL-U keeps every byte except the columns the
+    model predicts (UPOS, XPOS, LEMMA, FEATS, HEAD, DEPREL; --gold-tags keeps the input's tags,
+    lemmas and features and parses with them). With -d, outputs that exist are skipped
     (the run can be resumed); without it, everything goes to standard output in input order
     (`arborist parse MODEL - < in.txt > out.conllu`). A file that cannot be read is reported
     and skipped. Exit status: 0 all parsed, 2 some failed, 1 all failed. --probs, --k-best
@@ -295,11 +297,12 @@ def parse(
         _fail(f"{urls[0]}: URLs are read and written with --engine ray")
     if engine == "ray" and (output_dir is None or "-" in inputs):
         _fail("--engine ray reads files and writes them to --output-dir, not standard input and output")
-    if gold_tags and input_format in (*PRETOKENIZED, "presegmented"):
+    if gold_tags and input_format in (*PRETOKENIZED, "presegmented", "text"):
         _fail(f"--gold-tags keeps the tags of CoNLL-U input; {input_format} text has none")
-    for given in inputs:
-        if given != "-" and "://" not in given and not os.path.lexists(given):
-            _fail(f"{given}: no such file or directory")
+    if engine == "ray":  # (locally, a missing input is reported and skipped as any unreadable one)
+        for given in inputs:
+            if given != "-" and "://" not in given and not os.path.lexists(given):
+                _fail(f"{given}: no such file or directory")
     try:
         pipeline = load(model)
     except ModelError as e:
@@ -332,8 +335,16 @@ def parse(
             jobs = plan([STDIN if p == "-" else Path(p) for p in inputs], output_dir, fmt, input_format)
         except ValueError as e:
             _fail(str(e))
+        if gold_tags:
+            text = next((job.source for job in jobs if not job.conllu), None)
+            if text is not None:
+                _fail(f"--gold-tags keeps the tags of CoNLL-U input; {text} is read as text, which has none "
+                      "(-i conllu reads it as CoNLL-U)")
         if output_dir is not None:
-            output_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                output_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as e:  # a file of that name, no permission...
+                _fail(_os_error(e, output_dir))
         try:
             report = parse_files(pipeline, jobs, fmt, model_path=model, lang=lang, gold_tags=gold_tags,
                                  n_process=n_process, overwrite=overwrite, progress=progress and not reads_stdin
@@ -407,7 +418,8 @@ def _os_error(error: OSError, where) -> str:
     """`file: reason` of an OSError, with what it means for the two that end a run."""
     import errno
 
-    meaning = {errno.ENOSPC: " (the disk is full)", errno.EROFS: " (the filesystem is read-only)"}
+    meaning = {errno.ENOSPC: " (the disk is full)", errno.EROFS: " (the filesystem is read-only)",
+               errno.EEXIST: " (and is not a directory)"}
     return f"{error.filename or where}: {error.strerror or error}{meaning.get(error.errno, '')}"
 
 
