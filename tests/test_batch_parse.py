@@ -260,8 +260,8 @@ def test_spacy_vocabulary_stops_growing(tiny_model, monkeypatch):
     """Past VOCAB_LIMIT words, the words of a chunk leave spaCy's vocabulary with it."""
     monkeypatch.setattr(batch, "VOCAB_LIMIT", 0)
     annotator = batch.Annotator(arborist.load(tiny_model), "conllu")
-    # (paragraph, places, text) items
-    items = [(1, ((0, 0),), "Zyxwv qwerty uiop asdf ghjkl."), (2, ((0, 31),), "Mnbvc lkjhg.")]
+    # (paragraph, piece, glued, places, text) items
+    items = [(1, 0, False, ((0, 0),), "Zyxwv qwerty uiop asdf ghjkl."), (2, 0, False, ((0, 31),), "Mnbvc lkjhg.")]
     text, words = annotator(("text", items, 1), "x.txt")
     assert words == 9 and "Zyxwv" in text
     assert "qwerty" not in annotator.nlp.vocab and "qwerty" not in annotator.nlp.vocab.strings
@@ -367,7 +367,8 @@ def test_json_and_html_on_standard_output(tiny_model, runner, tmp_path):
 
 def test_standard_output_edge_cases(tiny_model, runner, tmp_path):
     """Empty standard input: no output; --input-format text on a .conllu file; a CoNLL-U
-    input without its final blank line does not run into the next document."""
+    input without its final blank line does not run into the next document, and gets it in its
+    own line ending, on standard output and in a file (a file lacked it; a CRLF file got \\n)."""
     result = runner.invoke(app, ["parse", str(tiny_model), "-", "--no-progress"], input=b"")
     assert result.exit_code == 0 and result.stdout_bytes == b""
     as_text = runner.invoke(app, ["parse", str(tiny_model), str(DEV), "-i", "text", "--no-progress"])
@@ -378,6 +379,18 @@ def test_standard_output_edge_cases(tiny_model, runner, tmp_path):
     assert result.exit_code == 0, output
     blocks = result.stdout_bytes.decode("utf-8").split("\n\n")
     assert len(blocks) == 3 and blocks[2] == "" and all(b.startswith("# sent_id = s1\n1\tHi\t") for b in blocks[:2])
+    # CRLF lines: the blank line in their ending, none added after one there already; in a file too
+    crlf = sentence.replace("\n", "\r\n")
+    for name, text, ending in (("crlf", crlf, "\r\n\r\n"), ("crlf_blank", crlf + "\r\n", "\r\n\r\n"),
+                               ("unterminated", crlf.rstrip(), "\n\n"),  # (its word line is rewritten: \n)
+                               ("lf", sentence, "\n\n")):
+        source = tmp_path / f"{name}.conllu"
+        source.write_bytes(text.encode("utf-8"))
+        result, output = invoke(runner, tiny_model, source)
+        assert result.exit_code == 0 and result.stdout_bytes.endswith(ending.encode()), (name, result.stdout_bytes)
+        assert not result.stdout_bytes.endswith(b"\n" + ending.encode()) and b"\n\n" not in result.stdout_bytes[:-2]
+        assert invoke(runner, tiny_model, source, "-d", tmp_path / name)[0].exit_code == 0
+        assert (tmp_path / name / f"{name}.conllu").read_bytes() == result.stdout_bytes
 
 
 def test_a_file_failing_on_standard_output(tiny_model, runner, tmp_path, monkeypatch):
@@ -677,6 +690,15 @@ def test_a_missing_input_is_reported_and_the_others_parsed(tiny_model, runner, t
     assert result.exit_code == 1 and "0 parsed" in output
 
 
+def test_a_directory_without_files_is_reported(tiny_model, runner, tmp_path):
+    (tmp_path / "empty" / ".hidden").mkdir(parents=True)
+    (tmp_path / "empty" / ".hidden" / "a.txt").write_text("Hidden.\n")
+    result, output = invoke(runner, tiny_model, tmp_path / "empty", corpus_dir(tmp_path) / "a.txt")
+    assert result.exit_code == 0 and f"warning: {tmp_path / 'empty'}: no files to parse" in output
+    result, output = invoke(runner, tiny_model, tmp_path / "in")
+    assert result.exit_code == 0 and "no files to parse" not in output
+
+
 def test_an_output_directory_that_is_a_file_is_refused_cleanly(tiny_model, runner, tmp_path):
     (tmp_path / "afile").write_text("mine\n")
     result, output = invoke(runner, tiny_model, corpus_dir(tmp_path) / "a.txt", "-d", tmp_path / "afile")
@@ -833,7 +855,7 @@ def test_presegmented_reading_keeps_lines_and_bounds_them(tmp_path, monkeypatch)
     # (the file is ASCII: its characters before a place are its bytes)
     assert list(batch.sentence_line_boundaries(path))[:3] == [(first, 2, 1, 1, first), (offset, 3, 1, 0, offset),
                                                               (offset + 5, 4, 2, 1, offset + 5)]
-    assert list(batch.paragraph_boundaries(path)) == [(offset, 3, 3, offset)]  # text mode counts its paragraph's pieces
+    assert list(batch.paragraph_boundaries(path)) == [(offset, 3, 1, offset)]  # text: its pieces are one paragraph
     # a line whose trailing spaces make a piece of their own ends no paragraph (it did in text mode)
     path.write_text("abcdefghij abcdefghi" + " " * 25 + "\nnext\n", encoding="utf-8")
     assert list(batch.paragraph_boundaries(path)) == []

@@ -315,6 +315,11 @@ ERROR_CASES = {
         6,
         "empty sentence",
     ),
+    "empty_sentence_after_blank_lines": (  # named by its comment's line, not the blank file start
+        "\n\n# sent_id = empty\n\n" + GOOD,
+        3,
+        "empty sentence",
+    ),
     "id_out_of_sequence": (
         GOOD + row(1, "A", 0, "root") + row(3, "B", 1) + "\n",
         6,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -403,6 +404,10 @@ def test_cli_evaluate_table(trained, runner, monkeypatch):
     assert "UPOS accuracy" in result.stdout and "XPOS unseen words" in result.stdout
     assert "UAS (predicted tags)" in result.stdout
     assert "LAS (universal labels)" in result.stdout and "LAS (full labels)" in result.stdout
+    assert re.search(r"\d+ words \([1-9]\d* unseen in training\)", result.stdout)
+    # with the file's own tags nothing is tagged: no count of unseen words (it said 0)
+    result = runner.invoke(app, ["evaluate", str(model_dir), "corpora/sample/sample-dev.conllu", "--gold-tags"])
+    assert result.exit_code == 0 and "unseen in training" not in result.stdout and " words, " in result.stdout
 
 
 def test_cli_parse_writes_valid_trees(trained, runner, monkeypatch, tmp_path):

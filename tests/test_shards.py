@@ -31,21 +31,25 @@ def test_every_paragraph_boundary_splits_the_file_into_its_paragraphs(tmp_path, 
     path = text_file(tmp_path)
     whole = [text for text, _ in read_paragraphs(path)]
     boundaries = list(paragraph_boundaries(path))
-    # after each paragraph but the last; the long one's cut pieces are no places to cut
-    assert [before for _, _, before, _ in boundaries] == [1, 2, 3, len(whole) - 2, len(whole) - 1]
+    # (paragraph number, piece, glued, places, text) of each paragraph or piece of a long one
+    items = [item for item, _ in batch._numbered_paragraphs(Job(path, None, False))]
+    assert [text for *_, text in items] == whole
+    assert [(n, piece) for n, piece, *_ in items] == [(1, 0), (2, 0), (3, 0), (4, 0), (4, 1), (4, 2), (4, 3), (4, 4),
+                                                       (4, 5), (4, 6), (5, 0), (6, 0)]
+    # after each paragraph but the last; the long one's pieces are one paragraph, and no places to cut
+    assert [before for _, _, before, _ in boundaries] == [1, 2, 3, 4, 5]
     size = path.stat().st_size
     raw = path.read_bytes()
-    # the places of the paragraphs (`--ranges`): a shard that starts `chars` characters into the
-    # file places its paragraphs where the whole file's reading does
-    places = [item[1] for item, _ in batch._numbered_paragraphs(Job(path, None, False))]
     for offset, line, before, chars in boundaries:
         head = [text for text, _ in read_paragraphs(path, 0, offset)]
         tail = [text for text, _ in read_paragraphs(path, offset, None, line)]
-        assert head + tail == whole and len(head) == before
+        assert head + tail == whole and items[len(head) - 1][0] == before and items[len(head)][1] == 0
         assert sum(n for _, n in read_paragraphs(path, offset, None, line)) <= size - offset
         assert chars == len(raw[:offset].decode("utf-8").lstrip("\ufeff"))  # characters, without the BOM
+        # a shard that starts `chars` characters into the file numbers its paragraphs, and places
+        # them (`--ranges`), as the whole file's reading does
         job = Job(path, None, False, start=offset, line=line, paragraph=before, char=chars)
-        assert [item[1] for item, _ in batch._numbered_paragraphs(job)] == places[before:]
+        assert [item for item, _ in batch._numbered_paragraphs(job)] == items[len(head):]
     cuts = [0] + [b[0] for b in boundaries] + [None]
     pieces = [text for start, end in zip(cuts, cuts[1:]) for text, _ in read_paragraphs(path, start, end)]
     assert pieces == whole
@@ -218,7 +222,7 @@ PRESEGMENTED_FILES = {
 
 
 def line_items(job: Job) -> list:
-    """The (paragraph, line, piece, places, text) items `chunks` gives a presegmented job."""
+    """The (paragraph, line, piece, glued, places, text) items `chunks` gives a presegmented job."""
     return [item for payload, _ in batch.chunks(job) for item in payload[1]]
 
 
@@ -234,10 +238,10 @@ def test_every_presegmented_boundary_splits_the_file_into_its_lines(tmp_path, mo
     path.write_bytes(PRESEGMENTED_FILES[name].encode("utf-8"))
     job = Job(path, tmp_path / "out" / "p.conllu", False, presegmented=True)
     whole = line_items(job)
-    assert len({(p, k, piece) for p, k, piece, _, _ in whole}) == len(whole) >= 30  # unique ids
+    assert len({(p, k, piece) for p, k, piece, _, _, _ in whole}) == len(whole) >= 30  # unique ids
     text = PRESEGMENTED_FILES[name]
     assert all(text[places[0][1]:places[0][1] + len(line)] == line and len(places) == 1
-               for _, _, _, places, line in whole)
+               for _, _, _, _, places, line in whole)
     boundaries = list(batch.sentence_line_boundaries(path))
     assert len(boundaries) >= 30
     for offset, line, paragraphs, lines, chars in boundaries:

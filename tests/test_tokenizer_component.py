@@ -378,7 +378,7 @@ def test_a_long_sentence_is_one_tree_on_both_paths(run, tmp_path):
         with pytest.warns(LongSentenceWarning, match=f"^<stdin>, sent_id 1.1: a sentence of 14 words"):
             Annotator(pipeline, "conllu").tokenized(items, "")  # standard input has no file name
         with pytest.warns(LongSentenceWarning, match="^a sentence of 14 words"):  # a Doc has no file
-            probs = spacy_path((("text", [(1, ((0, 0),), text)], 1)), "t.txt")[0]
+            probs = spacy_path((("text", [(1, 0, False, ((0, 0),), text)], 1)), "t.txt")[0]
         assert model_path.count("# text = ") == probs.count("# text = ") == 1
         assert trees(probs) == trees(model_path) != whole  # pieces: another tree than the whole sentence's
         assert [r[2] for r in trees(probs)].count("0") == 1
@@ -466,3 +466,50 @@ def test_ranges_of_a_doc_step_over_control_characters(run):
     ranges = [line.split("\t")[9].split("TokenRange=")[1].split("|")[0]
               for line in conllu.splitlines() if line and line[0] != "#"]
     assert [text[int(a):int(b)] for a, b in (r.split(":") for r in ranges)] == ["It", "works", ".", "He", "goes", "."]
+
+
+def surface_of(conllu: str) -> str:
+    """The text CoNLL-U's tokens spell with their SpaceAfter (multiword tokens by their surface)."""
+    out, skip = [], 0
+    for line in conllu.splitlines():
+        columns = line.split("\t")
+        if len(columns) != 10:
+            continue
+        if skip:
+            skip -= 1
+            continue
+        if "-" in columns[0]:
+            first, last = map(int, columns[0].split("-"))
+            skip = last - first + 1
+        out.append(columns[1] + ("" if "SpaceAfter=No" in columns[9] else " "))
+    return "".join(out)
+
+
+@pytest.mark.parametrize("tokenizer", ["model", "spacy"])
+@pytest.mark.parametrize("mode", ["text", "presegmented"])
+def test_a_paragraph_past_the_reader_s_limit_stays_one_paragraph(run, tiny_model, tmp_path, tokenizer, mode,
+                                                                 monkeypatch):
+    """A paragraph longer than the reader's limit (MAX_PARAGRAPH_CHARS: memory stays bounded)
+    comes in pieces cut at spaces, or inside a run of characters without one. The pieces are one
+    paragraph: one `# newpar`, the later pieces' sentences numbered P.PIECE.K (each piece ends a
+    sentence), and the tokens spell the text, with SpaceAfter=No at a cut inside a run. Before,
+    each piece was a paragraph of its own, a cut inside a run put a space in it, and so did a
+    line read in pieces, between any two of them. A line of presegmented text likewise (its
+    pieces were numbered already)."""
+    import re
+
+    from arborist import batch
+
+    monkeypatch.setattr(batch, "MAX_PARAGRAPH_CHARS", 60)
+    text = "The baker ate a pie. It was good. " * 6 + "x" * 150 + " Then she left.\n\nA new paragraph.\n"
+    (tmp_path / "long.txt").write_text(text, encoding="utf-8")
+    model = run / "run" if tokenizer == "model" else tiny_model
+    result = CliRunner().invoke(app, ["parse", str(model), str(tmp_path / "long.txt"), "-i", mode, "--no-progress"])
+    assert result.exit_code == 0, result.output
+    output = result.stdout
+    assert output.count("# newpar") == 2
+    ids = re.findall(r"^# sent_id = (\S+)$", output, re.M)
+    assert len(ids) == len(set(ids)) and ids[-1] == "2.1" and ids[0] == "1.1"
+    if mode == "text":
+        assert all(re.fullmatch(r"1\.\d+(\.\d+)?", i) for i in ids[:-1]) and any(i.count(".") == 2 for i in ids)
+    assert surface_of(output).split() == text.split()  # no space added, none lost

@@ -32,8 +32,8 @@ command line), and a chunk of it also ends when nothing more is waiting (`stdin_
 what came is parsed and written before the read blocks (CoNLL-U: a sentence at its blank
 line, `read_conllu`'s `idle`, so blank lines that end the input after a pause are dropped).
 The stream is one CoNLL-U file: the text inputs' paragraph numbers (`# sent_id = P.S`) and
-the pre-tokenized inputs' sentence numbers go on from one to the next, and a CoNLL-U input
-without its final blank line gets one. A file that fails there has had its
+the pre-tokenized inputs' sentence numbers go on from one to the next. A CoNLL-U input
+without its final blank line gets one there and in a file (`final_blank_line`). A file that fails there has had its
 earlier chunks written already.
 """
 from __future__ import annotations
@@ -241,7 +241,7 @@ def read_sentence_lines(path: Path | str, start: int = 0, end: int | None = None
     Raises InputError for a binary file (a NUL byte) or invalid UTF-8, with the line."""
     for kind, *item in _sentence_lines(path, start, end, line):
         if kind == "line":
-            text, nbytes, _, number, piece, _ = item
+            text, nbytes, _, number, piece, _, _ = item
             yield text, nbytes, number == 1 and piece == 0, piece
 
 
@@ -262,28 +262,34 @@ def paragraph_boundaries(path: Path | str) -> Iterator[tuple[int, int, int, int]
     whole: just after a blank line that ends a paragraph. (A paragraph cut for its length is
     not such a place.) Reads the whole file with the same reader, so the counts agree."""
     position = paragraphs = 0
-    for _, nbytes, number, blank_ended, _, chars in _paragraphs(path, 0, None, 1):
+    for _, nbytes, number, blank_ended, _, chars, piece, _ in _paragraphs(path, 0, None, 1):
         position += nbytes
-        paragraphs += 1
+        paragraphs += piece == 0
         if blank_ended:
             yield position, number, paragraphs, chars
 
 
 def _paragraphs(path, start: int, end: int | None, line: int, char: int = 0
-                ) -> Iterator[tuple[str, int, int, bool, tuple, int]]:
+                ) -> Iterator[tuple[str, int, int, bool, tuple, int, int, bool]]:
     """(paragraph, bytes read, the next line's number, whether a blank line ended it, its places,
-    characters read up to its end). The places are (offset in the paragraph, character offset in
-    the file) where each of its lines (or pieces of a long line) starts: between two places the
-    paragraph's characters are the file's, one for one (`token_ranges`). `char`: the characters
-    of the file before `start`."""
+    characters read up to its end, piece, glued). The places are (offset in the paragraph,
+    character offset in the file) where each of its lines (or pieces of a long line) starts:
+    between two places the paragraph's characters are the file's, one for one (`token_ranges`).
+    `char`: the characters of the file before `start`. A paragraph longer than
+    MAX_PARAGRAPH_CHARS comes in pieces (piece 0, 1...: one paragraph, `sentence_heading`), cut
+    at a space where there is one; `glued`: the piece was cut inside a token (no space within
+    the limit), so no whitespace follows its last token."""
     lines: list[str] = []
     places: list[tuple[int, int]] = []
-    size = nbytes = 0
+    size = nbytes = piece = 0
     following = line  # the next line's number
     seen = False  # the line being read has shown text (a line longer than the limit comes in pieces)
+    runs_on = False  # the piece before ran on into this one without whitespace (a long line's pieces)
     for text, read, number, ends_line in _text_lines(path, start, end, line):
         nbytes += read
         following = number + ends_line
+        joins = runs_on and bool(text) and not text[0].isspace() and text[0].isprintable()
+        runs_on = not ends_line and bool(text) and not text[-1].isspace() and text[-1].isprintable()
         stripped = _visible(text)
         # where it starts in the file: what comes before it in `text` is spaces and control
         # characters, which its first character is not (inside it, a control character became one space)
@@ -292,10 +298,13 @@ def _paragraphs(path, start: int, end: int | None, line: int, char: int = 0
         seen = not ends_line and (seen or bool(stripped))
         if blank:
             if lines:
-                yield " ".join(lines), nbytes, following, True, tuple(places), char
-                lines, places, size, nbytes = [], [], 0, 0
+                yield " ".join(lines), nbytes, following, True, tuple(places), char, piece, False
+                lines, places, size, nbytes, piece = [], [], 0, 0, 0
             continue
-        if stripped:
+        if stripped and joins and lines:  # the same word goes on: no space between the pieces
+            lines[-1] += stripped  # (contiguous in the file too: no place of its own)
+            size += len(stripped)
+        elif stripped:
             places.append((size, at))  # size: where the line starts in the lines joined by spaces
             lines.append(stripped)
             size += len(stripped) + 1
@@ -303,8 +312,10 @@ def _paragraphs(path, start: int, end: int | None, line: int, char: int = 0
             # A paragraph too long for one Doc (a file without blank lines): cut at a space.
             joined = " ".join(lines)
             cut = joined.rfind(" ", 0, MAX_PARAGRAPH_CHARS)
+            glued = cut <= 0 and joined[MAX_PARAGRAPH_CHARS:MAX_PARAGRAPH_CHARS + 1] != " "
             cut = cut if cut > 0 else MAX_PARAGRAPH_CHARS
-            yield joined[:cut], nbytes, following, False, tuple(p for p in places if p[0] < cut), char
+            yield joined[:cut], nbytes, following, False, tuple(p for p in places if p[0] < cut), char, piece, glued
+            piece += 1
             rest = joined[cut:].strip()
             # the rest starts in the last line (the lines before it fit, so the cut is at or
             # after the space before it), at `origin` of the text
@@ -312,7 +323,7 @@ def _paragraphs(path, start: int, end: int | None, line: int, char: int = 0
             places = [(0, places[-1][1] + origin - places[-1][0])] if rest else []
             lines, size, nbytes = ([rest], len(rest) + 1, 0) if rest else ([], 0, 0)
     if lines:
-        yield " ".join(lines), nbytes, following, False, tuple(places), char
+        yield " ".join(lines), nbytes, following, False, tuple(places), char, piece, False
 
 
 def token_ranges(places, spans) -> list[str]:
@@ -331,7 +342,8 @@ def token_ranges(places, spans) -> list[str]:
 def _sentence_lines(path, start: int, end: int | None, line: int, paragraphs: int = 0,
                     lines: int = 0, char: int = 0) -> Iterator[tuple]:
     """`read_sentence_lines`'s lines as ("line", text, bytes, paragraph, line of the paragraph,
-    piece, character offset of the text in the file), numbered on from `paragraphs` paragraphs
+    piece, character offset of the text in the file, glued: the piece was cut inside a run of
+    characters without a space, so no whitespace follows its last token), numbered on from `paragraphs` paragraphs
     before, `lines` of them in the last (0: the first line opens a paragraph); and ("cut", byte
     offset, line number, paragraphs before, lines of the last before, characters before) at
     every place `sentence_line_boundaries` gives. `char`: the characters of the file before
@@ -342,11 +354,11 @@ def _sentence_lines(path, start: int, end: int | None, line: int, paragraphs: in
     pending = ""  # the line read so far and not given out: under twice the limit
     pending_at = char  # where it starts in the file (control characters became one space each)
 
-    def give(raw: str) -> tuple:
+    def give(raw: str, glued: bool = False) -> tuple:
         nonlocal paragraphs, lines, opens, nbytes
         text = raw.strip()
         paragraphs, lines = (paragraphs + 1, 1) if opens else (paragraphs, lines + (piece == 0))
-        item = ("line", text, nbytes, paragraphs, lines, piece, pending_at + raw.find(text[0]))
+        item = ("line", text, nbytes, paragraphs, lines, piece, pending_at + raw.find(text[0]), glued)
         opens, nbytes = False, 0
         return item
 
@@ -358,10 +370,11 @@ def _sentence_lines(path, start: int, end: int | None, line: int, paragraphs: in
         pending += text if text.rstrip("\r\n").isprintable() else _NONSPACE_CONTROL.sub(" ", text)
         while len(pending) > MAX_PARAGRAPH_CHARS:  # a line too long for one sentence: cut at a space
             cut = max(pending.rfind(" ", 0, MAX_PARAGRAPH_CHARS), pending.rfind("\t", 0, MAX_PARAGRAPH_CHARS))
+            glued = cut <= 0 and not pending[MAX_PARAGRAPH_CHARS:MAX_PARAGRAPH_CHARS + 1].isspace()
             cut = cut if cut > 0 else MAX_PARAGRAPH_CHARS
             head = pending[:cut]
             if head.strip():
-                yield give(head)
+                yield give(head, glued)
                 piece += 1
             pending, pending_at = pending[cut:], pending_at + cut
         if not ends_line:
@@ -380,14 +393,16 @@ def _sentence_lines(path, start: int, end: int | None, line: int, paragraphs: in
         yield give(pending)
 
 
-def sentence_heading(paragraph: int, line: tuple[int, int] | None, k: int) -> tuple[str, bool]:
+def sentence_heading(paragraph: int, line: tuple[int, int] | None, k: int, piece: int = 0) -> tuple[str, bool]:
     """(`# sent_id`, whether `# newpar` comes before it) of the k-th sentence (from 1) of a
-    paragraph of text (`line` None): PARAGRAPH.K; or of a piece of a line of a paragraph of
-    presegmented text (`line` = (line, piece), from 1 and from 0): PARAGRAPH.LINE for a line's
-    first sentence; a line that made more than one (its pieces past the reader's limit, or
-    sentences cut for their length) numbers the others PARAGRAPH.LINE.PIECE.K, PIECE from 1."""
+    paragraph of text (`line` None): PARAGRAPH.K, or PARAGRAPH.PIECE.K in a later piece of a
+    paragraph past the reader's limit (`piece` from 0, PIECE from 1: the second piece's are
+    P.2.K); or of a piece of a line of a paragraph of presegmented text (`line` = (line, piece),
+    from 1 and from 0): PARAGRAPH.LINE for a line's first sentence; a line that made more than
+    one (its pieces past the reader's limit, or sentences cut for their length) numbers the
+    others PARAGRAPH.LINE.PIECE.K, PIECE from 1."""
     if line is None:
-        return f"{paragraph}.{k}", k == 1
+        return (f"{paragraph}.{k}", k == 1) if piece == 0 else (f"{paragraph}.{piece + 1}.{k}", False)
     number, piece = line
     if piece == 0 and k == 1:
         return f"{paragraph}.{number}", number == 1
@@ -650,22 +665,24 @@ def chunks(job: Job) -> Iterator[tuple[tuple, int]]:
 
 
 def _numbered_paragraphs(job: Job) -> Iterator[tuple[tuple, int]]:
-    """((paragraph number, places, text), bytes read) of each paragraph of a text job (places:
-    `_paragraphs`')."""
-    paragraphs = _paragraphs(job.source, job.start, job.end, job.line, job.char)
-    for number, (text, read, _, _, places, _) in enumerate(paragraphs, start=job.paragraph + 1):
-        yield (number, places, text), read
+    """((paragraph number, piece, glued, places, text), bytes read) of each paragraph (or piece
+    of a long one) of a text job (piece, glued and places: `_paragraphs`')."""
+    number = job.paragraph
+    for text, read, _, _, places, _, piece, glued in _paragraphs(job.source, job.start, job.end, job.line, job.char):
+        number += piece == 0
+        yield (number, piece, glued, places, text), read
 
 
 def _numbered_lines(job: Job) -> Iterator[tuple[tuple, int]]:
-    """((paragraph number, line of the paragraph, piece of the line, places, text), bytes read)
-    of each line (or piece of a long line) of a presegmented text job: lines from 1, pieces
-    from 0; places as `_paragraphs`' (one: the text is one piece of one line of the file)."""
+    """((paragraph number, line of the paragraph, piece of the line, glued, places, text), bytes
+    read) of each line (or piece of a long line) of a presegmented text job: lines from 1, pieces
+    from 0; glued and places as `_paragraphs`' (one place: the text is one piece of one line of
+    the file)."""
     lines = _sentence_lines(job.source, job.start, job.end, job.line, job.paragraph, job.paragraph_lines, job.char)
     for kind, *item in lines:
         if kind == "line":
-            text, read, paragraph, line, piece, at = item
-            yield (paragraph, line, piece, ((0, at),), text), read
+            text, read, paragraph, line, piece, at, glued = item
+            yield (paragraph, line, piece, glued, ((0, at),), text), read
 
 
 def _never() -> bool:
@@ -715,18 +732,24 @@ def spacy_pipeline(pipeline: Pipeline, lang: str | None = None, confidence: Conf
 
 def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
                confidence: ConfidenceOptions | None = None, columns: tuple[str, ...] = (),
-               line: tuple[int, int] | None = None, source: tuple | None = None) -> str:
+               line: tuple[int, int] | None = None, source: tuple | None = None, piece: int = 0,
+               glued: bool = False) -> str:
     """CoNLL-U of an annotated Doc: one sentence per doc.sents, whitespace tokens left
     out (they only set SpaceAfter), ROOT written as UD's root; with `confidence`, the
     probabilities of `columns` from the token attributes (`token._.head_prob`...). The Doc
     is paragraph `paragraph`, or with `line` = (line, piece) a piece of a line of it
-    (presegmented text: `sentence_heading`). `source`: (the reader's places, the text the Doc
-    was made from), for each token's `TokenRange` in the file (`--ranges`)."""
+    (presegmented text: `sentence_heading`), or piece `piece` of a long paragraph, `glued` when
+    cut inside a token (its last token gets SpaceAfter=No). `source`: (the reader's places, the
+    text the Doc was made from), for each token's `TokenRange` in the file (`--ranges`)."""
     from .spacy_components import to_ud_label, ud_feats
 
     out = []
     has_trees = doc.has_annotation("DEP")  # none without a parser (`--no-parse`, or none in the model)
     ranges = _doc_token_ranges(doc, *source) if source is not None else None
+
+    def follows(i: int) -> bool:  # whitespace after token i (none after the last of a glued piece)
+        return space_follows(doc, i) and not (glued and i + 1 == len(doc))
+
     for k, sent in enumerate(doc.sents, start=1):
         words = [t for t in sent if not t.is_space]
         if not words:
@@ -735,7 +758,7 @@ def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
         if newdoc is not None and not out:
             out.append(newdoc_comment(newdoc))
         if paragraph is not None:
-            sent_id, newpar = sentence_heading(paragraph, line, k)
+            sent_id, newpar = sentence_heading(paragraph, line, k, piece)
             out.append(f"# newpar\n# sent_id = {sent_id}\n" if newpar else f"# sent_id = {sent_id}\n")
         out.append(f"# text = {comment_text(surface_text(sent))}\n")
         inside_until = 0  # the last word of the multiword token being written: its words get no SpaceAfter
@@ -743,7 +766,7 @@ def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
             mwt = t._.arborist_mwt if t.has_extension("arborist_mwt") else None
             if mwt is not None:  # a multiword token of the model's tokenizer: its surface form first
                 last = t.i + mwt[1] - 1
-                after = space_follows(doc, last)
+                after = follows(last)
                 misc = "_" if after else "SpaceAfter=No"
                 misc = merge_misc(misc, ranges[t.i]) if ranges is not None else misc
                 out.append(f"{j}-{j + mwt[1] - 1}\t{mwt[0]}\t_\t_\t_\t_\t_\t_\t_\t{misc}\n")
@@ -753,7 +776,7 @@ def doc_conllu(doc, paragraph: int | None = None, newdoc: str | None = None,
                 head = head.head
             head_id = 0 if head.i == t.i else ids.get(head.i, 0)
             inside = j <= inside_until  # a word of a multiword token: its MISC has none of the token's items
-            after = inside or space_follows(doc, t.i)
+            after = inside or follows(t.i)
             misc, dropped = token_misc(t, after), False
             if ranges is not None and not inside:
                 misc = merge_misc(misc, ranges[t.i])
@@ -829,11 +852,12 @@ def token_misc(token, space_after: bool) -> str:
 
 
 def tokenized_conllu(sentence, parsed, sent_id: str, newpar: bool, newdoc: str | None,
-                     ranges: list[str] | None = None) -> str:
+                     ranges: list[str] | None = None, glued: bool = False) -> str:
     """CoNLL-U of one sentence of the model's tokenizer (`arborist.tokenizer.api.Sentence`) with
     its annotation: multiword tokens as `N-M` lines before their words, SpaceAfter=No (and the
     `TokenRange` item of `ranges`, one per token) on the surface token, the predicted columns on
-    the words."""
+    the words. `glued`: the sentence ends a piece of a paragraph cut inside a token (SpaceAfter=No
+    on its last token)."""
     out = []
     if newdoc is not None:
         out.append(newdoc_comment(newdoc))
@@ -848,8 +872,9 @@ def tokenized_conllu(sentence, parsed, sent_id: str, newpar: bool, newdoc: str |
     heads = [str(int(h)) for h in parsed.heads[1:]] if parsed.heads is not None else missing
     deprels = parsed.deprels[1:] if parsed.deprels is not None else missing
     m = 0
+    last = len(sentence.tokens) - 1
     for k, t in enumerate(sentence.tokens):
-        misc = "_" if t.space_after else "SpaceAfter=No"
+        misc = "_" if t.space_after and not (glued and k == last) else "SpaceAfter=No"
         if ranges is not None:
             misc = merge_misc(misc, ranges[k])
         words = t.word_forms
@@ -1004,12 +1029,17 @@ class Annotator:
         if kind == "conllu":
             return self.conllu(items)
         first = payload[2]  # the paragraph that opens the document
-        # (paragraph, (line, piece) or None, places, text): a text chunk's items are paragraphs,
-        # a "lines" chunk's (presegmented text) the lines (or pieces of lines) of paragraphs
-        items = [(p, None, places, t) for p, places, t in items] if kind == "text" else [
-            (p, (k, piece), places, t) for p, k, piece, places, t in items]
+        # (paragraph, (line, piece) or None, places, text): a text chunk's items are paragraphs
+        # (or pieces of long ones: `pieces`, (piece, glued) of each), a "lines" chunk's
+        # (presegmented text) the lines (or pieces of lines) of paragraphs
+        if kind == "text":
+            pieces = [(piece, glued) for _, piece, glued, _, _ in items]
+            items = [(p, None, places, t) for p, _, _, places, t in items]
+        else:
+            pieces = [(0, glued) for *_, glued, _, _ in items]
+            items = [(p, (k, piece), places, t) for p, k, piece, _, places, t in items]
         if self.fmt == "conllu" and self.confidence is None and self.pipeline.writer("form") is not None:
-            return self.tokenized(items, name, first, kind == "lines")
+            return self.tokenized(items, name, first, kind == "lines", pieces)
         nlp = self.nlp
         if kind == "lines":
             if self._nlp_presegmented is None:
@@ -1017,19 +1047,24 @@ class Annotator:
             nlp = self._nlp_presegmented
         out, words = [], 0
         with self.vocabulary_zone(nlp):
-            for (paragraph, line, places, text), doc in zip(items, nlp.pipe(text for *_, text in items)):
+            for (paragraph, line, places, text), (piece, glued), doc in zip(
+                    items, pieces, nlp.pipe(text for *_, text in items)):
                 words += len(doc) - int(doc.to_array(IS_SPACE).sum())
-                opens = paragraph == first and line in (None, (1, 0))
+                opens = paragraph == first and line in (None, (1, 0)) and piece == 0
                 out.append(self.render(doc, paragraph, name if opens else None, line,
-                                       (places, text) if self.ranges else None))
+                                       (places, text) if self.ranges else None, piece, glued))
         return "".join(out), words
 
-    def tokenized(self, items, name: str, first: int = 1, presegmented: bool = False) -> tuple[str, int]:
+    def tokenized(self, items, name: str, first: int = 1, presegmented: bool = False,
+                  pieces: list[tuple[int, bool]] | None = None) -> tuple[str, int]:
         """CoNLL-U of paragraphs (or, `presegmented`, of lines) tokenized by the model's own
         tokenizer (its text stage): its tokens, multiword tokens and sentences, annotated by the
-        other components."""
+        other components. `pieces`: (piece, glued) of each item (`_paragraphs`; by default
+        whole paragraphs)."""
+        pieces = pieces if pieces is not None else [(0, False)] * len(items)
         documents = self.pipeline.tokenize([text for *_, text in items], presegmented)
-        headings = [sentence_heading(paragraph, line, k) for (paragraph, line, *_), (_, xs) in zip(items, documents)
+        headings = [sentence_heading(paragraph, line, k, piece)
+                    for (paragraph, line, *_), (piece, _), (_, xs) in zip(items, pieces, documents)
                     for k in range(1, len(xs) + 1)]
         # each sentence named by its file and sent_id, for messages (a long sentence's warning)
         where = name or "<stdin>"
@@ -1037,12 +1072,13 @@ class Annotator:
                      for x, (sent_id, _) in zip((x for _, xs in documents for x in xs), headings)]
         parsed, heading = iter(self.pipeline.annotate_many(sentences, self.gold_tags)), iter(headings)
         out = []
-        for (paragraph, line, places, _), (doc, xs) in zip(items, documents):
-            for tokens, _ in zip(doc.sentences, xs):
+        for (paragraph, line, places, _), (_, glued), (doc, xs) in zip(items, pieces, documents):
+            for k, (tokens, _) in enumerate(zip(doc.sentences, xs), start=1):
                 sent_id, newpar = next(heading)
                 opens = paragraph == first and newpar
                 ranges = token_ranges(places, [(t.start, t.end) for t in tokens.tokens]) if self.ranges else None
-                out.append(tokenized_conllu(tokens, next(parsed), sent_id, newpar, name if opens else None, ranges))
+                out.append(tokenized_conllu(tokens, next(parsed), sent_id, newpar, name if opens else None, ranges,
+                                            glued and k == len(xs)))
         return "".join(out), sum(x.n for x in sentences)
 
     def vocabulary_zone(self, nlp=None):
@@ -1081,11 +1117,13 @@ class Annotator:
         return "".join(out), words
 
     def render(self, doc, paragraph: int | None = None, newdoc: str | None = None,
-               line: tuple[int, int] | None = None, source: tuple | None = None) -> str:
+               line: tuple[int, int] | None = None, source: tuple | None = None, piece: int = 0,
+               glued: bool = False) -> str:
         if self.fmt == "conllu":
             if self.confidence is None:
-                return doc_conllu(doc, paragraph, newdoc, line=line, source=source)
-            return doc_conllu(doc, paragraph, newdoc, self.confidence, self.columns, line=line, source=source)
+                return doc_conllu(doc, paragraph, newdoc, line=line, source=source, piece=piece, glued=glued)
+            return doc_conllu(doc, paragraph, newdoc, self.confidence, self.columns, line=line, source=source,
+                              piece=piece, glued=glued)
         if self.fmt == "json":
             return json.dumps(doc_json(doc, self.columns, self.confidence), ensure_ascii=False) + "\n"
         from spacy import displacy
@@ -1274,6 +1312,19 @@ def _html_head(job: Job, lang: str) -> str:
     return HTML_HEAD.format(lang=escape(lang), title=escape(location_name(job.source) or "stdin"))
 
 
+def final_blank_line(tail: str) -> str:
+    """What CoNLL-U output ending with `tail` (its last 4 characters or more) lacks to end with
+    a blank line, as every sentence must (a CoNLL-U input without its final one), in the
+    output's own line ending ("\r\n" after CRLF lines)."""
+    if not tail:
+        return ""
+    if not tail.endswith("\n"):  # an unterminated last line
+        eol = "\r\n" if "\r\n" in tail else "\n"
+        return eol + eol
+    eol = "\r\n" if tail.endswith("\r\n") else "\n"
+    return "" if tail[:-len(eol)].endswith("\n") else eol
+
+
 class _Output:
     """A job's temporary output file, renamed into place when complete."""
 
@@ -1285,15 +1336,19 @@ class _Output:
                 tmp.unlink(missing_ok=True)
         self.tmp = job.target.with_name(f".{job.target.name}.tmp{os.getpid()}")
         self.file = open(self.tmp, "w", encoding="utf-8", newline="")
+        self.tail = ""  # the last characters written
         if fmt == "html":
             self.file.write(_html_head(job, lang))
 
     def write(self, text: str) -> None:
         self.file.write(text)
+        self.tail = (self.tail + text)[-4:]
 
     def commit(self) -> None:
         if self.fmt == "html":
             self.file.write(HTML_TAIL)
+        elif self.fmt == "conllu":
+            self.file.write(final_blank_line(self.tail))
         self.file.close()
         os.replace(self.tmp, self.job.target)
 
@@ -1316,15 +1371,15 @@ class _StandardOutput:
     def write(self, text: str) -> None:
         self.stream.write(text.encode("utf-8"))
         self.stream.flush()
-        self.tail = (self.tail + text)[-2:]
+        self.tail = (self.tail + text)[-4:]
 
     def commit(self) -> None:
         if self.fmt == "html":
             self.write(HTML_TAIL)
-        elif self.fmt == "conllu" and self.tail and self.tail != "\n\n":
+        elif self.fmt == "conllu":
             # a CoNLL-U input without its final blank line: the next document must not run
             # into its last sentence
-            self.write("\n" if self.tail.endswith("\n") else "\n\n")
+            self.write(final_blank_line(self.tail))
 
     def discard(self) -> None:
         pass

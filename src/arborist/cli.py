@@ -117,7 +117,8 @@ def evaluate(
         if key == "uas_nopunct" and "las" not in scores:
             for missing in ("las", "las_nopunct", "las_full"):
                 typer.echo(f"{metric_label(missing, tagged):<24}{'-':>8}  (model predicts no labels)")
-    typer.echo(f"{scores['words']} words ({scores.get('unseen_words', 0)} unseen in training), {scores['sentences']} sentences")
+    unseen = f" ({scores['unseen_words']} unseen in training)" if 'unseen_words' in scores else ""
+    typer.echo(f"{scores['words']} words{unseen}, {scores['sentences']} sentences")
 
 
 # How `arborist evaluate` names the scores (keyed by score, whichever component gives it).
@@ -335,6 +336,10 @@ def parse(
             jobs = plan([STDIN if p == "-" else Path(p) for p in inputs], output_dir, fmt, input_format)
         except ValueError as e:
             _fail(str(e))
+        for given in inputs:  # (a directory's files are below it; hidden ones are left out)
+            if given != "-" and Path(given).is_dir() and not any(
+                    job.source != STDIN and Path(given) in Path(job.source).parents for job in jobs):
+                typer.echo(f"warning: {given}: no files to parse", err=True)
         if gold_tags:
             text = next((job.source for job in jobs if not job.conllu), None)
             if text is not None:

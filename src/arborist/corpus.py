@@ -221,8 +221,9 @@ def _parse_block(lines: list[str], path, first: int, require_heads: bool) -> Sen
         deprels.append(columns[DEPREL_COL])
         word_lines.append(offset)
         head_lines.append(number)
-    if not forms:
-        raise CorpusError(path, first, "empty sentence: no word lines")
+    if not forms:  # (named by its first line that is not blank: a comment)
+        at = next((first + k for k, line in enumerate(lines) if line.lstrip(BOM).strip()), first)
+        raise CorpusError(path, at, "empty sentence: no word lines")
     n = len(forms)
     for start, end, number in ranges:
         if end > n:
