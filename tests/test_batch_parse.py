@@ -717,7 +717,12 @@ def test_gold_tags_are_refused_for_text_which_has_none(tiny_model, runner, tmp_p
     result = runner.invoke(app, ["parse", str(tiny_model), "-", "--gold-tags"], input="Hello there.\n")
     assert result.exit_code == 1 and "<stdin> is read as text" in result.output
     result, output = invoke(runner, tiny_model, root / "c.conllu", "--gold-tags")
-    assert result.exit_code == 0, output
+    assert result.exit_code == 0 and "warning" not in output, output
+    # CoNLL-U without tags: parsed as asked, with a warning (it said nothing)
+    untagged = tmp_path / "untagged.conllu"
+    untagged.write_text("1\tdo\t_\t_\t_\t_\t_\t_\t_\t_\n2\tgo\t_\t_\t_\t_\t_\t_\t_\t_\n\n", encoding="utf-8")
+    result, output = invoke(runner, tiny_model, untagged, "--gold-tags")
+    assert result.exit_code == 0 and "warning: untagged.conllu: --gold-tags, and the input has no UPOS" in output
 
 
 def test_a_model_without_a_parser_runs_what_it_has(tiny_model, runner, tmp_path):

@@ -53,6 +53,7 @@ import re
 import signal
 import sys
 import time
+import warnings
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1004,6 +1005,10 @@ def without_trees(pipeline: Pipeline) -> Pipeline:
     return pipeline.subset(lambda c: c.tagging or "text" in c.reads)
 
 
+class UntaggedInputWarning(UserWarning):
+    """--gold-tags on CoNLL-U without tags."""
+
+
 class Annotator:
     """Turns a chunk into output text; one per worker process. `trees=False` leaves the tree
     stage out (`--no-parse`); a model without a parser has none either: HEAD and DEPREL are
@@ -1027,7 +1032,7 @@ class Annotator:
 
         kind, items = payload[:2]
         if kind == "conllu":
-            return self.conllu(items)
+            return self.conllu(items, name)
         first = payload[2]  # the paragraph that opens the document
         # (paragraph, (line, piece) or None, places, text): a text chunk's items are paragraphs
         # (or pieces of long ones: `pieces`, (piece, glued) of each), a "lines" chunk's
@@ -1090,7 +1095,11 @@ class Annotator:
         nlp = nlp or self.nlp
         return nlp.memory_zone() if len(nlp.vocab) >= VOCAB_LIMIT else contextlib.nullcontext()
 
-    def conllu(self, sentences) -> tuple[str, int]:
+    def conllu(self, sentences, name: str | None = None) -> tuple[str, int]:
+        if self.gold_tags and sentences and all(u == "_" for x in sentences for u in x.upos[1:]):
+            warnings.warn(f"{name or '<stdin>'}: --gold-tags, and the input has no UPOS (every one '_'): "
+                          "the parser reads no tags (leave --gold-tags out to predict them)", UntaggedInputWarning,
+                          stacklevel=2)
         out, words = [], 0
         options = self.confidence
         k = options.k_best if options is not None else None
