@@ -157,7 +157,7 @@ def test_control_characters_are_not_tokens_in_python(run):
 @pytest.mark.skipif(not (TOOLS / "conll18_ud_eval.py").exists(), reason="needs ../shared/tools")
 def test_evaluate_raw_text_equals_the_official_scorer(run, tmp_path):
     """`arborist evaluate --raw-text` parses the gold file's own text and gives the official
-    scorer's F1 for every metric (udapi's eval.Conll18, and spans for tokens and sentences)."""
+    scorer's F1 for every metric (udtools, the UD project's package of the scorer)."""
     from arborist.raw_text import raw_text, score
 
     gold = SAMPLE / "sample-dev.conllu"
@@ -186,6 +186,42 @@ def test_evaluate_raw_text_equals_the_official_scorer(run, tmp_path):
     for metric, f1 in rows.items():
         assert mine[metric]["f1"] == pytest.approx(f1, abs=0.006), metric
     assert set(ours) == set(rows)
+
+
+# Where udapi's eval.Conll18, which scored Words to BLEX until session 25, differed from the
+# official scorer (a helper's reduction of tr_imst dev): it aligns words by their forms alone.
+# "?ab?": the gold "?" inside a multiword token and the final "?" have the same form.
+SAME_FORMS = ("# text = ?ab?\n1-2\t?a\t_\t_\t_\t_\t_\t_\t_\tSpaceAfter=No\n"
+              "1\t?\tq\tADV\tQues\t_\t3\tadvmod\t_\t_\n2\ta\ti\tAUX\tZero\t_\t1\tcop\t_\t_\n"
+              "3\tb\tb\tPRON\tQues\t_\t0\troot\t_\tSpaceAfter=No\n4\t?\t?\tPUNCT\tPunc\t_\t3\tpunct\t_\t_\n\n",
+              "# text = ?ab?\n1\t?ab\t?ab\tPRON\tQues\t_\t0\troot\t_\tSpaceAfter=No\n"
+              "2\t?\t?\tPUNCT\tPunc\t_\t1\tpunct\t_\t_\n\n")
+# "ab a" tokenized "a ba": no word has the gold's characters, though "a" is a gold form.
+OTHER_SPANS = ("# text = ab a\n1\tab\tab\tNOUN\t_\t_\t0\troot\t_\t_\n2\ta\ta\tADJ\t_\t_\t1\tamod\t_\t_\n\n",
+               "# text = ab a\n1\ta\ta\tADJ\t_\t_\t0\troot\t_\tSpaceAfter=No\n"
+               "2\tba\tba\tNOUN\t_\t_\t1\tamod\t_\t_\n\n")
+
+
+@pytest.mark.parametrize("pair, expected", [(SAME_FORMS, {"Words": 100 / 3, "UPOS": 100 / 3, "Lemmas": 100 / 3}),
+                                            (OTHER_SPANS, {"Words": 0.0, "UPOS": 0.0})])
+def test_raw_text_scores_align_words_by_their_characters(pair, expected, tmp_path):
+    """The scorer's alignment: udapi gave UPOS 0 on the first pair and Words 50 on the second;
+    the official scorer, when ../shared/tools has it, agrees on every metric."""
+    from arborist.raw_text import METRICS, score
+
+    gold, system = tmp_path / "gold.conllu", tmp_path / "system.conllu"
+    gold.write_text(pair[0], encoding="utf-8")
+    system.write_text(pair[1], encoding="utf-8")
+    mine = score(gold, system)
+    for metric, f1 in expected.items():
+        assert mine[metric]["f1"] == pytest.approx(f1), metric
+    if (TOOLS / "conll18_ud_eval.py").exists():
+        official = subprocess.run([sys.executable, str(TOOLS / "conll18_ud_eval.py"), "-v", str(gold), str(system)],
+                                  capture_output=True, text=True, check=True)
+        rows = {l.split("|")[0].strip(): float(l.split("|")[3]) for l in official.stdout.splitlines()[2:] if "|" in l}
+        assert set(rows) == set(METRICS)
+        for metric, f1 in rows.items():
+            assert mine[metric]["f1"] == pytest.approx(f1, abs=0.006), metric
 
 
 def _conllu_sentence(words: list[tuple[str, tuple[str, ...] | None]], k: int) -> str:

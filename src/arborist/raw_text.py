@@ -8,11 +8,12 @@ each sentence's text is a line of its own, parsed as presegmented text (`-i pres
 the same score with the treebank's sentence boundaries, so the difference is what sentence
 splitting costs.
 
-- Tokens and Sentences F1: spans over the text's characters without whitespace, as the
-  official scorer defines them;
-- Words, UPOS, XPOS, UFeats, AllTags, Lemmas, UAS, LAS, CLAS, MLAS and BLEX F1: udapi's
-  `eval.Conll18` on the sentences `util.ResegmentGold` aligns (udapi's reimplementation
-  of the official scorer; its figures equal the scorer's).
+Every metric, Tokens to BLEX, is the official CoNLL 2018 scorer's: `udtools.udeval`, the
+UD project's package of that scorer (its `evaluate` and `load_conllu_file`: words aligned by
+their character spans, and inside a multiword token by their forms). Until 2026-11-28
+(session 25) Words to BLEX came from udapi's `eval.Conll18`, which aligns words by their forms
+alone: identical forms near a tokenization difference could pair otherwise (tr_imst dev, two
+"?" words, UPOS 90.13 against the scorer's 90.15).
 """
 from __future__ import annotations
 
@@ -35,62 +36,18 @@ def raw_text(gold: Path, gold_sentences: bool = False) -> str:
     return "\n\n".join(paragraph_texts(paragraphs)) + "\n"
 
 
-def spans(path: Path) -> tuple[set, set]:
-    """(token spans, sentence spans) of a CoNLL-U file over its characters without whitespace."""
-    tokens, sentences = set(), set()
-    position, first, last, skip_to = 0, None, None, 0
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.rstrip("\r\n")
-            if not line:
-                if first is not None:
-                    sentences.add((first, last))
-                first, skip_to = None, 0
-                continue
-            if line.startswith("#"):
-                continue
-            columns = line.split("\t")
-            if "." in columns[0]:
-                continue
-            if "-" in columns[0]:
-                skip_to = int(columns[0].split("-")[1])
-            elif int(columns[0]) <= skip_to:
-                continue  # a word of a multiword token: the token has the characters
-            length = len("".join(columns[1].split()))
-            tokens.add((position, position + length))
-            first = position if first is None else first
-            position += length
-            last = position
-    if first is not None:
-        sentences.add((first, last))
-    return tokens, sentences
-
-
 def score(gold: Path, system: Path) -> dict:
-    """{metric: {"precision", "recall", "f1"}} in percent."""
-    from udapi.block.eval.conll18 import Conll18, prec_rec_f1
-    from udapi.block.read.conllu import Conllu
-    from udapi.block.util.resegmentgold import ResegmentGold
-    from udapi.core.document import Document
+    """{metric: {"precision", "recall", "f1"}} in percent, the official scorer's (`udtools`).
+    A file the scorer cannot read (two roots, a cycle, text that differs from the gold's)
+    raises ValueError with its message."""
+    from udtools.udeval import UDError, evaluate, load_conllu_file
 
-    out = {}
-    gold_spans, system_spans = spans(gold), spans(system)
-    for name, g, s in zip(("Tokens", "Sentences"), gold_spans, system_spans):
-        p, r, f, _ = prec_rec_f1(len(g & s), len(s), len(g))
-        out[name] = {"precision": 100 * p, "recall": 100 * r, "f1": 100 * f}
-    document = Document()
-    Conllu(files=str(gold), zone="gold").apply_on_document(document)
-    Conllu(files=str(system), zone="pred", ignore_sent_id=True).apply_on_document(document)
-    ResegmentGold().apply_on_document(document)
-    evaluation = Conll18(print_results=False)
-    evaluation.apply_on_document(document)
-    count = evaluation.total_count
-    for metric in METRICS[2:]:
-        content = metric in ("CLAS", "MLAS", "BLEX")
-        pred, wanted = (count["pred_cont"], count["gold_cont"]) if content else (count["pred"], count["gold"])
-        p, r, f, _ = prec_rec_f1(count[metric], pred, wanted)
-        out[metric] = {"precision": 100 * p, "recall": 100 * r, "f1": 100 * f}
-    return out
+    try:
+        scores = evaluate(load_conllu_file(str(gold)), load_conllu_file(str(system)))
+    except UDError as e:
+        raise ValueError(f"the CoNLL 2018 scorer refuses {gold} or {system}: {e}") from None
+    return {metric: {"precision": 100 * scores[metric].precision, "recall": 100 * scores[metric].recall,
+                     "f1": 100 * scores[metric].f1} for metric in METRICS}
 
 
 def evaluate_raw_text(pipeline, model_path: Path, gold: Path, lang: str | None = None,
