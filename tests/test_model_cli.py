@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import stat
 from pathlib import Path
 
@@ -521,3 +522,57 @@ def test_cli_train_zero_epochs_does_not_claim_a_model(runner, monkeypatch, tmp_p
         app, ["train", "configs/quickstart.cfg", "--output", str(out), "--set", "training.max_epochs=0"]
     )
     assert result.exit_code != 0 or out.exists(), output_of(result)
+
+
+def test_average_never_replaces_what_it_was_not_asked_to(trained, runner, tmp_path):
+    """`arborist average -o` replaced whatever was there: a directory of the user's, one of
+    the models being averaged (its checkpoint and training.json gone), or a file, moved aside
+    to a hidden name while the command said it failed. Now an output that exists needs
+    --overwrite, one of the inputs (or a directory holding one, or inside one) is refused, and
+    so is a file; `package` and every model write (`write_directory`) refuse a file too."""
+    from arborist.model import load, write_directory
+
+    model_dir, _ = trained
+    other = tmp_path / "other"
+    shutil.copytree(model_dir, other)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine\n")
+    afile = tmp_path / "afile"
+    afile.write_text("mine\n")
+    for output, extra, message in ((mine, [], "exists (--overwrite replaces it)"),
+                                   (other, ["--overwrite"], "an input"), (tmp_path, ["--overwrite"], "an input"),
+                                   (other / "sub", ["--overwrite"], "an input"), (afile, ["--overwrite"], "not a directory")):
+        result = runner.invoke(app, ["average", str(model_dir), str(other), "-o", str(output), *extra])
+        assert result.exit_code == 1 and message in output_of(result), (output, output_of(result))
+    assert (mine / "notes.txt").read_text() == "mine\n" and afile.read_text() == "mine\n"
+    assert sorted(p.name for p in other.iterdir()) == sorted(p.name for p in Path(model_dir).iterdir())
+    result = runner.invoke(app, ["average", str(model_dir), str(other), "-o", str(mine), "--overwrite"])
+    assert result.exit_code == 0 and (mine / "meta.json").exists()
+    result = runner.invoke(app, ["package", str(model_dir), str(afile), "--overwrite"])
+    assert result.exit_code == 1 and "not a directory" in output_of(result) and afile.read_text() == "mine\n"
+    with pytest.raises(NotADirectoryError):
+        write_directory(afile, lambda tmp: None)
+    assert afile.read_text() == "mine\n" and not list(tmp_path.glob(".afile*"))
+
+
+def test_a_model_whose_language_spacy_cannot_make_is_a_clean_error(trained, runner, tmp_path):
+    """A language spaCy cannot make here (no such language, or one needing a library), or a
+    meta.json whose training config is damaged: parse and package name the model, no traceback."""
+    model_dir, _ = trained
+    def zz(config: str) -> str:
+        without = re.sub(r"\[nlp\]\nlang = \S+\n", "", config)
+        return without + '\n[nlp]\nlang = "zz"\n'
+
+    for name, config in (("zz", zz), ("bad", lambda c: "[[[not a config")):
+        broken = tmp_path / name
+        shutil.copytree(Path(model_dir) / "model-best", broken)
+        meta = json.loads((broken / "meta.json").read_text())
+        meta["info"]["config"] = config(meta["info"].get("config") or "")
+        (broken / "meta.json").write_text(json.dumps(meta))
+        (tmp_path / "t.txt").write_text("Hello there.\n")
+        for args in (["parse", str(broken), str(tmp_path / "t.txt")], ["package", str(broken), str(tmp_path / "p")]):
+            result = runner.invoke(app, args)
+            assert result.exit_code == 1 and isinstance(result.exception, SystemExit), (args, output_of(result))
+            assert (f"{broken}: language 'zz'" if name == "zz" else f"{broken / 'meta.json'}: info.config") in \
+                output_of(result)

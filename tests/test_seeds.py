@@ -217,14 +217,14 @@ def test_the_runs_seeds_count_up_from_the_configured_one():
     unset = {**spec.section, "trainer": {k: v for k, v in spec.section["trainer"].items() if k != "seed"}}
     assert ComponentSpec("upos", unset).member(2).section["trainer"]["seed"] == 2  # the trainer's default, 0
     bad = {**spec.section, "trainer": {**spec.section["trainer"], "seed": "x"}}
-    with pytest.raises(ValueError, match="seed must be an integer"):
-        ComponentSpec("upos", bad).member(1)
+    with pytest.raises(ValueError, match=r"\[components.upos.trainer\]: seed: .*'x' is not"):
+        ComponentSpec("upos", bad)  # (a bad trainer setting fails before any training)
     same_order = {**spec.section, "trainer": {**spec.section["trainer"], "shuffle": False}}
     with pytest.raises(ValueError, match="shuffle = false trains the same run"):
         ComponentSpec("upos", same_order).member(1)
     misspelt = {**spec.section, "trainer": {**spec.section["trainer"], "@trainers": "arborist.Perceptorn.v1"}}
-    with pytest.raises(ValueError, match="unknown trainer 'arborist.Perceptorn.v1'"):
-        ComponentSpec("upos", misspelt).member(1)
+    with pytest.raises(ValueError, match=r"\[components.upos.trainer\]: .*'arborist.Perceptorn.v1'"):
+        ComponentSpec("upos", misspelt)
 
 
 def test_two_workers_train_the_same_seeded_pipeline(straight, tmp_path):
@@ -256,6 +256,6 @@ def test_without_a_dev_set_each_run_keeps_its_last_epoch(tmp_path):
 
 def test_a_seeded_component_whose_trainer_seed_is_not_an_integer_fails_before_training(tmp_path):
     tracker = Quiet()
-    with pytest.raises(ValueError, match=r"\[components.parser.trainer\] seed must be an integer"):
+    with pytest.raises(ValueError, match=r"\[components.parser.trainer\]: seed: at root: None is not"):
         train(config(tagger(None), parser(2, seed="null")), tmp_path / "run", tracker)
     assert tracker.components == []

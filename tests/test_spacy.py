@@ -365,8 +365,9 @@ def test_arborist_package_gives_the_pipeline_the_models_language(tiny_model, tmp
 
 
 def test_model_language_comes_from_the_config(pipeline):
-    assert pipeline.lang == "en"  # the training config has no [nlp] section
-    german = arborist.Pipeline(info={"config": pipeline.info["config"] + '\n[nlp]\nlang = "de"\n'})
+    assert pipeline.lang == "en"  # the training config's [nlp] lang is null, its training file not UD-named
+    assert '[nlp]\nlang = null' in pipeline.info["config"]
+    german = arborist.Pipeline(info={"config": pipeline.info["config"].replace('lang = null', 'lang = "de"')})
     assert german.lang == "de"
 
 

@@ -285,3 +285,43 @@ def test_models_trained_without_a_language_take_their_training_files(tmp_path):
     train(config("perceptron", 1), tmp_path / "run", Quiet())
     _, report = train(config("perceptron", 2, '[nlp]\nlang = "de"'), tmp_path / "run", Quiet(), resume=True)
     assert load(tmp_path / "run").lang == "de"
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("[components.parser.trainer]\nlearning_rate = 0.1", r"\[components.parser.trainer\]: learning_rate: unexpected"),
+    ("[components.parser.trainer]\nseed = \"abc\"", r"\[components.parser.trainer\]: seed: .*'abc'"),
+    ("[components.parser.structure]\nhash_bits = 50", r"hash_bits must be between 1 and 32"),
+    ("[components.parser.structure]\nnope = 1", r"\[components.parser.structure\]: nope: unexpected")])
+def test_a_bad_component_setting_fails_before_any_training(setting, message, tmp_path):
+    """A later component's bad trainer or structure setting was found only when its turn
+    came, after the components before it had trained, and `--resume` of the corrected config
+    refused their checkpoint: now it fails before anything is trained or written."""
+    tracker = Quiet()
+    with pytest.raises(ValueError, match=message):
+        train(config("perceptron", 1).merge(parser_override(setting)), tmp_path / "run", tracker)
+    assert tracker.components == [] and not (tmp_path / "run").exists()
+
+
+def test_a_language_spacy_cannot_make_here_is_xx_or_refused(tmp_path):
+    """Japanese needs SudachiPy: a model named ja took "ja" and then crashed every raw-text
+    parse and `package`. Inferred, it is now spaCy's multi-language class with the reason;
+    configured, it is refused before training."""
+    import importlib.util
+
+    if importlib.util.find_spec("sudachipy") is not None:
+        pytest.skip("SudachiPy is installed: spaCy can make Japanese here")
+    tracker = Quiet()
+    pipeline, _ = train(ud_named_config(tmp_path, "ja_sample-ud-train.conllu"), None, tracker)
+    assert pipeline.lang == "xx" and any("SudachiPy" in m and m.startswith("language: xx") for m in tracker.messages)
+    with pytest.raises(ValueError, match=r"\[nlp\] lang = 'ja': spaCy cannot make it \(Japanese support requires"):
+        train(ud_named_config(tmp_path, "sample-train.conllu", '[nlp]\nlang = "ja"'), None, Quiet())
+
+
+def test_every_config_takes_the_language_from_the_command_line():
+    """`--set nlp.lang=de` with a config without [nlp] (confection refused the override)."""
+    from arborist.train import load_config
+
+    quickstart = Path(__file__).resolve().parents[1] / "configs" / "quickstart.cfg"
+    assert "[nlp]" not in quickstart.read_text()
+    assert load_config(quickstart, {"nlp.lang": "de"})["nlp"]["lang"] == "de"
+    assert load_config(quickstart)["nlp"]["lang"] is None

@@ -190,6 +190,8 @@ def average(
                                        help="gold CoNLL-U file (the dev set) to fit the temperatures on"),
     threads: int = typer.Option(1, "--threads", min=1, help="with --dev: compute the marginals in this many "
                                 "threads"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace OUTPUT if it exists (never one of the "
+                                   "models)"),
 ):
     """Average the weights of models trained with one config and different seeds: an ensemble
     that parses as fast as one model. The models must differ only in their weights. The
@@ -199,6 +201,7 @@ def average(
     from .corpus import CorpusError, read_conllu
     from .model import ModelError, average as average_models
 
+    _check_output(output, overwrite, models)
     try:
         pipeline = average_models(models)
         if dev is not None:
@@ -306,6 +309,7 @@ def parse(
                 _fail(f"{given}: no such file or directory")
     try:
         pipeline = load(model)
+        _check_language(lang, pipeline, model)
     except ModelError as e:
         _fail(str(e))
     if pipeline.writer("head") is None or not trees:  # what needs trees is refused, with why
@@ -388,12 +392,12 @@ def package(
     from .batch import spacy_pipeline
     from .model import ModelError, load, write_directory
 
-    if output_dir.exists() and not overwrite:
-        _fail(f"{output_dir} exists (--overwrite replaces it)")
+    _check_output(output_dir, overwrite, [model])
     if lang is not None:
         _check_lang(lang)
     try:
         pipeline = load(model)
+        _check_language(lang, pipeline, model)
         nlp = spacy_pipeline(pipeline, lang)
     except (ModelError, ImportError, OSError) as e:
         _fail(str(e))
@@ -407,6 +411,35 @@ def package(
         _fail(_os_error(e, output_dir))
     typer.echo(f"spaCy pipeline ({', '.join(nlp.pipe_names)}) written to {output_dir}; "
                f"load it with spacy.load({str(output_dir)!r})", err=True)
+
+
+def _check_output(output: Path, overwrite: bool, inputs: List[Path]) -> None:
+    """An output directory to write, or a clean error before any work: not a file, not one of
+    the inputs (nor inside one, nor holding one), and, unless `overwrite`, not there yet."""
+    if output.is_symlink() or output.exists() and not output.is_dir():
+        _fail(f"{output} exists and is not a directory")
+    out = output.resolve()
+    for given in inputs:
+        given = given.resolve()
+        if out == given or given in out.parents or out in given.parents:
+            _fail(f"{output}: the output would replace {given} or what is in it, an input")
+    if output.exists() and not overwrite:
+        _fail(f"{output} exists (--overwrite replaces it)")
+
+
+def _check_language(lang: Optional[str], pipeline, model: Path) -> None:
+    """The model's language (or --lang) is one spaCy can make a pipeline of here, or a clean
+    error naming the model."""
+    from .model import ModelError, spacy_language_error
+
+    try:
+        lang = lang or pipeline.lang
+    except ModelError as e:  # "meta.json: ..."
+        raise ModelError(f"{model / str(e)}") from None
+    why = spacy_language_error(lang)
+    if why is not None:
+        raise ModelError(f"{model}: language {lang!r}: spaCy cannot make it ({why}); --lang xx gives spaCy's "
+                         "multi-language class")
 
 
 def _check_lang(lang: str) -> None:

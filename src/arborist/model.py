@@ -21,6 +21,8 @@ on what the ones before it wrote (`arborist.component`).
 """
 from __future__ import annotations
 
+import errno
+import functools
 import json
 import os
 import re
@@ -46,20 +48,27 @@ DEFAULT_LANG = "en"
 UD_FILE_NAME = re.compile(r"^([a-z]{2,3})_[a-z0-9]+-ud-[a-z]+\.conllu$")
 
 
-def spacy_has_language(code: str) -> bool:
+@functools.lru_cache(maxsize=None)
+def spacy_language_error(code: str) -> str | None:
+    """Why spaCy cannot make a blank pipeline of language `code` (it has no such language, or
+    the language needs a library that is not installed: Japanese's SudachiPy...), or None."""
     import spacy
 
     try:
-        spacy.util.get_lang_class(code)
-    except ImportError:
-        return False
-    return True
+        spacy.blank(code)
+    except Exception as e:  # ImportError, mostly; whatever the language's own setup raises
+        return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return None
+
+
+def spacy_has_language(code: str) -> bool:
+    return spacy_language_error(code) is None
 
 
 def language_code(path) -> str | None:
     """spaCy's code of the language of a UD treebank file, from its name
     ("it_partut-ud-train.conllu": "it"; "xx", spaCy's multi-language class, for a language
-    spaCy lacks), or None for a file not named as UD names them."""
+    spaCy lacks or cannot make here), or None for a file not named as UD names them."""
     match = UD_FILE_NAME.match(Path(str(path)).name)
     if match is None:
         return None
@@ -301,7 +310,11 @@ class Pipeline:
         its training file's UD name (models trained before it did), else "en"."""
         from confection import Config
 
-        config = Config().from_str(self.info.get("config") or "", interpolate=False)
+        text = self.info.get("config") or ""
+        try:
+            config = Config().from_str(text if isinstance(text, str) else None, interpolate=False)
+        except Exception as e:  # confection's ConfigValidationError, configparser's errors, a TypeError
+            raise ModelError(f"meta.json: info.config is not the training config ({type(e).__name__})") from None
         lang = (config.get("nlp") or {}).get("lang")
         if isinstance(lang, str) and lang:
             return lang
@@ -340,6 +353,9 @@ def write_directory(path: str | os.PathLike, write) -> Path:
     killed between moving the previous directory aside and renaming the new one into
     place leaves `.NAME.old<pid>`: the next write, and `recover_directory`, put it back."""
     path = Path(path)
+    if path.is_symlink() or path.exists() and not path.is_dir():
+        # (moved aside and removed, a file or a link would be lost, and not by rmtree)
+        raise NotADirectoryError(errno.ENOTDIR, "exists and is not a directory", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     recover_directory(path)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp{os.getpid()}-", dir=path.parent))

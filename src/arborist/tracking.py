@@ -72,7 +72,7 @@ class ConsoleTracker:
         self.console.print("  ".join(cells))
 
     def message(self, text: str) -> None:
-        self.console.print(text)
+        self.console.print(text, markup=False, highlight=False)  # "[nlp] lang" is text, not Rich markup
 
     def log(self, metrics: dict) -> None:
         """Rows besides the epoch table (C-annealing): the console prints its table at the end."""

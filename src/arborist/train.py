@@ -72,8 +72,8 @@ from .confidence import describe_fit, upstream_inputs
 from .learn.mixing import ENGINES, ParameterMixing, connect_ray, parallel_trainer
 from .learn.perceptron import SWVP
 from .corpus import read_corpus
-from .model import (BEST_MODEL, Pipeline, annotate, language_code, load, read_json, recover_directory, spacy_has_language,
-                    write_directory)
+from .model import (BEST_MODEL, UD_FILE_NAME, Pipeline, annotate, language_code, load, read_json, recover_directory,
+                    spacy_language_error, write_directory)
 from .registry import component_kind, kind_for_structure, registry
 from .sentence import FORM
 from .structure import scoring_threads
@@ -112,7 +112,13 @@ COMPONENT_ENTRIES = {"kind", "structure", "trainer", "training"}
 
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Config:
-    return Config().from_disk(path, overrides=overrides or {})
+    """The config file with `overrides` ({"training.max_epochs": 3}). A config without spaCy's
+    `[nlp]` section gets `lang = null` (`with_language`), so that `--set nlp.lang=it` works
+    with every config, not only those that name it."""
+    text = Path(path).read_text(encoding="utf-8")
+    if "nlp" not in Config().from_str(text, interpolate=False):
+        text += '\n[nlp]\nlang = null\n'
+    return Config().from_str(text, overrides=overrides or {})
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:
@@ -177,6 +183,18 @@ def load_checkpoint(directory: Path) -> tuple[dict, dict]:
     return state, arrays
 
 
+MAX_TRAINED_HASH_BITS = 32  # 2**32 float64 weights: 32 GiB, each of a trainer's vectors
+
+
+def config_error(error: Exception) -> str:
+    """A registry call's error in one line: confection's "setting: what is wrong" for each
+    setting (its own message is the whole block of settings), anything else as it is."""
+    errors = getattr(error, "errors", None)
+    if errors:
+        return "; ".join(f"{' -> '.join(map(str, e.get('loc', ())[1:])) or 'it'}: {e.get('msg')}" for e in errors)
+    return str(error).strip()
+
+
 class ComponentSpec:
     """One [components.NAME] section: its kind's class and the registry calls."""
 
@@ -210,9 +228,22 @@ class ComponentSpec:
                              f"{', '.join(registry.components.get_all())})") from None
         self.kind = kind
         self.probe = self.cls(self.structure())  # its columns, before anything is trained
+        # A bad setting fails here, before any component trains (not hours later, with a
+        # checkpoint that --resume of the corrected config refuses).
+        bits = getattr(self.probe.structure, "hash_bits", None)
+        if isinstance(bits, int) and not 1 <= bits <= MAX_TRAINED_HASH_BITS:
+            raise ValueError(f"[components.{name}.structure] hash_bits must be between 1 and "
+                             f"{MAX_TRAINED_HASH_BITS} (2**{MAX_TRAINED_HASH_BITS} weights: 32 GiB), got {bits}")
+        try:
+            registry.resolve(Config({"t": section["trainer"]}), validate=True)
+        except Exception as e:  # confection's ConfigValidationError, catalogue's RegistryError, a trainer's own
+            raise ValueError(f"[components.{name}.trainer]: {config_error(e)}") from None
 
     def structure(self):
-        return registry.resolve(Config({"s": self.section["structure"]}), validate=True)["s"]
+        try:
+            return registry.resolve(Config({"s": self.section["structure"]}), validate=True)["s"]
+        except Exception as e:  # confection's ConfigValidationError, catalogue's RegistryError, its own
+            raise ValueError(f"[components.{self.name}.structure]: {config_error(e)}") from None
 
     def resolve(self) -> tuple[Component, Any]:
         """A fresh (component without weights, trainer) pair."""
@@ -1196,15 +1227,18 @@ def with_language(config: Config, train_path) -> tuple[Config, str]:
     `lang` spaCy does not know is refused here, before any training."""
     lang = dict(config.get("nlp") or {}).get("lang")
     if lang is not None:
-        if not isinstance(lang, str) or not spacy_has_language(lang):
-            raise ValueError(f"[nlp] lang = {lang!r}: spaCy has no such language (a code such as en, de, el, hu, "
-                             "it, tr; xx for any other)")
+        why = spacy_language_error(lang) if isinstance(lang, str) else "not a language code"
+        if why is not None:
+            raise ValueError(f"[nlp] lang = {lang!r}: spaCy cannot make it ({why}); a code such as en, de, el, "
+                             "hu, it, tr, or xx, spaCy's multi-language class")
         return config, ""
     lang = language_code(train_path)
     if lang is None:
         return config, ""
     name = Path(str(train_path)).name
-    why = ", a language spaCy lacks: its multi-language class" if lang == "xx" else ""
+    code = UD_FILE_NAME.match(name).group(1)
+    why = "" if lang == code else (f", which spaCy cannot make here ({spacy_language_error(code)}): its "
+                                   "multi-language class")
     return (Config(config).merge({"nlp": {"lang": lang}}),
             f"language: {lang} (from the training file's UD name {name}{why}; [nlp] lang sets another)")
 
