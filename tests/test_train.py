@@ -325,3 +325,30 @@ def test_every_config_takes_the_language_from_the_command_line():
     assert "[nlp]" not in quickstart.read_text()
     assert load_config(quickstart, {"nlp.lang": "de"})["nlp"]["lang"] == "de"
     assert load_config(quickstart)["nlp"]["lang"] is None
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("[training]\npatience = \"abc\"", "training.patience must be 0 \\(none\\) or a positive integer, got 'abc'"),
+    ("[training]\npatience = -3", "training.patience must be"),
+    ("[training]\nmax_train_sentences = -50", "training.max_train_sentences must be 0 \\(all\\)"),
+    ("[training]\ncalibrate = \"maybe\"", "training.calibrate must be true or false"),
+    ("[training]\nmax_epochs = true", "training.max_epochs must be a positive integer, got True"),
+    ("[components.parser.training]\nmax_epochs = 0", r"\[components.parser.training\] max_epochs must be"),
+    ("[components.parser.training]\nmax_epochs = \"abc\"", r"\[components.parser.training\] max_epochs must be")])
+def test_training_settings_are_checked_before_any_training(extra, message, tmp_path):
+    """Each was taken as it came: a negative max_train_sentences dropped the last sentences, a
+    component's max_epochs = 0 left it out of the model, "abc" gave a traceback after the
+    components before it had trained."""
+    tracker = Quiet()
+    with pytest.raises(ValueError, match=message):
+        override = parser_override(extra) if extra.startswith("[components") else Config().from_str(extra)
+        train(config("perceptron", 1).merge(override), tmp_path / "run", tracker)
+    assert tracker.components == []
+
+
+def test_an_empty_dev_file_is_refused(tmp_path):
+    """It trained as without a dev set and reported dev scores of 0."""
+    (tmp_path / "empty.conllu").write_text("")
+    with pytest.raises(ValueError, match="empty.conllu: no sentences in the dev file"):
+        train(config("perceptron", 1).merge(Config().from_str(f'[training]\ndev_path = "{tmp_path / "empty.conllu"}"')),
+              tmp_path / "run", Quiet())

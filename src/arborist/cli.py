@@ -50,6 +50,8 @@ def train(
     from .corpus import CorpusError
     from .train import load_config, parse_overrides, train as run
 
+    if output is None:
+        typer.echo("warning: no --output: the model is trained and not saved", err=True)
     try:
         cfg = load_config(config, parse_overrides(overrides))
         _, report = run(cfg, output, resume=resume, use_wandb=not no_wandb)

@@ -212,6 +212,7 @@ class ComponentSpec:
                              f"not {', '.join(bad)}")
         if "seeds" in section.get("training", {}):
             _check_seeds(section["training"]["seeds"], f"[components.{name}.training] seeds")
+        _check_counts(section.get("training", {}), f"[components.{name}.training] ")
         if section.get("training", {}).get("keep", "best") not in KEEP:
             raise ValueError(f"[components.{name}.training] keep must be one of {', '.join(map(repr, KEEP))}, "
                              f"got {section['training']['keep']!r}")
@@ -355,6 +356,9 @@ class Training:
             self.train_set = self.train_set[:self.settings["max_train_sentences"]]
         self.dev_set = (read_corpus(self.settings["dev_path"], require_heads=True) if self.settings["dev_path"]
                         else [])
+        if self.settings["dev_path"] and not self.dev_set:  # (it would select epochs on a score of 0)
+            raise ValueError(f"{self.settings['dev_path']}: no sentences in the dev file (leave training.dev_path "
+                             "out to train without a dev set)")
         tracker.message(f"train: {len(self.train_set)} sentences, {sum(s.n for s in self.train_set)} words; "
                         f"dev: {len(self.dev_set)} sentences")
         folds = self.settings["jackknife_folds"]
@@ -1249,8 +1253,13 @@ def _settings(config: Config) -> dict:
     if unknown:
         raise ValueError(f"unknown [training] setting(s): {', '.join(unknown)}; known: {', '.join(TRAINING_DEFAULTS)}")
     settings = {**TRAINING_DEFAULTS, **training}
-    if not isinstance(settings["max_epochs"], int) or settings["max_epochs"] < 1:
-        raise ValueError(f"training.max_epochs must be a positive integer, got {settings['max_epochs']!r}")
+    _check_counts(settings, "training.")
+    if not isinstance(settings["max_train_sentences"], int) or isinstance(settings["max_train_sentences"], bool) \
+            or settings["max_train_sentences"] < 0:
+        raise ValueError("training.max_train_sentences must be 0 (all) or a positive integer, "
+                         f"got {settings['max_train_sentences']!r}")
+    if not isinstance(settings["calibrate"], bool):
+        raise ValueError(f"training.calibrate must be true or false, got {settings['calibrate']!r}")
     if not settings["train_path"]:
         raise ValueError("training.train_path is not set")
     _check_seeds(settings["seeds"], "training.seeds")
@@ -1271,6 +1280,16 @@ def _settings(config: Config) -> dict:
         raise ValueError(f"training.jackknife_folds must be 0 (the parser trains on gold tags) or an integer >= 2, "
                          f"got {folds!r}")
     return settings
+
+
+def _check_counts(settings: dict, where: str) -> None:
+    """max_epochs (a positive integer) and patience (0, none, or a positive integer) of the
+    [training] section or a component's (`where`: "training." or "[components.NAME.training] ")."""
+    for key, least in (("max_epochs", 1), ("patience", 0)):
+        value = settings.get(key, least)
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            what = "a positive integer" if least else "0 (none) or a positive integer"
+            raise ValueError(f"{where}{key} must be {what}, got {value!r}")
 
 
 def _check_seeds(value, where: str) -> None:
