@@ -949,10 +949,11 @@ def train(config: Config, output: str | Path | None = None, tracker=None,
         recover_directory(output / CHECKPOINT)
         recover_directory(output / BEST_MODEL)
         state, arrays = load_checkpoint(output / CHECKPOINT)
-        if _resumable(state["config"]) != _resumable(config.to_str()):
-            raise ValueError(f"{output / CHECKPOINT}: the checkpoint was written with a different config; "
-                             "resume with the same config and --set values (only training.max_epochs and "
-                             "training.patience may change)")
+        before, now = _resumable(state["config"]), _resumable(config.to_str())
+        if before != now:
+            raise ValueError(f"{output / CHECKPOINT}: the checkpoint was written with a different config "
+                             f"({config_differences(before, now)}); resume with the same config and --set values "
+                             "(only training.max_epochs and training.patience may change)")
     if tracker is None:
         tracker = trackers_for(config, output, use_wandb, state.get("wandb_run_id") if state else None)
     if lang_note:
@@ -1295,6 +1296,25 @@ def _check_counts(settings: dict, where: str) -> None:
 def _check_seeds(value, where: str) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{where} must be a positive integer (the number of runs averaged), got {value!r}")
+
+
+def config_differences(before: dict, now: dict, most: int = 5) -> str:
+    """The settings two configs differ in, "training.train_path: 'a' then 'b'" (the first
+    `most` of them)."""
+    def flat(d, prefix=""):
+        out = {}
+        for key, value in d.items():
+            if isinstance(value, dict):
+                out.update(flat(value, f"{prefix}{key}."))
+            else:
+                out[f"{prefix}{key}"] = value
+        return out
+
+    a, b = flat(before), flat(now)
+    missing = object()
+    keys = [k for k in sorted(set(a) | set(b)) if a.get(k, missing) != b.get(k, missing)]
+    shown = [f"{k}: {a.get(k, 'unset')!r} then {b.get(k, 'unset')!r}" for k in keys[:most]]
+    return "; ".join(shown) + (f"; and {len(keys) - most} more" if len(keys) > most else "")
 
 
 def _resumable(config_text: str) -> dict:
