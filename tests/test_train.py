@@ -353,3 +353,16 @@ def test_an_empty_dev_file_is_refused(tmp_path):
     with pytest.raises(ValueError, match="empty.conllu: no sentences in the dev file"):
         train(config("perceptron", 1).merge(Config().from_str(f'[training]\ndev_path = "{tmp_path / "empty.conllu"}"')),
               tmp_path / "run", Quiet())
+
+
+def test_resuming_with_no_epoch_left_still_calibrates(tmp_path):
+    """A run resumed with max_epochs at its checkpoint's epoch trains nothing more; its
+    component was left without a temperature (the last epoch's calibration never ran)."""
+    _, straight = train(config("perceptron", 2), tmp_path / "straight", Quiet())
+    with pytest.raises(KeyboardInterrupt):
+        train(config("perceptron", 4), tmp_path / "resumed", Quiet(interrupt_at=("parser", 3, 17)))
+    _, resumed = train(config("perceptron", 2), tmp_path / "resumed", Quiet(), resume=True)
+    temperature = lambda run: load(run).components["parser"].temperature
+    assert temperature(tmp_path / "straight") is not None
+    assert temperature(tmp_path / "resumed") == pytest.approx(temperature(tmp_path / "straight"))
+    assert resumed["components"]["parser"]["calibration"] == pytest.approx(straight["components"]["parser"]["calibration"])

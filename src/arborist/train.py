@@ -1039,6 +1039,12 @@ def _train_epochs(name: str, component: Component, trainer, train_x: list, dev_x
         if patience_over:
             run.tracker.message(f"no dev improvement for {limits['patience']} epochs; stopping")
             break
+    if not entry["done"] and member is None:
+        # No epoch left to train (a run resumed with max_epochs at or below its checkpoint's
+        # epoch): what the last epoch would have done, so the component is still calibrated.
+        run.start_jackknife(name)
+        if dev_x and run.settings["calibrate"]:
+            run.calibrate(name, dev_x)
     entry["done"] = True
     entry["stopped"] = entry.get("stopped") or "max_epochs"
     if entry.get("annealing"):
