@@ -576,3 +576,23 @@ def test_a_model_whose_language_spacy_cannot_make_is_a_clean_error(trained, runn
             assert result.exit_code == 1 and isinstance(result.exception, SystemExit), (args, output_of(result))
             assert (f"{broken}: language 'zz'" if name == "zz" else f"{broken / 'meta.json'}: info.config") in \
                 output_of(result)
+
+
+def test_a_model_a_killed_write_left_aside_is_loaded(trained, runner, tmp_path):
+    """Killed between moving model-best aside and renaming the new one in, a write leaves the
+    complete previous model as `.model-best.old<pid>`: `train --resume` put it back, every
+    other reader said there was no model. Loading puts it back too (the writer is gone)."""
+    import subprocess
+    import sys
+
+    from arborist.model import load
+
+    model_dir, _ = trained
+    run = tmp_path / "run"
+    shutil.copytree(model_dir, run)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (run / "model-best").rename(run / f".model-best.old{int(dead.stdout)}")
+    result = runner.invoke(app, ["evaluate", str(run), str(REPO / "corpora" / "sample" / "sample-dev.conllu")])
+    assert result.exit_code == 0, output_of(result)
+    assert (run / "model-best" / "meta.json").exists() and not list(run.glob(".model-best.old*"))
+    assert load(run).components.keys() == load(model_dir).components.keys()
