@@ -1,6 +1,7 @@
 """Jackknife folds in parallel processes (`[training] workers`) give what one process gives."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -237,3 +238,40 @@ def test_ray_engine_trains_the_same_model(tmp_path, ray_engine):
     assert any(e.startswith("jackknifing upos: 2 folds as Ray tasks") for e in tracker.events), tracker.events
     for name, component in one.components.items():
         np.testing.assert_array_equal(component.weights.array, two.components[name].weights.array, err_msg=name)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Linux's parent-death signal")
+def test_a_forked_worker_ends_with_the_training_process():
+    """Killed by SIGKILL (or the OOM killer), the training process cannot stop its jackknife
+    workers; they waited for it for ever, each with a copy of the weights. A worker forked
+    with `die_with_parent` ends when it does."""
+    import os
+    import signal
+    import time
+
+    from arborist.train import die_with_parent
+
+    read, write = os.pipe()
+    middle = os.fork()
+    if middle == 0:  # the "training process": forks a worker, then waits to be killed
+        worker = os.fork()
+        if worker == 0:
+            die_with_parent(os.getppid())
+            time.sleep(60)
+            os._exit(0)
+        os.write(write, f"{worker}\n".encode())
+        time.sleep(60)
+        os._exit(0)
+    worker = int(os.read(read, 32).decode())
+    os.kill(middle, signal.SIGKILL)
+    os.waitpid(middle, 0)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(worker, signal.SIGKILL)
+        pytest.fail("the worker outlived the training process")

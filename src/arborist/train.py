@@ -58,6 +58,7 @@ import copy
 import inspect
 import json
 import multiprocessing
+import os
 import shutil
 import tempfile
 import time
@@ -709,7 +710,8 @@ class Jackknife:
             for k in range(n):
                 receive, send = context.Pipe(duplex=False)
                 process = context.Process(target=_fold_worker,
-                                          args=(self.job, list(range(k, folds, n)), send, self.progress),
+                                          args=(self.job, list(range(k, folds, n)), send, self.progress,
+                                                os.getpid()),
                                           name=f"jackknife-{spec.name}-{k}", daemon=True)
                 process.start()
                 send.close()
@@ -777,8 +779,26 @@ class Jackknife:
             self._refs = None
 
 
-def _fold_worker(job, folds: list[int], send, progress=None) -> None:
+def die_with_parent(parent: int) -> None:
+    """In a forked worker: end when the training process does (killed by SIGKILL or the OOM
+    killer, it cannot stop its workers), rather than wait for it, holding a copy of the
+    weights, for ever. Linux's parent-death signal (the workers are forked from the main
+    thread, whose end is the process's); nothing where there is none."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux
+        return
+    if os.getppid() != parent:  # it died before the signal was set
+        os._exit(1)
+
+
+def _fold_worker(job, folds: list[int], send, progress=None, parent: int | None = None) -> None:
     """A forked jackknife worker: its folds' predictions, or the error, sent to the parent."""
+    if parent is not None:
+        die_with_parent(parent)
     try:
         send.send(("ok", [(fold, _fold(fold, job, progress)) for fold in folds]))
     except BaseException as e:  # the parent raises it (a KeyboardInterrupt too: the run stops)
@@ -867,7 +887,8 @@ class AheadTraining:
         context = multiprocessing.get_context("fork")
         self._receive, send = context.Pipe(duplex=False)
         self._process = context.Process(target=_ahead_worker, name=f"ahead-{spec.name}", daemon=True,
-                                        args=(spec, sentences, upstream, max_epochs, self.directory, send))
+                                        args=(spec, sentences, upstream, max_epochs, self.directory, send,
+                                              os.getpid()))
         self._process.start()
         send.close()
         self._epochs: dict[int, tuple] = {}
@@ -904,8 +925,10 @@ class AheadTraining:
 
 
 def _ahead_worker(spec: ComponentSpec, sentences: list, upstream: list, max_epochs: int, directory: Path,
-                  send) -> None:
+                  send, parent: int | None = None) -> None:
     """The forked process of `AheadTraining`: each epoch's trainer state to directory/EPOCH/."""
+    if parent is not None:
+        die_with_parent(parent)
     try:
         component, trainer, examples = _begun(spec, sentences, upstream)
         for epoch in range(1, max_epochs + 1):
