@@ -366,3 +366,34 @@ def test_resuming_with_no_epoch_left_still_calibrates(tmp_path):
     assert temperature(tmp_path / "straight") is not None
     assert temperature(tmp_path / "resumed") == pytest.approx(temperature(tmp_path / "straight"))
     assert resumed["components"]["parser"]["calibration"] == pytest.approx(straight["components"]["parser"]["calibration"])
+
+
+def test_a_damaged_checkpoint_is_refused_with_its_file_named(tmp_path):
+    """The jackknifed predictions a checkpoint keeps, and its report: a damaged file gave a
+    traceback, or an error naming no file ("This file contains pickled data" for garbage)."""
+    import json as _json
+
+    from arborist.train import JACKKNIFE, load_config
+
+    repo = Path(__file__).resolve().parents[1]
+    overrides = {"paths.train": str(SAMPLE / "sample-train.conllu"), "paths.dev": str(SAMPLE / "sample-dev.conllu"),
+                 "training.max_epochs": 2, "training.jackknife_folds": 2, "training.max_train_sentences": 40}
+    cfg = load_config(repo / "configs" / "quickstart.cfg", overrides)
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, tmp_path / "run", Quiet(interrupt_at=("parser", 2, 5)))
+    checkpoint = tmp_path / "run" / "checkpoint"
+    assert (checkpoint / JACKKNIFE).is_file()
+    good = (checkpoint / JACKKNIFE).read_bytes()
+    with np.load(checkpoint / JACKKNIFE) as data:
+        arrays = {k: data[k] for k in data.files}
+    short = {**arrays, "upos_lengths": arrays["upos_lengths"][:5]}
+    for damage in (lambda: (checkpoint / JACKKNIFE).write_bytes(b"garbage" * 10),
+                   lambda: np.savez(checkpoint / JACKKNIFE, **short)):
+        damage()
+        with pytest.raises(ValueError, match=f"{checkpoint / JACKKNIFE}: cannot read the checkpoint's jackknifed"):
+            train(cfg, tmp_path / "run", Quiet(), resume=True)
+        (checkpoint / JACKKNIFE).write_bytes(good)
+    state = _json.loads((checkpoint / "state.json").read_text())
+    (checkpoint / "state.json").write_text(_json.dumps({**state, "report": {"components": 5}}))
+    with pytest.raises(ValueError, match=f"{checkpoint / 'state.json'}: not a checkpoint state"):
+        train(cfg, tmp_path / "run", Quiet(), resume=True)

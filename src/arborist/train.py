@@ -390,6 +390,10 @@ class Training:
                 raise ValueError(f"{output / CHECKPOINT}: the data changed since the checkpoint was written "
                                  f"({', '.join(changed)}); resume with the same training and dev files")
             self.report = state["report"]
+            components = self.report.get("components")
+            if not isinstance(components, dict) or not all(isinstance(e, dict) for e in components.values()):
+                raise ValueError(f"{output / CHECKPOINT / 'state.json'}: not a checkpoint state (its report has no "
+                                 "components)")
             if (output / BEST_MODEL).exists():
                 for name, component in load(output / BEST_MODEL).components.items():
                     self.pipeline.add(name, component)
@@ -398,7 +402,7 @@ class Training:
             if missing:
                 raise ValueError(f"{output / BEST_MODEL}: components {', '.join(missing)} trained before the "
                                  "checkpoint are missing; train again without --resume")
-            self.jackknifed = _load_jackknife(output / CHECKPOINT)
+            self.jackknifed = _load_jackknife(output / CHECKPOINT, [x.n for x in self.train_set])
             tracker.message(f"resuming {state['component']} after epoch {state['epoch']} from {output / CHECKPOINT}")
 
     def run(self) -> tuple[Pipeline, dict]:
@@ -1240,17 +1244,31 @@ def _save_jackknife(directory: Path, jackknifed: dict) -> None:
     tmp.replace(directory / JACKKNIFE)
 
 
-def _load_jackknife(directory: Path) -> dict:
-    if not (directory / JACKKNIFE).is_file():
+def _load_jackknife(directory: Path, lengths: list[int]) -> dict:
+    """The jackknifed predictions a checkpoint kept, {column: each training sentence's values};
+    a damaged file (unreadable, or not one value per word of the training sentences, whose
+    `lengths` these are) is a ValueError naming it."""
+    import zipfile
+
+    path = directory / JACKKNIFE
+    if not path.is_file():
         return {}
     out = {}
-    with np.load(directory / JACKKNIFE, allow_pickle=False) as data:
-        for key in data.files:
-            if key.endswith("_lengths"):
-                name = key[: -len("_lengths")]
-                flat = data[f"{name}_values"].tolist()
-                bounds = np.concatenate([[0], np.cumsum(data[key])])
-                out[name] = [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            for key in data.files:
+                if key.endswith("_lengths"):
+                    name = key[: -len("_lengths")]
+                    counts, values = data[key], data[f"{name}_values"]
+                    if counts.dtype.kind not in "iu" or counts.tolist() != lengths or values.ndim != 1 \
+                            or len(values) != sum(lengths):
+                        raise ValueError(f"{name}: not one value per word of the {len(lengths)} training sentences")
+                    flat = values.tolist()
+                    bounds = np.concatenate([[0], np.cumsum(counts)])
+                    out[name] = [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as e:
+        raise ValueError(f"{path}: cannot read the checkpoint's jackknifed predictions ({type(e).__name__}: "
+                         f"{e})") from None
     return out
 
 
