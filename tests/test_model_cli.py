@@ -596,3 +596,17 @@ def test_a_model_a_killed_write_left_aside_is_loaded(trained, runner, tmp_path):
     assert result.exit_code == 0, output_of(result)
     assert (run / "model-best" / "meta.json").exists() and not list(run.glob(".model-best.old*"))
     assert load(run).components.keys() == load(model_dir).components.keys()
+
+
+def test_train_says_what_it_does_with_the_language_and_without_an_output(runner, tmp_path):
+    """Without --output nothing is saved: said before training; the language note prints as
+    text (Rich read "[nlp]" as markup and dropped it)."""
+    sample = REPO / "corpora" / "sample"
+    train_file = tmp_path / "it_sample-ud-train.conllu"
+    shutil.copy(sample / "sample-train.conllu", train_file)
+    result = runner.invoke(app, ["train", str(REPO / "configs" / "quickstart.cfg"), "--no-wandb",
+                                 "--set", f"paths.train={train_file}", "--set", f"paths.dev={sample / 'sample-dev.conllu'}",
+                                 "--set", "training.max_epochs=1", "--set", "training.jackknife_folds=0"])
+    assert result.exit_code == 0, output_of(result)
+    assert "warning: no --output: the model is trained and not saved" in output_of(result)
+    assert "[nlp] lang sets another" in " ".join(output_of(result).split())

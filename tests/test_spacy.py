@@ -466,3 +466,15 @@ def test_the_parser_warns_on_docs_without_tags(nlp):
         with pytest.warns(UntaggedDocWarning, match="without POS tags"):
             nlp("She wrote the address down.")
         assert nlp.analyze_pipes()["problems"]["arborist_parser"] == ["token.pos"]
+
+
+def test_packaging_a_parser_without_taggers_warns(tiny_model, tmp_path):
+    """A parser trained on gold tags packages as a pipeline that reads the Doc's tags: said
+    once at packaging (it said nothing, then every Doc warned)."""
+    pipeline = arborist.load(tiny_model)
+    parser_only = pipeline.subset(lambda c: not c.tagging)
+    parser_only.save(tmp_path / "parser_only")
+    result = CliRunner().invoke(app, ["package", str(tmp_path / "parser_only"), str(tmp_path / "p")])
+    assert result.exit_code == 0 and "has no tagger: its parser reads the tags a Doc has" in result.output
+    result = CliRunner().invoke(app, ["package", str(tiny_model), str(tmp_path / "q")])
+    assert result.exit_code == 0 and "has no tagger" not in result.output

@@ -397,3 +397,15 @@ def test_a_damaged_checkpoint_is_refused_with_its_file_named(tmp_path):
     (checkpoint / "state.json").write_text(_json.dumps({**state, "report": {"components": 5}}))
     with pytest.raises(ValueError, match=f"{checkpoint / 'state.json'}: not a checkpoint state"):
         train(cfg, tmp_path / "run", Quiet(), resume=True)
+
+
+def test_a_missing_or_empty_training_file_is_named(tmp_path):
+    """A missing file named its path only ("[Errno 2] ..."), not the setting nor where a
+    relative path is read from; an empty one said "no UPOS tags in the training sentences"."""
+    missing = config("perceptron", 1).merge(Config().from_str('[training]\ntrain_path = "no/such.conllu"'))
+    with pytest.raises(ValueError, match=r"training.train_path no/such.conllu: no such file \(a relative path is read"):
+        train(missing, None, Quiet())
+    (tmp_path / "empty.conllu").write_text("\n")
+    empty = config("perceptron", 1).merge(Config().from_str(f'[training]\ntrain_path = "{tmp_path / "empty.conllu"}"'))
+    with pytest.raises(ValueError, match="empty.conllu: no sentences in the training file"):
+        train(empty, None, Quiet())

@@ -413,6 +413,9 @@ def package(
         _fail(_os_error(e, output_dir))
     typer.echo(f"spaCy pipeline ({', '.join(nlp.pipe_names)}) written to {output_dir}; "
                f"load it with spacy.load({str(output_dir)!r})", err=True)
+    if "arborist_parser" in nlp.pipe_names and "arborist_tagger" not in nlp.pipe_names:
+        typer.echo(f"warning: {model} has no tagger: its parser reads the tags a Doc has, so add a tagger before "
+                   "arborist_parser (without tags its trees are poor)", err=True)
 
 
 def _check_output(output: Path, overwrite: bool, inputs: List[Path]) -> None:

@@ -352,7 +352,14 @@ class Training:
         self.output, self.tracker = output, tracker
         self.state, self.arrays = state, arrays
         self.config_text = config.to_str()
+        for key in ("train_path", "dev_path"):
+            given = self.settings[key]
+            if given and not Path(str(given)).exists():
+                raise ValueError(f"training.{key} {given}: no such file (a relative path is read from the current "
+                                 f"directory, {Path.cwd()})")
         self.train_set = read_corpus(self.settings["train_path"], require_heads=True)
+        if not self.train_set:
+            raise ValueError(f"{self.settings['train_path']}: no sentences in the training file")
         if self.settings["max_train_sentences"]:
             self.train_set = self.train_set[:self.settings["max_train_sentences"]]
         self.dev_set = (read_corpus(self.settings["dev_path"], require_heads=True) if self.settings["dev_path"]
