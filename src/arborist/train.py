@@ -1251,10 +1251,10 @@ def _save_jackknife(directory: Path, jackknifed: dict) -> None:
     tmp.replace(directory / JACKKNIFE)
 
 
-def _load_jackknife(directory: Path, lengths: list[int]) -> dict:
+def _load_jackknife(directory: Path, lengths: list[int] | None = None) -> dict:
     """The jackknifed predictions a checkpoint kept, {column: each training sentence's values};
     a damaged file (unreadable, or not one value per word of the training sentences, whose
-    `lengths` these are) is a ValueError naming it."""
+    `lengths` these are when given) is a ValueError naming it."""
     import zipfile
 
     path = directory / JACKKNIFE
@@ -1267,9 +1267,10 @@ def _load_jackknife(directory: Path, lengths: list[int]) -> dict:
                 if key.endswith("_lengths"):
                     name = key[: -len("_lengths")]
                     counts, values = data[key], data[f"{name}_values"]
-                    if counts.dtype.kind not in "iu" or counts.tolist() != lengths or values.ndim != 1 \
-                            or len(values) != sum(lengths):
-                        raise ValueError(f"{name}: not one value per word of the {len(lengths)} training sentences")
+                    expected = lengths if lengths is not None else counts.tolist()
+                    if counts.dtype.kind not in "iu" or counts.ndim != 1 or counts.tolist() != expected \
+                            or min(expected, default=0) < 0 or values.ndim != 1 or len(values) != sum(expected):
+                        raise ValueError(f"{name}: not one value per word of the {len(expected)} training sentences")
                     flat = values.tolist()
                     bounds = np.concatenate([[0], np.cumsum(counts)])
                     out[name] = [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
