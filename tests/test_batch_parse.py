@@ -382,8 +382,8 @@ def test_standard_output_edge_cases(tiny_model, runner, tmp_path):
     # CRLF lines: the blank line in their ending, none added after one there already; in a file too
     crlf = sentence.replace("\n", "\r\n")
     for name, text, ending in (("crlf", crlf, "\r\n\r\n"), ("crlf_blank", crlf + "\r\n", "\r\n\r\n"),
-                               ("unterminated", crlf.rstrip(), "\n\n"),  # (its word line is rewritten: \n)
-                               ("lf", sentence, "\n\n")):
+                               ("unterminated", crlf.rstrip(), "\r\n\r\n"), ("lf", sentence, "\n\n"),
+                               ("lf_unterminated", sentence.rstrip(), "\n\n")):
         source = tmp_path / f"{name}.conllu"
         source.write_bytes(text.encode("utf-8"))
         result, output = invoke(runner, tiny_model, source)

@@ -1321,17 +1321,27 @@ def _html_head(job: Job, lang: str) -> str:
     return HTML_HEAD.format(lang=escape(lang), title=escape(location_name(job.source) or "stdin"))
 
 
-def final_blank_line(tail: str) -> str:
+def final_blank_line(tail: str, eol: str = "\n") -> str:
     """What CoNLL-U output ending with `tail` (its last 4 characters or more) lacks to end with
     a blank line, as every sentence must (a CoNLL-U input without its final one), in the
-    output's own line ending ("\r\n" after CRLF lines)."""
+    output's own line ending ("\r\n" after CRLF lines; `eol`: the last one written, for an
+    unterminated last line)."""
     if not tail:
         return ""
     if not tail.endswith("\n"):  # an unterminated last line
-        eol = "\r\n" if "\r\n" in tail else "\n"
         return eol + eol
     eol = "\r\n" if tail.endswith("\r\n") else "\n"
     return "" if tail[:-len(eol)].endswith("\n") else eol
+
+
+def last_line_ending(text: str, before: str, eol: str) -> str:
+    """The last line ending in what was written, `before` then `text` ("\r\n" or "\n"), or
+    `eol`, the one before them, when `text` has none."""
+    at = text.rfind("\n")
+    if at < 0:
+        return eol
+    previous = text[at - 1] if at > 0 else before[-1:]
+    return "\r\n" if previous == "\r" else "\n"
 
 
 class _Output:
@@ -1345,19 +1355,19 @@ class _Output:
                 tmp.unlink(missing_ok=True)
         self.tmp = job.target.with_name(f".{job.target.name}.tmp{os.getpid()}")
         self.file = open(self.tmp, "w", encoding="utf-8", newline="")
-        self.tail = ""  # the last characters written
+        self.tail, self.eol = "", "\n"  # the last characters written, and the last line ending
         if fmt == "html":
             self.file.write(_html_head(job, lang))
 
     def write(self, text: str) -> None:
         self.file.write(text)
-        self.tail = (self.tail + text)[-4:]
+        self.tail, self.eol = (self.tail + text)[-4:], last_line_ending(text, self.tail, self.eol)
 
     def commit(self) -> None:
         if self.fmt == "html":
             self.file.write(HTML_TAIL)
         elif self.fmt == "conllu":
-            self.file.write(final_blank_line(self.tail))
+            self.file.write(final_blank_line(self.tail, self.eol))
         self.file.close()
         os.replace(self.tmp, self.job.target)
 
@@ -1373,14 +1383,14 @@ class _StandardOutput:
     def __init__(self, job: Job, fmt: str, lang: str):
         if sys.stdout is None:  # started with it closed (`>&-`)
             raise OSError(errno.EBADF, "closed")
-        self.fmt, self.stream, self.tail = fmt, sys.stdout.buffer, ""
+        self.fmt, self.stream, self.tail, self.eol = fmt, sys.stdout.buffer, "", "\n"
         if fmt == "html":
             self.write(_html_head(job, lang))
 
     def write(self, text: str) -> None:
         self.stream.write(text.encode("utf-8"))
         self.stream.flush()
-        self.tail = (self.tail + text)[-4:]
+        self.tail, self.eol = (self.tail + text)[-4:], last_line_ending(text, self.tail, self.eol)
 
     def commit(self) -> None:
         if self.fmt == "html":
@@ -1388,7 +1398,7 @@ class _StandardOutput:
         elif self.fmt == "conllu":
             # a CoNLL-U input without its final blank line: the next document must not run
             # into its last sentence
-            self.write(final_blank_line(self.tail))
+            self.write(final_blank_line(self.tail, self.eol))
 
     def discard(self) -> None:
         pass
