@@ -202,6 +202,24 @@ OTHER_SPANS = ("# text = ab a\n1\tab\tab\tNOUN\t_\t_\t0\troot\t_\t_\n2\ta\ta\tAD
                "2\tba\tba\tNOUN\t_\t_\t1\tamod\t_\t_\n\n")
 
 
+def test_evaluate_raw_text_of_a_model_without_a_parser(run, tmp_path):
+    """Its output has HEAD '_', which the scorer refuses (session 25's switch to udtools made
+    this an error): scored on placeholder trees, without the tree metrics."""
+    from arborist.batch import without_trees
+    from arborist.raw_text import METRICS, TREE_METRICS
+
+    without_trees(load(run / "run")).save(tmp_path / "no_parser")
+    result = CliRunner().invoke(app, ["evaluate", str(tmp_path / "no_parser"), str(SAMPLE / "sample-dev.conllu"),
+                                      "--raw-text", "--json"])
+    assert result.exit_code == 0, result.output
+    scores = json.loads(result.stdout[result.stdout.index("{"):])
+    assert list(scores) == [m for m in METRICS if m not in TREE_METRICS] and scores["UPOS"]["f1"] > 50
+    with_parser = CliRunner().invoke(app, ["evaluate", str(run / "run"), str(SAMPLE / "sample-dev.conllu"),
+                                           "--raw-text", "--json"])
+    full = json.loads(with_parser.stdout[with_parser.stdout.index("{"):])
+    assert all(scores[m] == full[m] for m in scores)  # the same tokens and tags, scored the same
+
+
 @pytest.mark.parametrize("pair, expected", [(SAME_FORMS, {"Words": 100 / 3, "UPOS": 100 / 3, "Lemmas": 100 / 3}),
                                             (OTHER_SPANS, {"Words": 0.0, "UPOS": 0.0})])
 def test_raw_text_scores_align_words_by_their_characters(pair, expected, tmp_path):

@@ -347,6 +347,12 @@ def test_training_settings_are_checked_before_any_training(extra, message, tmp_p
     assert tracker.components == []
 
 
+def test_patience_null_is_no_early_stopping(tmp_path):
+    """As before the checks: null is a valid patience (none), as 0."""
+    _, report = train(config("perceptron", 2).merge(Config().from_str("[training]\npatience = null")), None, Quiet())
+    assert [h["epoch"] for h in report["components"]["parser"]["history"]] == [1, 2]
+
+
 def test_an_empty_dev_file_is_refused(tmp_path):
     """It trained as without a dev set and reported dev scores of 0."""
     (tmp_path / "empty.conllu").write_text("")

@@ -432,21 +432,18 @@ def read_meta(path: Path) -> tuple[Path, dict, list[dict]]:
     output directory stands for its model-best."""
     from .legacy import convert_meta
 
-    # A process killed while it replaced the model (`write_directory`) left it aside as
-    # `.NAME.old<pid>`: complete, put back as the next write would (when this one may).
-    for directory in (path, path / BEST_MODEL):
-        if not directory.exists():
-            try:
-                recover_directory(directory)
-            except OSError:
-                pass
     if not (path / "meta.json").exists() and (path / BEST_MODEL / "meta.json").is_file():
         path = path / BEST_MODEL  # a training output directory: its best model
     meta_path = path / "meta.json"
     if not meta_path.is_file():
-        aside = sorted(str(p) for p in path.parent.glob(f".{path.name}.old*")) + sorted(
-            str(p) for p in path.glob(f".{BEST_MODEL}.old*") if path.is_dir())
-        hint = f"; a killed write left the previous model in {aside[-1]}" if aside else ""
+        # A write killed midway leaves the previous model as `.NAME.old<pid>`. It is named here,
+        # never moved: a reader cannot tell a killed writer from a live one it cannot see (in
+        # another PID namespace); writers and `train --resume` put it back.
+        aside = [(old, path) for old in sorted(path.parent.glob(f".{path.name}.old*"))]
+        if path.is_dir():
+            aside += [(old, path / BEST_MODEL) for old in sorted(path.glob(f".{BEST_MODEL}.old*"))]
+        hint = (f"; a write killed midway left the previous model in {aside[-1][0]} (move it back to "
+                f"{aside[-1][1]})" if aside else "")
         raise ModelError(f"{path}: not an arborist model (no meta.json){hint}")
     meta = read_json(meta_path, "meta.json")
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:

@@ -36,18 +36,41 @@ def raw_text(gold: Path, gold_sentences: bool = False) -> str:
     return "\n\n".join(paragraph_texts(paragraphs)) + "\n"
 
 
-def score(gold: Path, system: Path) -> dict:
+TREE_METRICS = ("UAS", "LAS", "CLAS", "MLAS", "BLEX")
+
+
+def score(gold: Path, system: Path, trees: bool = True) -> dict:
     """{metric: {"precision", "recall", "f1"}} in percent, the official scorer's (`udtools`).
-    A file the scorer cannot read (two roots, a cycle, text that differs from the gold's)
-    raises ValueError with its message."""
+    `trees` false: the system predicts no trees (HEAD '_', which the scorer refuses), so it is
+    scored on a copy with placeholder trees and the tree metrics are left out. A file the scorer
+    cannot read (two roots, a cycle, text that differs from the gold's) raises ValueError with
+    its message."""
     from udtools.udeval import UDError, evaluate, load_conllu_file
 
-    try:
-        scores = evaluate(load_conllu_file(str(gold)), load_conllu_file(str(system)))
-    except UDError as e:
-        raise ValueError(f"the CoNLL 2018 scorer refuses {gold} or {system}: {e}") from None
+    with tempfile.TemporaryDirectory() as tmp:
+        if not trees:
+            system = _with_chain_trees(system, Path(tmp) / "system.conllu")
+        try:
+            scores = evaluate(load_conllu_file(str(gold)), load_conllu_file(str(system)))
+        except UDError as e:
+            raise ValueError(f"the CoNLL 2018 scorer refuses {gold} or {system}: {e}") from None
     return {metric: {"precision": 100 * scores[metric].precision, "recall": 100 * scores[metric].recall,
-                     "f1": 100 * scores[metric].f1} for metric in METRICS}
+                     "f1": 100 * scores[metric].f1} for metric in METRICS if trees or metric not in TREE_METRICS}
+
+
+def _with_chain_trees(system: Path, out: Path) -> Path:
+    """A copy of CoNLL-U whose words each hang from the word before (the first from the root,
+    DEPREL "dep"): a tree the scorer reads, for output without one."""
+    lines = []
+    for line in system.read_text(encoding="utf-8").splitlines(keepends=True):
+        columns = line.rstrip("\r\n").split("\t")
+        if len(columns) == 10 and columns[0].isdigit():
+            word = int(columns[0])
+            columns[6], columns[7] = str(word - 1), "root" if word == 1 else "dep"
+            line = "\t".join(columns) + line[len(line.rstrip("\r\n")):]
+        lines.append(line)
+    out.write_text("".join(lines), encoding="utf-8")
+    return out
 
 
 def evaluate_raw_text(pipeline, model_path: Path, gold: Path, lang: str | None = None,
@@ -65,4 +88,4 @@ def evaluate_raw_text(pipeline, model_path: Path, gold: Path, lang: str | None =
         report = parse_files(pipeline, jobs, "conllu", model_path=model_path, lang=lang, progress=False)
         if report.failed:
             raise ValueError(report.failed[0][1])
-        return score(gold, output / f"{gold.stem}.conllu")
+        return score(gold, output / f"{gold.stem}.conllu", trees=pipeline.writer("head") is not None)

@@ -1339,10 +1339,12 @@ def _settings(config: Config) -> dict:
 
 
 def _check_counts(settings: dict, where: str) -> None:
-    """max_epochs (a positive integer) and patience (0, none, or a positive integer) of the
+    """max_epochs (a positive integer) and patience (0 or null, none, or a positive integer) of the
     [training] section or a component's (`where`: "training." or "[components.NAME.training] ")."""
     for key, least in (("max_epochs", 1), ("patience", 0)):
         value = settings.get(key, least)
+        if key == "patience" and value is None:  # null: no early stopping, as 0
+            continue
         if not isinstance(value, int) or isinstance(value, bool) or value < least:
             what = "a positive integer" if least else "0 (none) or a positive integer"
             raise ValueError(f"{where}{key} must be {what}, got {value!r}")
