@@ -33,7 +33,7 @@ what came is parsed and written before the read blocks (CoNLL-U: a sentence at i
 line, `read_conllu`'s `idle`, so blank lines that end the input after a pause are dropped).
 The stream is one CoNLL-U file: the text inputs' paragraph numbers (`# sent_id = P.S`) and
 the pre-tokenized inputs' sentence numbers go on from one to the next. A CoNLL-U input
-without its final blank line gets one there and in a file (`final_blank_line`). A file that fails there has had its
+without its final blank line gets one there and in a file (`OutputEnd`). A file that fails there has had its
 earlier chunks written already.
 """
 from __future__ import annotations
@@ -1321,27 +1321,28 @@ def _html_head(job: Job, lang: str) -> str:
     return HTML_HEAD.format(lang=escape(lang), title=escape(location_name(job.source) or "stdin"))
 
 
-def final_blank_line(tail: str, eol: str = "\n") -> str:
-    """What CoNLL-U output ending with `tail` (its last 4 characters or more) lacks to end with
-    a blank line, as every sentence must (a CoNLL-U input without its final one), in the
-    output's own line ending ("\r\n" after CRLF lines; `eol`: the last one written, for an
-    unterminated last line)."""
-    if not tail:
-        return ""
-    if not tail.endswith("\n"):  # an unterminated last line
-        return eol + eol
-    eol = "\r\n" if tail.endswith("\r\n") else "\n"
-    return "" if tail[:-len(eol)].endswith("\n") else eol
+class OutputEnd:
+    """The end of an output written so far: its last characters and its last line ending, for
+    what CoNLL-U output lacks to end with a blank line (`blank_line`)."""
 
+    def __init__(self):
+        self.tail, self.eol = "", "\n"
 
-def last_line_ending(text: str, before: str, eol: str) -> str:
-    """The last line ending in what was written, `before` then `text` ("\r\n" or "\n"), or
-    `eol`, the one before them, when `text` has none."""
-    at = text.rfind("\n")
-    if at < 0:
-        return eol
-    previous = text[at - 1] if at > 0 else before[-1:]
-    return "\r\n" if previous == "\r" else "\n"
+    def add(self, text: str) -> None:
+        at = text.rfind("\n")
+        if at >= 0:
+            self.eol = "\r\n" if (text[at - 1] if at > 0 else self.tail[-1:]) == "\r" else "\n"
+        self.tail = (self.tail + text)[-4:]
+
+    def blank_line(self) -> str:
+        """What the output lacks to end with a blank line, as every CoNLL-U sentence must (a
+        CoNLL-U input without its final one), in its own line ending ("\r\n" after CRLF lines,
+        an unterminated last line too)."""
+        if not self.tail:
+            return ""
+        if not self.tail.endswith("\n"):  # an unterminated last line
+            return self.eol + self.eol
+        return "" if self.tail[:-len(self.eol)].endswith("\n") else self.eol
 
 
 class _Output:
@@ -1355,19 +1356,19 @@ class _Output:
                 tmp.unlink(missing_ok=True)
         self.tmp = job.target.with_name(f".{job.target.name}.tmp{os.getpid()}")
         self.file = open(self.tmp, "w", encoding="utf-8", newline="")
-        self.tail, self.eol = "", "\n"  # the last characters written, and the last line ending
+        self.end = OutputEnd()
         if fmt == "html":
             self.file.write(_html_head(job, lang))
 
     def write(self, text: str) -> None:
         self.file.write(text)
-        self.tail, self.eol = (self.tail + text)[-4:], last_line_ending(text, self.tail, self.eol)
+        self.end.add(text)
 
     def commit(self) -> None:
         if self.fmt == "html":
             self.file.write(HTML_TAIL)
         elif self.fmt == "conllu":
-            self.file.write(final_blank_line(self.tail, self.eol))
+            self.file.write(self.end.blank_line())
         self.file.close()
         os.replace(self.tmp, self.job.target)
 
@@ -1383,14 +1384,14 @@ class _StandardOutput:
     def __init__(self, job: Job, fmt: str, lang: str):
         if sys.stdout is None:  # started with it closed (`>&-`)
             raise OSError(errno.EBADF, "closed")
-        self.fmt, self.stream, self.tail, self.eol = fmt, sys.stdout.buffer, "", "\n"
+        self.fmt, self.stream, self.end = fmt, sys.stdout.buffer, OutputEnd()
         if fmt == "html":
             self.write(_html_head(job, lang))
 
     def write(self, text: str) -> None:
         self.stream.write(text.encode("utf-8"))
         self.stream.flush()
-        self.tail, self.eol = (self.tail + text)[-4:], last_line_ending(text, self.tail, self.eol)
+        self.end.add(text)
 
     def commit(self) -> None:
         if self.fmt == "html":
@@ -1398,7 +1399,7 @@ class _StandardOutput:
         elif self.fmt == "conllu":
             # a CoNLL-U input without its final blank line: the next document must not run
             # into its last sentence
-            self.write(final_blank_line(self.tail, self.eol))
+            self.write(self.end.blank_line())
 
     def discard(self) -> None:
         pass

@@ -437,10 +437,7 @@ def _check_language(lang: Optional[str], pipeline, model: Path) -> None:
     error naming the model."""
     from .model import ModelError, spacy_language_error
 
-    try:
-        lang = lang or pipeline.lang
-    except ModelError as e:  # "meta.json: ..."
-        raise ModelError(f"{model / str(e)}") from None
+    lang = lang or pipeline.lang
     why = spacy_language_error(lang)
     if why is not None:
         raise ModelError(f"{model}: language {lang!r}: spaCy cannot make it ({why}); --lang xx gives spaCy's "

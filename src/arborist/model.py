@@ -308,13 +308,7 @@ class Pipeline:
         text when the model has none, and the Language of spaCy pipelines. The training
         config's `[nlp] lang`, as in a spaCy config (`arborist train` sets it), else that of
         its training file's UD name (models trained before it did), else "en"."""
-        from confection import Config
-
-        text = self.info.get("config") or ""
-        try:
-            config = Config().from_str(text if isinstance(text, str) else None, interpolate=False)
-        except Exception as e:  # confection's ConfigValidationError, configparser's errors, a TypeError
-            raise ModelError(f"meta.json: info.config is not the training config ({type(e).__name__})") from None
+        config = _training_config(self.info, "meta.json")
         lang = (config.get("nlp") or {}).get("lang")
         if isinstance(lang, str) and lang:
             return lang
@@ -427,6 +421,18 @@ def read_json(path: Path, what: str, error: type = ModelError):
         raise error(f"{path}: unreadable {what} ({type(e).__name__}: {e})") from None
 
 
+def _training_config(info: dict, where):
+    """The training config a model's info keeps (empty without one); one that is not a config
+    is a ModelError naming `where`, its meta.json."""
+    from confection import Config
+
+    text = info.get("config") or ""
+    try:
+        return Config().from_str(text if isinstance(text, str) else None, interpolate=False)
+    except Exception as e:  # confection's ConfigValidationError, configparser's errors, a TypeError
+        raise ModelError(f"{where}: info.config is not the training config ({type(e).__name__})") from None
+
+
 def read_meta(path: Path) -> tuple[Path, dict, list[dict]]:
     """(the model directory, meta.json, its component entries in format 3); a training
     output directory stands for its model-best."""
@@ -450,6 +456,7 @@ def read_meta(path: Path) -> tuple[Path, dict, list[dict]]:
         raise ModelError(f"{meta_path}: not an arborist model (no 'format': '{FORMAT}' entry)")
     if not isinstance(meta.get("info", {}), (dict, type(None))):
         raise ModelError(f"{meta_path}: 'info' must be an object")
+    _training_config(meta.get("info") or {}, meta_path)  # (`Pipeline.lang` reads it)
     version = meta.get("format_version")
     if version in (1, 2):
         entries = convert_meta(meta)
