@@ -72,7 +72,12 @@ def test_evaluate_and_parse_give_lemmas_and_feats(run, tmp_path):
     assert result.exit_code == 0, result.output
     scores = json.loads(result.stdout)
     assert scores["lemma"] == pytest.approx(report["components"]["lemma"]["best"])
-    assert {"feats", "feats_unseen", "lemma_unseen", "uas", "las"} <= set(scores)
+    assert {"feats", "feats_unseen", "ufeats", "ufeats_unseen", "lemma_unseen", "uas", "las"} <= set(scores)
+    # the official scorer's table of the same output: UFeats, UPOS, UAS and LAS (universal labels) as ours
+    official = scores["conll18"]
+    for ours, metric in (("ufeats", "UFeats"), ("upos", "UPOS"), ("uas", "UAS"), ("las", "LAS")):
+        assert scores[ours] == pytest.approx(official[metric]["f1"]), metric
+    assert {"Lemmas", "MLAS", "BLEX"} <= set(official) and official["Words"]["f1"] == 100.0
     result = CliRunner().invoke(app, ["parse", str(root / "run"), str(SAMPLE / "sample-dev.conllu"), "-d",
                                       str(tmp_path / "out"), "--no-progress"])
     assert result.exit_code == 0, result.output
@@ -82,6 +87,41 @@ def test_evaluate_and_parse_give_lemmas_and_feats(run, tmp_path):
     for g, p, e in zip(gold, parsed, expected):
         assert conll_column(p, 2) == e.columns["lemma"] and conll_column(p, 5) == e.columns["feats"]
     assert any(conll_column(p, 2) != conll_column(g, 2) for p, g in zip(parsed, gold))  # predicted, not copied
+    # UFeats of unseen words, by hand: the bundles' universal features (the scorer's list)
+    from udtools.udeval import UNIVERSAL_FEATURES
+
+    universal = lambda bundle: sorted(f for f in bundle.split("|") if f.split("=")[0] in UNIVERSAL_FEATURES)
+    pairs = [(universal(a), universal(b)) for g, p in zip(gold, parsed)
+             for a, b, new in zip(conll_column(p, 5), conll_column(g, 5), pipeline.unseen(g)) if new]
+    assert pairs and scores["ufeats_unseen"] == pytest.approx(100 * sum(a == b for a, b in pairs) / len(pairs))
+
+
+def test_ufeats_compares_the_universal_features_only():
+    """A bundle that differs from the gold one only in a feature the scorer leaves out (Typo)
+    is wrong in FEATS and right in UFeats; one that differs in a universal one, wrong in both."""
+    from types import SimpleNamespace
+
+    from arborist.components.morphologizer import Morphologizer, MorphologizerDraft
+
+    lines = ["1\ta\ta\tX\t_\tNumber=Sing|Typo=Yes\t0\troot\t_\t_",
+             "2\tb\tb\tX\t_\tNumber=Plur\t1\tdep\t_\t_", "3\tc\tc\tX\t_\t_\t1\tdep\t_\t_"]
+    gold = read_corpus_text("\n".join(lines) + "\n\n")
+    parsed = [SimpleNamespace(values={"feats": ["Number=Sing", "Number=Sing", "_"]})]
+    unseen = lambda sentence: np.array([True, False, False])
+    scores = Morphologizer.score(SimpleNamespace(name="feats", column="feats", conll_index=5,
+                                                 views=Morphologizer.views), gold, parsed, unseen)
+    assert scores["feats"] == pytest.approx(100 / 3) and scores["ufeats"] == pytest.approx(200 / 3)
+    assert scores["feats_unseen"] == 0 and scores["ufeats_unseen"] == 100
+    assert not MorphologizerDraft.views  # the draft's bundles are no output: FEATS accuracy only
+
+
+def read_corpus_text(text: str):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "gold.conllu"
+        path.write_text(text, encoding="utf-8")
+        return read_corpus(path)
 
 
 def test_save_load_and_spacy_keep_their_learned_state(run, tmp_path):

@@ -373,6 +373,10 @@ def test_cli_evaluate_json(trained, runner, monkeypatch):
     result = runner.invoke(app, ["evaluate", str(model_dir), "corpora/sample/sample-dev.conllu", "--json"])
     assert result.exit_code == 0, output_of(result)
     scores = json.loads(result.stdout)
+    # the official scorer's table of `arborist parse`'s output of the same file: the same figures
+    official = scores.pop("conll18")
+    for ours, metric in (("upos", "UPOS"), ("xpos", "XPOS"), ("uas", "UAS"), ("las", "LAS")):
+        assert scores[ours] == pytest.approx(official[metric]["f1"]), metric
     for key in ("uas", "uas_nopunct", "exact_match", "upos", "upos_unseen", "xpos", "xpos_unseen", "las",
                 "las_nopunct", "las_full"):
         assert key in scores
@@ -406,6 +410,8 @@ def test_cli_evaluate_table(trained, runner, monkeypatch):
     assert "UAS (predicted tags)" in result.stdout
     assert "LAS (universal labels)" in result.stdout and "LAS (full labels)" in result.stdout
     assert re.search(r"\d+ words \([1-9]\d* unseen in training\)", result.stdout)
+    assert "the CoNLL 2018 scorer" in result.stdout and re.search(r"\nMLAS +\d+\.\d\d +\d+\.\d\d", result.stdout)
+    assert " -> " not in output_of(result)  # no line about the scorer's temporary files
     # with the file's own tags nothing is tagged: no count of unseen words (it said 0)
     result = runner.invoke(app, ["evaluate", str(model_dir), "corpora/sample/sample-dev.conllu", "--gold-tags"])
     assert result.exit_code == 0 and "unseen in training" not in result.stdout and " words, " in result.stdout

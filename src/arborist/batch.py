@@ -1408,15 +1408,17 @@ class _StandardOutput:
 def parse_files(pipeline: Pipeline, jobs: list[Job], fmt: str = "conllu", *, model_path=None,
                 lang: str | None = None, gold_tags: bool = False, n_process: int = 1, overwrite: bool = False,
                 progress: bool = True, confidence: ConfidenceOptions | None = None,
-                annotator: "Annotator | None" = None, trees: bool = True, ranges: bool = False) -> Report:
+                annotator: "Annotator | None" = None, trees: bool = True, ranges: bool = False,
+                quiet: bool = False) -> Report:
     """Parse every job's file into its target; see the module docstring. `annotator`: one
     built before (for this pipeline, format and language), reused across calls. `trees=False`:
     no parser or labeler (`--no-parse`). `ranges`: each token of text (not of CoNLL-U or
     pre-tokenized input) gets UDPipe's `TokenRange=START:END` in MISC, its character offsets in
-    the input (`--ranges`)."""
+    the input (`--ranges`). `quiet`: no progress and no line per file on standard error (the
+    report still has what failed)."""
     from rich.console import Console
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, quiet=quiet)
     report = Report()
     todo = []
     for job in jobs:

@@ -79,8 +79,9 @@ def evaluate(
     gold_sentences: bool = typer.Option(False, "--gold-sentences", help="with --raw-text: give the text a sentence "
                                         "per line (-i presegmented), so that only tokenizing is left to the model"),
 ):
-    """Tag and parse a gold CoNLL-U file with the model; print tag accuracy (all words and
-    words unseen in training) and UAS, LAS and exact match with the predicted tags."""
+    """Tag and parse a gold CoNLL-U file with the model; print tag, lemma and FEATS accuracy
+    (all words and words unseen in training), UAS, LAS and exact match with the predicted
+    tags, and the CoNLL 2018 scorer's table of the output (UPOS to BLEX, gold tokens)."""
     from .corpus import CorpusError, read_conllu
     from .model import ModelError, load
 
@@ -98,17 +99,18 @@ def evaluate(
         if as_json:
             typer.echo(json.dumps(table, indent=2))
             return
-        typer.echo(f"{'metric':<11}{'precision':>10}{'recall':>10}{'F1':>10}")
-        for metric, values in table.items():
-            typer.echo(f"{metric:<11}{values['precision']:>10.2f}{values['recall']:>10.2f}{values['f1']:>10.2f}")
+        _echo_conll18(table)
         return
+    from .raw_text import evaluate_gold_tokens
+
     try:
         pipeline = load(model)
         scores = evaluate_pipeline(pipeline, read_conllu(gold, require_heads=True), gold_tags)
+        official = evaluate_gold_tokens(pipeline, model, gold, gold_tags=gold_tags)
     except (CorpusError, ModelError, OSError, ValueError) as e:
         _fail(str(e))
     if as_json:
-        typer.echo(json.dumps(scores, indent=2))
+        typer.echo(json.dumps({**scores, "conll18": official}, indent=2))
         return
     tagged = "gold" if gold_tags or not pipeline.taggers else "predicted"
     typer.echo(f"{'metric':<24}{'score':>8}")
@@ -121,13 +123,24 @@ def evaluate(
                 typer.echo(f"{metric_label(missing, tagged):<24}{'-':>8}  (model predicts no labels)")
     unseen = f" ({scores['unseen_words']} unseen in training)" if 'unseen_words' in scores else ""
     typer.echo(f"{scores['words']} words{unseen}, {scores['sentences']} sentences")
+    typer.echo(f"\nthe CoNLL 2018 scorer, on the output of `arborist parse` of the gold tokens "
+               f"({'the file' if gold_tags else 'predicted'} tags):")
+    _echo_conll18(official)
+
+
+def _echo_conll18(table: dict) -> None:
+    """The official scorer's table (`raw_text.score`): precision, recall and F1 per metric."""
+    typer.echo(f"{'metric':<11}{'precision':>10}{'recall':>10}{'F1':>10}")
+    for metric, values in table.items():
+        typer.echo(f"{metric:<11}{values['precision']:>10.2f}{values['recall']:>10.2f}{values['f1']:>10.2f}")
 
 
 # How `arborist evaluate` names the scores (keyed by score, whichever component gives it).
 METRIC_LABELS = {"uas": "UAS ({tagged} tags)", "uas_nopunct": "UAS (no punct)", "las": "LAS (universal labels)",
                  "las_nopunct": "LAS (no punct)", "las_full": "LAS (full labels)", "exact_match": "exact match",
                  "prune_recall": "pruner oracle recall", "heads_per_word": "pruner heads per word",
-                 "feats_draft": "FEATS accuracy (draft)", "feats_draft_unseen": "FEATS unseen words (draft)"}
+                 "feats_draft": "FEATS accuracy (draft)", "feats_draft_unseen": "FEATS unseen words (draft)",
+                 "ufeats": "UFeats accuracy", "ufeats_unseen": "UFeats unseen words"}
 UNSHOWN = {"words", "sentences", "unseen_words"}
 
 

@@ -1,4 +1,5 @@
-"""Scoring raw text as the CoNLL 2018 shared task does (`arborist evaluate --raw-text`).
+"""Scoring as the CoNLL 2018 shared task does: raw text (`arborist evaluate --raw-text`), and
+gold tokens (the official table of `arborist evaluate`).
 
 The gold file's own text (its sentences' `# text`, paragraphs at `# newpar`/`# newdoc`,
 joined as `ud_raw_text.py` joins them; a sentence without `# text`, which that script leaves
@@ -45,13 +46,19 @@ def score(gold: Path, system: Path, trees: bool = True) -> dict:
     scored on a copy with placeholder trees and the tree metrics are left out. A file the scorer
     cannot read (two roots, a cycle, text that differs from the gold's) raises ValueError with
     its message."""
-    from udtools.udeval import UDError, evaluate, load_conllu_file
+    from udtools.udeval import UDError, evaluate, load_conllu
+
+    def load(path: Path):
+        # as load_conllu_file, but a byte-order mark is no part of the first line (the
+        # readers of arborist take it, and `arborist parse` keeps it in its output)
+        with open(path, encoding="utf-8-sig") as f:
+            return load_conllu(f, str(path), {})
 
     with tempfile.TemporaryDirectory() as tmp:
         if not trees:
             system = _with_chain_trees(system, Path(tmp) / "system.conllu")
         try:
-            scores = evaluate(load_conllu_file(str(gold)), load_conllu_file(str(system)))
+            scores = evaluate(load(gold), load(system))
         except UDError as e:
             raise ValueError(f"the CoNLL 2018 scorer refuses {gold} or {system}: {e}") from None
     return {metric: {"precision": 100 * scores[metric].precision, "recall": 100 * scores[metric].recall,
@@ -77,15 +84,31 @@ def evaluate_raw_text(pipeline, model_path: Path, gold: Path, lang: str | None =
                       gold_sentences: bool = False) -> dict:
     """Parse the gold file's own text as `arborist parse` would and score it (see `score`);
     `gold_sentences`: a sentence per line, parsed as presegmented text."""
-    from .batch import parse_files, plan
-
     with tempfile.TemporaryDirectory() as tmp:
         text = Path(tmp) / f"{gold.stem}.txt"
         text.write_text(raw_text(gold, gold_sentences), encoding="utf-8")
+        return _parse_and_score(pipeline, model_path, text, "presegmented" if gold_sentences else "text", gold,
+                                lang)
+
+
+def evaluate_gold_tokens(pipeline, model_path: Path, gold: Path, lang: str | None = None,
+                         gold_tags: bool = False) -> dict:
+    """Parse the gold file's own tokens as `arborist parse GOLD.conllu` would (`gold_tags`:
+    with its UPOS and XPOS, as `--gold-tags`) and score it (see `score`): the CoNLL 2018
+    figures with gold tokenization, as UDPipe reports them beside the raw-text ones."""
+    return _parse_and_score(pipeline, model_path, gold, "conllu", gold, lang, gold_tags)
+
+
+def _parse_and_score(pipeline, model_path: Path, source: Path, input_format: str, gold: Path,
+                     lang: str | None = None, gold_tags: bool = False) -> dict:
+    from .batch import parse_files, plan
+
+    with tempfile.TemporaryDirectory() as tmp:
         output = Path(tmp) / "out"
         output.mkdir()
-        jobs = plan([text], output, "conllu", "presegmented" if gold_sentences else "auto")
-        report = parse_files(pipeline, jobs, "conllu", model_path=model_path, lang=lang, progress=False)
+        jobs = plan([source], output, "conllu", input_format)
+        report = parse_files(pipeline, jobs, "conllu", model_path=model_path, lang=lang, gold_tags=gold_tags,
+                             progress=False, quiet=True)  # its files are temporary: no line about them
         if report.failed:
             raise ValueError(report.failed[0][1])
-        return score(gold, output / f"{gold.stem}.conllu", trees=pipeline.writer("head") is not None)
+        return score(gold, jobs[0].target, trees=pipeline.writer("head") is not None)

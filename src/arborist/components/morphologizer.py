@@ -1,8 +1,15 @@
 """The morphologizer kind: FEATS, one bundle per word (`arborist.morph.Morphologizer`)."""
 from __future__ import annotations
 
+from udtools.udeval import UNIVERSAL_FEATURES
+
 from ..sentence import FEATS, SentenceBatch
 from .word_choice import WordChoice
+
+
+def universal_features(bundle: str) -> str:
+    """The bundle's universal features (sorted), what the CoNLL 2018 scorer's UFeats compares."""
+    return "|".join(sorted(f for f in bundle.split("|") if f.split("=", 1)[0] in UNIVERSAL_FEATURES))
 
 
 class Morphologizer(WordChoice):
@@ -10,6 +17,7 @@ class Morphologizer(WordChoice):
     structures = ("arborist.Morphologizer.v1",)
     column, conll_index, row = "feats", 5, FEATS
     learned = ("classes",)
+    views = {"ufeats": universal_features}  # the scorer's UFeats, on all words and unseen ones
 
     def write_batch(self, batch: SentenceBatch, predicted) -> None:
         batch.attrs[FEATS, batch.words] = self.structure.feats_hashes(predicted)
@@ -36,6 +44,7 @@ class MorphologizerDraft(Morphologizer):
     kind = "morphologizer_draft"
     column = "feats_draft"
     intermediate = True
+    views = {}
 
     @property
     def tagging(self) -> bool:

@@ -258,17 +258,29 @@ class WordChoice(Component):
         return {self.column: value}
 
     def score(self, gold, parsed, unseen=None) -> dict:
-        right = right_unseen = words = unseen_words = 0
+        """The column's accuracy on all words and on words unseen in training, and that of
+        each of `views`: {name: a function of a value}, the values compared through it."""
+        views = {self.column: None, **self.views}
+        right = dict.fromkeys(views, 0)
+        right_unseen = dict.fromkeys(views, 0)
+        words = unseen_words = 0
         for g, p in zip(gold, parsed):
-            ok = np.array([a == b for a, b in zip(p.values[self.name], conll_column(g, self.conll_index))], dtype=bool)
             new = unseen(g) if unseen is not None else np.zeros(g.n, dtype=bool)
-            right += int(ok.sum())
-            right_unseen += int(ok[new].sum())
+            pairs = list(zip(p.values[self.name], conll_column(g, self.conll_index)))
+            for name, view in views.items():
+                ok = np.array([a == b if view is None else view(a) == view(b) for a, b in pairs], dtype=bool)
+                right[name] += int(ok.sum())
+                right_unseen[name] += int(ok[new].sum())
             words += g.n
             unseen_words += int(new.sum())
         pct = lambda a, b: 100.0 * a / b if b else 0.0
-        return {"words": words, "sentences": len(gold), self.column: pct(right, words),
-                f"{self.column}_unseen": pct(right_unseen, unseen_words), "unseen_words": unseen_words}
+        scores = {"words": words, "sentences": len(gold), "unseen_words": unseen_words}
+        for name in views:
+            scores[name] = pct(right[name], words)
+            scores[f"{name}_unseen"] = pct(right_unseen[name], unseen_words)
+        return scores
+
+    views: dict = {}  # further accuracies of the column (see `score`)
 
     # -- saving: the weights, and the learned state in NAME.state/ -----------------------
     def structure_call(self) -> dict:
