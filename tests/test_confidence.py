@@ -334,6 +334,38 @@ def test_misc_items():
     assert items == ["HeadProb=0.971", "DeprelProb=0.93", "ArcProb=0.903", "HeadCands=2:0.971,0:0.029",
                      "DeprelCands=det:0.93,nmod:poss:0.07"]
     assert misc_items({"head": head, "deprel": label}, 1, 2)[-1] == "DeprelCands=nmod:poss:1"
+    # XPOS tags may hold MISC's and the list's separators (en_ewt's comma is ","): their
+    # probability is written, their k best values are not (JSON and spaCy have them)
+    xpos = Confidence(np.array([0.97, 0.5]), np.array([[0, 1], [1, 0]]), np.array([[0.97, 0.03], [0.5, 0.5]]),
+                      [",", "NN|UTR|SIN"])
+    assert misc_items({"xpos": xpos}, 0, 2) == ["XposProb=0.97"]
+
+
+def test_format_prob_truncates_so_that_printed_values_meet_thresholds_as_the_probabilities_do():
+    """A word marked LowProb=Yes (p < --min-prob) never shows a HeadProb at the threshold:
+    rounding printed 0.8999993 as 0.9 beside LowProb=Yes at --min-prob 0.9."""
+    from arborist.confidence import format_prob
+
+    assert [format_prob(p) for p in (0.8999993958150229, 0.9996, 1.0, 0.285, 0.0009, 0.5, 0.1 + 0.2)] == \
+        ["0.899", "0.999", "1", "0.285", "0", "0.5", "0.3"]
+    rng = np.random.default_rng(0)
+    thresholds = [float(f"0.{k:03d}") for k in range(1, 1000)] + [1.0]
+    ps = np.concatenate([rng.random(2000), np.array(thresholds), np.nextafter(np.array(thresholds), 0)])
+    for p in ps.tolist():
+        printed = float(format_prob(p))
+        assert 0 <= p - printed < 1e-3
+        for t in thresholds[::37] + [0.9, 1.0]:
+            assert (printed >= t) == (p >= t), (p, t)
+
+
+def test_k_best_is_at_most_the_number_of_values(tiny_model):
+    """A huge --k-best allocated (words, k) arrays: 20 sentences were killed for memory at k = 10**6."""
+    pipeline = load(tiny_model)
+    sentences = read_corpus(SAMPLE / "sample-dev.conllu")[:5]
+    longest = max(x.n for x in sentences)
+    for parsed in pipeline.annotate_many(sentences, confidence=10**9):
+        assert parsed.confidences["head"].top.shape[1] <= longest + 1
+        assert parsed.confidences["upos"].top.shape[1] <= 20
 
 
 # -- arborist parse -----------------------------------------------------------------------------
@@ -360,7 +392,7 @@ def test_parse_probs_change_only_misc_and_min_prob_marks_or_drops(tiny_model, tm
         read_corpus(dev), confidence=0)])
     for row, p in zip(probs, head_probs):
         misc = dict(item.split("=", 1) for item in row[9].split("|") if "=" in item)
-        assert float(misc["HeadProb"]) == pytest.approx(p, abs=5e-4)
+        assert 0 <= p - float(misc["HeadProb"]) < 1e-3  # truncated to three decimals
         heads = dict(c.split(":") for c in misc["HeadCands"].split(","))
         assert heads.get(row[6], misc["HeadProb"]) == misc["HeadProb"]
         assert misc["DeprelCands"].split(",")[0].rsplit(":", 1)[0] == row[7]
@@ -375,6 +407,27 @@ def test_parse_probs_change_only_misc_and_min_prob_marks_or_drops(tiny_model, tm
                                     "--drop-low") / "sample-dev.conllu")
     assert [r[6] == "_" and r[7] == "_" for r in dropped] == low.tolist()
     assert [r[9] for r in dropped] == [r[9] for r in plain]
+    assert not any("XposCands" in r[9] for r in probs)
+
+
+def test_parsing_an_output_again_replaces_its_probabilities(tiny_model, tmp_path):
+    """An output parsed again had the first run's LowProb=Yes and k best values kept beside the
+    new probabilities (and its HeadProb beside a new HEAD without --probs)."""
+    dev = SAMPLE / "sample-dev.conllu"
+    pipeline = load(tiny_model)
+    head_probs = np.concatenate([p.confidences["head"].prob for p in pipeline.annotate_many(
+        read_corpus(dev), confidence=0)])
+    high, low = (float(np.quantile(head_probs, q)) for q in (0.6, 0.2))
+    first = run_parse(tiny_model, [dev], tmp_path / "first", "--probs", "--k-best", "2", "--min-prob", str(high))
+    assert "LowProb=Yes" in (first / dev.name).read_text()
+    for flags, name in ((["--probs", "--min-prob", str(low)], "low"), ([], "plain")):
+        again = run_parse(tiny_model, [first / dev.name], tmp_path / f"again_{name}", *flags) / dev.name
+        fresh = run_parse(tiny_model, [dev], tmp_path / f"fresh_{name}", *flags) / dev.name
+        assert again.read_text() == fresh.read_text(), name
+    # --gold-tags keeps the input's tags, so their probabilities stay; the arcs' go
+    kept = run_parse(tiny_model, [first / dev.name], tmp_path / "gold_tags", "--gold-tags") / dev.name
+    rows = conllu_rows(kept)
+    assert all("UposProb=" in r[9] and "HeadProb" not in r[9] and "LowProb" not in r[9] for r in rows)
 
 
 def test_parse_text_and_json_with_probabilities(tiny_model, tmp_path):

@@ -877,3 +877,11 @@ def test_spacy_scores_lemmas_and_features_as_its_own_components_do(run):
     space = [t for t in doc if t.is_space]
     assert len(space) == 2 and all(t.lemma_ == t.text and t.has_morph() and not str(t.morph) for t in space)
     assert doc.has_annotation("LEMMA", require_complete=True) and doc.has_annotation("MORPH", require_complete=True)
+
+
+def test_k_best_of_lemmas_and_feats_is_at_most_their_candidates(run):
+    """--k-best 10**6 allocated (words, k) arrays per component (killed for memory)."""
+    _, pipeline, _ = run
+    for parsed in pipeline.annotate_many(read_corpus(SAMPLE / "sample-dev.conllu")[:5], confidence=10**9):
+        for column in ("lemma", "feats"):
+            assert parsed.confidences[column].top.shape[1] <= 1000, column

@@ -419,6 +419,15 @@ def test_feats_candidates_after_a_memory_zone():
     assert doc[0]._.feats_candidates == [(bundle, 0.9), ("", 0.1)] and doc[0]._.feats_prob == 0.9
 
 
+def test_a_lemma_or_xpos_of_no_value_is_the_same_in_tokens_and_candidates():
+    """CoNLL-U's "_" lemma (tr_imst's suffix words) was "" in the JSON of CoNLL-U input and "_"
+    in that of text, and "_" in the candidates of both: it is no value, "", everywhere."""
+    from arborist.spacy_components import to_spacy_value
+
+    assert to_spacy_value("lemma", "_") == "" and to_spacy_value("xpos", "_") == ""
+    assert to_spacy_value("lemma", "a") == "a" and to_spacy_value("upos", "_") == "_"
+
+
 def test_a_treebank_without_xpos_gives_no_tags(tmp_path):
     """XPOS "_" in every training word (hu_szeged) is CoNLL-U's "no value": the tagger leaves
     token.tag_ unset, as spaCy's converter does, rather than set the tag "_" (which gave

@@ -61,7 +61,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .confidence import ARC, LOW, NO_MISC_CANDIDATES, format_prob, misc_items, misc_key
+from .confidence import ARC, LOW, NO_MISC_CANDIDATES, confidence_keys, format_prob, misc_items, misc_key
 from .corpus import STDIN, CorpusError, StandardInput, format_sentence, merge_misc, read_conllu
 from .model import Pipeline
 from .sentence import Sentence
@@ -1023,6 +1023,9 @@ class Annotator:
         self.ranges = ranges  # TokenRange in the MISC of text's tokens (`--ranges`)
         # the columns with probabilities, in pipeline order
         self.columns = tuple(c.confidence_column for c in pipeline.stage(gold_tags) if c.confidence_column)
+        # CoNLL-U input: the MISC items of an earlier run's probabilities of the columns this
+        # run predicts again describe the values it replaces: they go (--probs writes new ones)
+        self.stale_misc = confidence_keys(column for c in pipeline.stage(gold_tags) for column in c.writes)
         self.nlp = spacy_pipeline(pipeline, lang, confidence)
         self._nlp_presegmented = None  # made at the first presegmented input
 
@@ -1108,7 +1111,7 @@ class Annotator:
             words += sentence.n
             if self.fmt == "conllu":
                 if options is None:
-                    out.append(format_sentence(sentence, heads, deprels, tags))
+                    out.append(format_sentence(sentence, heads, deprels, tags, stale_misc=self.stale_misc))
                     continue
                 low = low_words(parsed.confidences, options.min_prob)
                 items = confidence_misc(parsed.confidences, sentence.n, options, low)
@@ -1116,7 +1119,8 @@ class Annotator:
                 if "misc" in tags:
                     items = ["|".join(i for i in pair if i) for pair in zip(tags["misc"], items)]
                 tags["misc"] = items
-                out.append(format_sentence(sentence, heads, deprels, tags, low if options.drop_low else None))
+                out.append(format_sentence(sentence, heads, deprels, tags, low if options.drop_low else None,
+                                           self.stale_misc))
             else:
                 with self.vocabulary_zone():
                     doc = sentence_doc(self.nlp.vocab, sentence, heads, deprels, tags)

@@ -248,7 +248,8 @@ def parse(
     gold_tags: bool = typer.Option(False, "--gold-tags", help="CoNLL-U input: keep its UPOS, XPOS, LEMMA and "
                                    "FEATS and parse with them"),
     trees: bool = typer.Option(True, "--parse/--no-parse", help="--no-parse: tokens, sentences, tags, lemmas and "
-                               "features only, HEAD and DEPREL '_' (faster; a model without a parser always runs so)"),
+                               "features only, HEAD and DEPREL '_' (CoNLL-U input keeps its own; faster; a model without a parser "
+                               "always runs so)"),
     n_process: int = typer.Option(1, "--n-process", "-n", min=1, help="worker processes"),
     overwrite: bool = typer.Option(False, "--overwrite", help="parse again inputs whose output exists"),
     lang: Optional[str] = typer.Option(None, "--lang", help="language of the text's tokenizer "

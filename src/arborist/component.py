@@ -267,6 +267,7 @@ class Component:
                     ) -> dict[str, Confidence]:
         n_columns = batch.attrs.shape[1]
         prob = np.full(n_columns, np.nan)
+        k = min(k, max((p.shape[1] for p in distributions), default=0))  # no more than there are values
         top = np.full((n_columns, k), -1, dtype=np.int64)
         top_prob = np.zeros((n_columns, k))
         for i, p in enumerate(distributions):

@@ -27,9 +27,11 @@ from .sentence import Sentence
 ARC = "arc"  # the labeled arc: the product of the head's and the label's probabilities
 LOW = "LowProb"  # the MISC key of an arc under `--min-prob`
 # The columns whose k best values MISC cannot hold: a FEATS bundle holds MISC's "|" and "=",
-# and a lemma may be "," or ":", the separators of a Cands item. Their probability is in MISC
-# (FeatsProb, LemmaProb), their k best values in the JSON output and spaCy's extensions.
-NO_MISC_CANDIDATES = ("feats", "lemma")
+# and a lemma or an XPOS tag may be "," or hold "|" (en_ewt's comma's tag is ",", the Swedish
+# treebanks' XPOS "NN|UTR|SIN|IND|NOM"), the separators of MISC and of a Cands item. Their
+# probability is in MISC (FeatsProb, LemmaProb, XposProb), their k best values in the JSON
+# output and spaCy's extensions.
+NO_MISC_CANDIDATES = ("feats", "lemma", "xpos")
 
 
 def misc_key(column: str, suffix: str = "Prob") -> str:
@@ -38,9 +40,31 @@ def misc_key(column: str, suffix: str = "Prob") -> str:
 
 
 def format_prob(p: float) -> str:
-    """Three decimals without trailing zeros: 0.97, 1, 0.005."""
-    text = f"{p:.3f}".rstrip("0").rstrip(".")
-    return text or "0"
+    """Three decimals, truncated, without trailing zeros: 0.97, 1, 0.005; 0.8999 is 0.899 and
+    0.9996 is 0.999 (1 only for 1). Truncated, not rounded, so that a printed value is at least
+    a threshold of three decimals (`--min-prob 0.9`) exactly when the probability is: a word
+    marked LowProb=Yes never shows HeadProb=0.9. The digits are those of the float's shortest
+    repr, so 0.285 (the float nearest it) prints 0.285, as `--min-prob 0.285` reads it."""
+    p = float(p)
+    if p >= 1.0:
+        return "1"
+    if not p >= 0.001:  # NaN too
+        return "0"
+    digits = repr(p).partition(".")[2][:3].rstrip("0")  # 0.001 <= p < 1: "0.xyz..." (no exponent)
+    return f"0.{digits}" if digits else "0"
+
+
+def confidence_keys(columns) -> frozenset[str]:
+    """The MISC keys of the probabilities of `columns` (what `misc_items` and `--min-prob`
+    write): an earlier run's items of the columns a run predicts again describe values it
+    replaces, so CoNLL-U input loses them (`Annotator`)."""
+    columns = set(columns)
+    keys = {misc_key(c, suffix) for c in columns for suffix in ("Prob", "Cands")}
+    if columns & {"head", "deprel"}:
+        keys.add(misc_key(ARC))
+    if "head" in columns:
+        keys.add(LOW)
+    return frozenset(keys)
 
 
 def arc_prob(confidences: dict[str, Confidence]) -> np.ndarray | None:

@@ -316,14 +316,16 @@ def _check_tree(heads: Sequence[int], head_lines: Sequence[int], path, first: in
 
 
 def format_sentence(sentence: Sentence, heads=None, deprels=None, tags: dict | None = None,
-                    unattached=None) -> str:
+                    unattached=None, stale_misc: frozenset = frozenset()) -> str:
     """The sentence's lines as read, with HEAD, DEPREL and token columns replaced where given
     (tags: {"upos": [...], "lemma": [...], ...}, one value per word, without the root; a
     "misc" value is a Key=Value item, or several joined by '|', merged into the word's MISC,
     replacing its own items of the same keys). `unattached`: the words (1-based) whose HEAD
-    and DEPREL are written '_' (arcs left out, `arborist parse --min-prob --drop-low`)."""
+    and DEPREL are written '_' (arcs left out, `arborist parse --min-prob --drop-low`).
+    `stale_misc`: MISC keys whose items are removed from every word (an earlier run's
+    probabilities of the columns replaced, `confidence.confidence_keys`)."""
     unattached = set(unattached) if unattached is not None else set()
-    if heads is None and deprels is None and not tags and not unattached:
+    if heads is None and deprels is None and not tags and not unattached and not stale_misc:
         return "".join(sentence.lines)
     tags = dict(tags or {})
     misc = tags.pop("misc", None)
@@ -340,6 +342,9 @@ def format_sentence(sentence: Sentence, heads=None, deprels=None, tags: dict | N
             columns[DEPREL_COL] = deprels[m]
         for col, values in tag_columns:
             columns[col] = values[m - 1]
+        if stale_misc and "=" in columns[MISC_COL]:
+            columns[MISC_COL] = "|".join(i for i in columns[MISC_COL].split("|")
+                                         if i.split("=", 1)[0] not in stale_misc) or "_"
         if misc is not None:
             columns[MISC_COL] = merge_misc(columns[MISC_COL], misc[m - 1])
         if m in unattached:

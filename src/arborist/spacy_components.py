@@ -64,7 +64,9 @@ SETTINGS_FILE = "spacy_component.json"  # beside the model files: the parser com
 DOC_ATTRS = {"upos": POS, "xpos": TAG, "lemma": LEMMA, "feats": MORPH}
 TOKEN_ATTRS = {"upos": "pos", "xpos": "tag", "lemma": "lemma", "feats": "morph"}
 SPACE_VALUES = {"upos": SPACE_POS, "xpos": SPACE_TAG}  # what whitespace tokens get
-NO_VALUE_COLUMNS = ("xpos",)  # where CoNLL-U's "_" is no value, not a tag "_"
+# where CoNLL-U's "_" is no value, not a tag or lemma "_": spaCy's "" (as `sentence_doc` makes
+# the Doc of CoNLL-U input), written "_" again in CoNLL-U
+NO_VALUE_COLUMNS = ("xpos", "lemma")
 
 
 def confidence_extensions(columns) -> None:
@@ -86,7 +88,9 @@ def to_spacy_label(deprel: str) -> str:
 
 def to_spacy_value(column: str, value: str) -> str:
     """A value of a column as spaCy writes it: a DEPREL as its label, a FEATS bundle as
-    `str(token.morph)` gives it (`spacy_feats`)."""
+    `str(token.morph)` gives it (`spacy_feats`), an XPOS or lemma "_" as "" (no value)."""
+    if column in NO_VALUE_COLUMNS and value == "_":
+        return ""
     if column == "deprel":
         return to_spacy_label(value)
     return spacy_feats(value) if column == "feats" else value

@@ -124,6 +124,8 @@ class WordChoice(Component):
         (`lexicon_probs`) on its value. Value strings are made for the k best values only."""
         n_columns = batch.attrs.shape[1]
         prob = np.full(n_columns, np.nan)
+        # no more than a word has values (its candidates; one when a lexicon decides it)
+        k = min(k, max(int(np.diff(choices.cand_start).max(initial=0)), 1))
         top = np.full((n_columns, k), -1, dtype=np.int64)
         top_prob = np.zeros((n_columns, k))
         names: list[str] = []
