@@ -962,3 +962,21 @@ def test_token_ranges_are_refused_where_there_is_no_raw_text(tiny_model, runner,
     result, output = invoke(runner, tiny_model, tmp_path / "in", "--ranges", "-d", tmp_path / "out")
     assert result.exit_code == 0, output
     assert "TokenRange" not in (tmp_path / "out" / "c.conllu").read_text(encoding="utf-8")
+
+
+def test_a_link_to_a_directory_is_not_an_input_and_a_failed_rename_leaves_no_temporary(tiny_model, runner, tmp_path):
+    """From a review of the Ray path, true of both engines: a link to a directory inside an
+    input directory was a failed input ("Is a directory"); an output whose final rename fails
+    (a directory of its name, with --overwrite) left its `.NAME.tmpPID` behind, and the error
+    named that temporary file."""
+    root = corpus_dir(tmp_path)
+    (root / "linked").symlink_to(root / "sub", target_is_directory=True)
+    out = tmp_path / "out"
+    result, output = invoke(runner, tiny_model, root, "-d", out)
+    assert result.exit_code == 0, output
+    assert "linked" not in output and not (out / "linked").exists()
+    (out / "a.conllu").unlink()
+    (out / "a.conllu").mkdir()  # the output's name taken by a directory
+    result, output = invoke(runner, tiny_model, root / "a.txt", "-d", out, "--overwrite")
+    assert result.exit_code == 1 and f"{out / 'a.conllu'}: Is a directory" in output, output
+    assert not list(out.glob(".a.conllu.tmp*"))

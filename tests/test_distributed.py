@@ -285,3 +285,111 @@ def test_a_model_changed_in_place_parses_every_shard_again(cluster, tiny_model, 
     manifest = json.loads((target / "big.manifest.json").read_text())
     assert ["meta.json", (model / "meta.json").stat().st_size, (model / "meta.json").stat().st_mtime_ns] in \
         manifest["settings"]["model_files"]
+
+
+# -- from a review of the Ray path as a user (session 26) --------------------------------------
+def test_relative_paths_are_the_drivers(cluster, tiny_model, tmp_path, monkeypatch):
+    """On a cluster an actor runs in another working directory: relative inputs failed there
+    ("No such file") and relative outputs were written there. Ray here started in another
+    directory than the one the driver now runs in, as a cluster's actors do."""
+    source = inputs(tmp_path / "in", copies=1)
+    expected, _ = one_process(tiny_model, source, tmp_path / "local")
+    monkeypatch.chdir(tmp_path)
+    report = parse_on_ray(["in"], tiny_model, "out", workers=2)
+    assert report.exit_code == 0 and len(report.written) == 2, report.failed
+    assert outputs(tmp_path / "out") == expected
+
+
+def test_gold_tags_of_text_are_refused_as_in_the_one_process_path(cluster, tiny_model, tmp_path):
+    source = inputs(tmp_path / "in", copies=1)
+    with pytest.raises(ValueError, match="--gold-tags keeps the tags of CoNLL-U input"):
+        parse_on_ray([source], tiny_model, tmp_path / "out", workers=2, gold_tags=True)
+    assert not (tmp_path / "out").exists()
+
+
+def test_two_formats_and_another_cutting_of_one_input(cluster, tiny_model, tmp_path):
+    """A sharded input's manifest was NAME.manifest.json in every format, so its JSON output was
+    never written ("already parsed"); --overwrite with another shard size left the other
+    form's output beside the new one (the document twice)."""
+    import json
+
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "big.txt").write_text(TEXT * 40, encoding="utf-8")
+    expected, _ = one_process(tiny_model, source, tmp_path / "local", "json")
+    target = tmp_path / "ray"
+    assert parse_on_ray([source], tiny_model, target, workers=2, shard_bytes=2048).exit_code == 0
+    report = parse_on_ray([source], tiny_model, target, "json", workers=2, shard_bytes=2048)
+    assert report.exit_code == 0 and len(report.written) == 1 and not report.skipped
+    manifest = json.loads((target / "big.jsonl.manifest.json").read_text())
+    assert b"".join((target / s["path"]).read_bytes() for s in manifest["shards"]) == expected["big.jsonl"]
+    assert (target / "big.manifest.json").exists() and (target / "big.shards" / "00000.conllu").exists()
+    # the whole file now, with --overwrite: the shards go, once the whole output is written
+    assert parse_on_ray([source], tiny_model, target, workers=2, shard_bytes=0, overwrite=True).exit_code == 0
+    assert (target / "big.conllu").exists()
+    assert not (target / "big.manifest.json").exists() and not (target / "big.shards").exists()
+    # and back: the whole output goes
+    assert parse_on_ray([source], tiny_model, target, workers=2, shard_bytes=2048, overwrite=True).exit_code == 0
+    assert not (target / "big.conllu").exists() and (target / "big.manifest.json").exists()
+    # html is a page per input: never cut
+    report = parse_on_ray([source], tiny_model, target, "html", workers=2, shard_bytes=2048)
+    assert report.exit_code == 0 and (target / "big.html").exists() and not (target / "big.html.shards").exists()
+
+
+def test_failures_on_either_side_are_a_file_each_in_input_order(cluster, tiny_model, tmp_path):
+    """A missing input failed the whole run (the one-process path reports it and goes on); an
+    output that cannot be written ended the run with Ray's traceback; a failed sharded input
+    left its plan; a failure found before Ray was listed before the actors' whatever the order."""
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "a_binary.txt").write_bytes(b"abc\x00def\n")
+    (source / "b_ok.txt").write_text(TEXT, encoding="utf-8")
+    (source / "c" / "sub").mkdir(parents=True)
+    (source / "c" / "sub" / "blocked.txt").write_text(TEXT, encoding="utf-8")
+    (source / "d_big.txt").write_text(TEXT * 40 + "x\x00y\n", encoding="utf-8")
+    target = tmp_path / "ray"
+    target.mkdir()
+    (target / "sub").write_text("")  # a file where the output directory of c/sub/blocked.txt would be
+    given = [source / "a_binary.txt", tmp_path / "missing.txt", source / "b_ok.txt", source / "c",
+             source / "d_big.txt"]
+    report = parse_on_ray(given, tiny_model, target, workers=2, shard_bytes=2048)
+    assert report.exit_code == 2
+    assert [p.name for p, _ in report.failed] == ["a_binary.txt", "missing.txt", "blocked.txt", "d_big.txt"]
+    assert "No such file" in report.failed[1][1] and "sub/blocked.conllu" in report.failed[2][1]
+    assert [p.name for p in report.written] == ["b_ok.txt"]
+    assert not (target / "d_big.shards").exists() and not (target / "d_big.manifest.json").exists()
+    with pytest.raises(OSError):  # an output directory that is a file: before Ray is asked anything
+        parse_on_ray([source / "b_ok.txt"], tiny_model, source / "b_ok.txt", workers=2)
+
+
+def test_without_an_address_ray_is_joined_as_ray_init_joins_it(monkeypatch):
+    """A cluster `ray start` left here (or RAY_ADDRESS) is joined without num_cpus, which it
+    refuses ("When connecting to an existing cluster, num_cpus ... must not be provided");
+    without one, Ray starts here with the workers' CPUs."""
+    import arborist.distributed as distributed
+
+    calls = []
+
+    def init(address=None, **options):
+        calls.append((address, options.get("num_cpus")))
+        if address == "auto" and not running:
+            raise ConnectionError("Could not find any running Ray instance.")
+
+    monkeypatch.setattr(ray, "init", init)
+    running = True
+    distributed.connect(None, 3)
+    assert calls == [("auto", None)]
+    running, calls[:] = False, []
+    distributed.connect(None, 3)
+    assert calls == [("auto", None), ("local", 3)]
+    calls.clear()
+    distributed.connect("ray://head:10001", 3)
+    assert calls == [("ray://head:10001", None)]
+
+
+def test_one_input_given_as_a_str_is_refused(tmp_path, monkeypatch):
+    """Its characters were the inputs: "." parsed the working directory, "/" walked the root."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TypeError, match="not one"):
+        parse_on_ray("a.", "model", "out")
+    assert not (tmp_path / "out").exists()

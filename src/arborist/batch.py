@@ -162,6 +162,16 @@ class Report:
 
 
 # -- planning ---------------------------------------------------------------------
+def directory_files(directory: Path) -> list[Path]:
+    """The files below a directory, recursively, sorted; hidden ones (a name starting with ".",
+    or below such a directory) are left out, and so are links to directories (not followed,
+    as `find` does not: a link to a directory was a failed input, "Is a directory"); a broken
+    link is kept, to be reported as an input that cannot be read."""
+    return sorted(p for p in directory.rglob("*")
+                  if not any(part.startswith(".") for part in p.relative_to(directory).parts)
+                  and (p.is_file() or (p.is_symlink() and not p.exists())))
+
+
 def plan(inputs: list[Path | StandardInput], output_dir: Path | None, fmt: str,
          input_format: str = "auto") -> list[Job]:
     """One job per input file (a directory contributes its files, recursively, in sorted
@@ -184,10 +194,7 @@ def plan(inputs: list[Path | StandardInput], output_dir: Path | None, fmt: str,
             jobs.append(Job(STDIN, None, **input_kind("", input_format)))
             continue
         if given.is_dir():
-            files = sorted(p for p in given.rglob("*")
-                           if not any(part.startswith(".") for part in p.relative_to(given).parts)
-                           and (p.is_file() or p.is_symlink()))
-            pairs = [(p, p.relative_to(given).parent) for p in files]
+            pairs = [(p, p.relative_to(given).parent) for p in directory_files(given)]
         else:
             pairs = [(given, Path())]
         for path, relative in pairs:
@@ -1373,8 +1380,12 @@ class _Output:
             self.file.write(HTML_TAIL)
         elif self.fmt == "conllu":
             self.file.write(self.end.blank_line())
-        self.file.close()
-        os.replace(self.tmp, self.job.target)
+        try:
+            self.file.close()
+            os.replace(self.tmp, self.job.target)
+        except OSError as e:  # (a directory of the target's name): no temporary file left behind,
+            self.tmp.unlink(missing_ok=True)  # and the error names the target
+            raise OSError(e.errno, e.strerror, str(self.job.target)) from None
 
     def discard(self) -> None:
         self.file.close()

@@ -291,7 +291,8 @@ def parse(
     and skipped. Exit status: 0 all parsed, 2 some failed, 1 all failed. --probs, --k-best
     and --min-prob add the model's calibrated probabilities (off by default: the output is
     then unchanged)."""
-    from .batch import FORMATS, INPUT_FORMATS, PRETOKENIZED, ConfidenceOptions, WorkerLost, parse_files, plan
+    from .batch import (FORMATS, INPUT_FORMATS, PRETOKENIZED, ConfidenceOptions, WorkerLost, directory_files,
+                        parse_files, plan)
     from .corpus import STDIN
     from .model import ModelError, load
 
@@ -319,10 +320,6 @@ def parse(
         _fail("--engine ray reads files and writes them to --output-dir, not standard input and output")
     if gold_tags and input_format in (*PRETOKENIZED, "presegmented", "text"):
         _fail(f"--gold-tags keeps the tags of CoNLL-U input; {input_format} text has none")
-    if engine == "ray":  # (locally, a missing input is reported and skipped as any unreadable one)
-        for given in inputs:
-            if given != "-" and "://" not in given and not os.path.lexists(given):
-                _fail(f"{given}: no such file or directory")
     try:
         pipeline = load(model)
         _check_language(lang, pipeline, model)
@@ -335,9 +332,15 @@ def parse(
             if asked:
                 _fail(f"{needs}: " + (f"--no-parse leaves {what} out" if pipeline.writer("head") else
                                       f"{model} has no parser"))
+    local_inputs = [p for p in inputs if p != "-" and "://" not in p]
+    for given in local_inputs:  # (a directory's files are below it; hidden ones are left out)
+        if Path(given).is_dir() and not directory_files(Path(given)):
+            typer.echo(f"warning: {given}: no files to parse", err=True)
     if engine == "ray":
         if confidence is not None:
             _fail("--probs and --min-prob run with --engine local for now")
+        if n_process > 1:
+            typer.echo("warning: --n-process is for --engine local; on Ray, --workers sets the actors", err=True)
         try:
             from .distributed import parse as parse_on_ray
 
@@ -347,8 +350,12 @@ def parse(
                                   ranges=ranges)
         except ImportError as e:
             _fail(f"--engine ray needs Ray: pip install \"arborist[ray]\" ({e})")
+        except ConnectionError as e:  # no cluster at --address (Ray's message says what it tried)
+            _fail(f"--address {address}: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
         except ValueError as e:
             _fail(str(e))
+        except OSError as e:  # the output directory: a file of that name, no permission...
+            _fail(_os_error(e, output_dir))
     elif engine == "local":
         output_dir = Path(output_dir) if output_dir is not None else None
         reads_stdin = "-" in inputs
@@ -356,10 +363,6 @@ def parse(
             jobs = plan([STDIN if p == "-" else Path(p) for p in inputs], output_dir, fmt, input_format)
         except ValueError as e:
             _fail(str(e))
-        for given in inputs:  # (a directory's files are below it; hidden ones are left out)
-            if given != "-" and Path(given).is_dir() and not any(
-                    job.source != STDIN and Path(given) in Path(job.source).parents for job in jobs):
-                typer.echo(f"warning: {given}: no files to parse", err=True)
         if gold_tags:
             text = next((job.source for job in jobs if not job.conllu), None)
             if text is not None:

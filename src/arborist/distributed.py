@@ -33,9 +33,11 @@ an input whose manifest exists, and the shards that exist when they were cut whe
 cuts and parsed with its settings (A.shards/plan.json, written before any shard is parsed);
 otherwise it parses them all again (`keep_shards`).
 
-Without an address, Ray starts on this machine (`ray.init(num_cpus=workers)`); with
-one (`ray://head:10001`, or "auto" on a cluster node), it joins that cluster, and
-local inputs and outputs must then be on a filesystem every node sees.
+Without an address, as `ray.init()`: it joins the cluster RAY_ADDRESS names or the one `ray
+start` left on this machine, and else starts Ray on this machine with `workers` CPUs; with one
+(`ray://head:10001`, which needs `ray[client]`, in the extra; or "auto" on a cluster node), it
+joins that cluster. On a cluster, local inputs and outputs must be on a filesystem every node
+sees; their paths go to the actors made absolute (an actor runs in another directory).
 
 Ray is an optional extra: `pip install "arborist[ray]"`.
 """
@@ -116,10 +118,36 @@ def plan_any(inputs: list, output_dir, fmt: str, input_format: str = "auto") -> 
 
 # -- shards -----------------------------------------------------------------------
 def shard_paths(target) -> tuple[object, object]:
-    """(the directory of a sharded input's outputs, its manifest)."""
-    stem = os.path.splitext(location_name(target))[0]
+    """(the directory of a sharded input's outputs, its manifest): A.shards and A.manifest.json
+    for A.conllu; for the other formats the output's whole name, A.jsonl.shards and
+    A.jsonl.manifest.json, so that one input's outputs in two formats never share them."""
+    stem, suffix = os.path.splitext(location_name(target))
+    base = stem if suffix == FORMATS["conllu"] else stem + suffix
     parent = str(target).rsplit("/", 1)[0] if is_url(target) else Path(target).parent
-    return _join(parent, f"{stem}.shards"), _join(parent, f"{stem}.manifest.json")
+    return _join(parent, f"{base}.shards"), _join(parent, f"{base}.manifest.json")
+
+
+def remove_sharded(target) -> None:
+    """Remove a sharded output: its manifest, the shards its plan lists, the plan, and the
+    shards' directory when that is left empty (a local one)."""
+    directory, manifest = shard_paths(target)
+    location = _join(directory, "plan.json")
+    try:
+        old = json.loads(_read_text(location)) if _exists(location) else None
+    except (OSError, ValueError):
+        old = None
+    if isinstance(old, dict) and isinstance(old.get("shards"), list):
+        for entry in old["shards"]:
+            name = str(entry.get("path", "")).rsplit("/", 1)[-1] if isinstance(entry, dict) else ""
+            if name:
+                _remove(_join(directory, name))
+    _remove(location)
+    _remove(manifest)
+    if not is_url(directory):
+        try:
+            Path(directory).rmdir()
+        except OSError:  # not empty (files of the user's), or absent
+            pass
 
 
 def shard(job: Job, shard_bytes: int | None) -> list[Job]:
@@ -270,8 +298,12 @@ class FileParser:
         return out
 
     def parse(self, job: Job) -> Report:
-        return parse_files(self.pipeline, [job], self.fmt, model_path=self.model, lang=self.lang,
-                           gold_tags=self.gold_tags, overwrite=True, progress=False, annotator=self.annotator)
+        try:
+            return parse_files(self.pipeline, [job], self.fmt, model_path=self.model, lang=self.lang,
+                               gold_tags=self.gold_tags, overwrite=True, progress=False, annotator=self.annotator,
+                               quiet=True)
+        except OSError as e:  # the output side (a full disk, no permission): this file fails, not the run
+            return _failed(job, e)
 
     def parse_to_url(self, job: Job) -> Report:
         """Parse into a local temporary file, then upload it under a temporary name and move
@@ -283,10 +315,20 @@ class FileParser:
             if report.written:
                 parent, name = path.rsplit("/", 1)
                 tmp = f"{parent}/.{name}.tmp-{uuid.uuid4().hex}"
-                fs.makedirs(parent, exist_ok=True)
-                fs.put_file(str(local), tmp)
-                fs.mv(tmp, path)
+                try:
+                    fs.makedirs(parent, exist_ok=True)
+                    fs.put_file(str(local), tmp)
+                    fs.mv(tmp, path)
+                except OSError as e:
+                    return _failed(job, e)
         return report
+
+
+def _failed(job: Job, error: OSError) -> Report:
+    """The report of a file whose output could not be written."""
+    report = Report()
+    report.failed.append((job.source, f"{job.target}: {error.strerror or error}"))
+    return report
 
 
 def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir: str | os.PathLike,
@@ -306,50 +348,64 @@ def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir:
 
     import ray
 
+    if isinstance(inputs, (str, os.PathLike)):  # its characters were inputs: "." the working directory
+        raise TypeError(f"inputs is a list of paths or URLs, not one: give [{str(inputs)!r}]")
     inputs = [p if is_url(p) else Path(p) for p in inputs]
     output_dir = output_dir if is_url(output_dir) else Path(output_dir)
+    if fmt == "html":  # a page per input: shards would be pages of their own
+        shard_bytes = None
     report = Report()
-    todo: list[tuple[Job, list[Job], set[int]]] = []  # (input, its shards or itself, those to parse)
     # what a shard's output depends on besides its bytes (`keep_shards`): the model (its files'
     # sizes and times too, so that one retrained in place between two runs counts as another)
     model_dir = Path(model).resolve()
     settings = {"model": str(model_dir), "model_files": sorted(
                     [p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in model_dir.iterdir() if p.is_file()),
                 "input_format": input_format, "gold_tags": gold_tags, "lang": lang, "trees": trees, "ranges": ranges}
-    for job in plan_any(inputs, output_dir, fmt, input_format):
-        done = _exists(shard_paths(job.target)[1]) or _exists(job.target)
-        if done and not overwrite:
+    jobs = plan_any(inputs, output_dir, fmt, input_format)
+    if gold_tags:
+        text = next((job.source for job in jobs if not job.conllu), None)
+        if text is not None:
+            raise ValueError(f"--gold-tags keeps the tags of CoNLL-U input; {text} is read as text, which has none "
+                             "(-i conllu reads it as CoNLL-U)")
+    if not is_url(output_dir):
+        output_dir.mkdir(parents=True, exist_ok=True)  # a file of that name fails here, before Ray starts
+    todo: list[_Input] = []
+    for job in jobs:
+        sharded, whole = _exists(shard_paths(job.target)[1]), _exists(job.target)
+        if (sharded or whole) and not overwrite:
             report.skipped.append(job.source)
             continue
+        entry = _Input(job, sharded=sharded, whole=whole)
+        todo.append(entry)
         try:
-            parts = shard(job, shard_bytes)
+            entry.parts = shard(job, shard_bytes)
         except OSError as e:
-            report.failed.append((job.source, f"{job.source}: {e.strerror or e}"))
+            entry.failure = f"{job.source}: {e.strerror or e}"
             continue
         except ValueError as e:  # a read error while finding the shards' boundaries
-            report.failed.append((job.source, str(e)))
+            entry.failure = str(e)
             continue
         try:
-            kept = len(parts) > 1 and keep_shards(job, parts, overwrite, settings)
+            kept = len(entry.parts) > 1 and keep_shards(job, entry.parts, overwrite, settings)
         except OSError as e:
-            report.failed.append((job.source, f"{shard_paths(job.target)[0]}: {e.strerror or e}"))
+            entry.failure = f"{shard_paths(job.target)[0]}: {e.strerror or e}"
             continue
-        pending = {k for k, p in enumerate(parts) if not kept or not _exists(p.target)}
-        todo.append((job, parts, pending))
+        entry.pending = {k for k, p in enumerate(entry.parts) if not kept or not _exists(p.target)}
     if not todo:
         return report
     start = time.perf_counter()
     if not ray.is_initialized():
-        ray.init(address=address, num_cpus=workers if address is None else None, include_dashboard=False,
-                 log_to_driver=False, configure_logging=False)
+        connect(address, workers)
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False
     workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-    rows = [{"key": f"{i}/{k}", "source": str(p.source), "target": str(p.target), "conllu": p.conllu, "size": p.size,
-             "start": p.start, "end": -1 if p.end is None else p.end, "line": p.line, "paragraph": p.paragraph,
-             "pretokenized": p.pretokenized or "", "presegmented": p.presegmented, "paragraph_lines": p.paragraph_lines,
-             "char": p.char}
-            for i, (_, parts, pending) in enumerate(todo) for k, p in enumerate(parts) if k in pending]
+    # local paths absolute: an actor on a cluster runs in another working directory
+    where = lambda location: str(location) if is_url(location) else str(Path(location).absolute())
+    rows = [{"key": f"{i}/{k}", "source": where(p.source), "target": where(p.target), "conllu": p.conllu,
+             "size": p.size, "start": p.start, "end": -1 if p.end is None else p.end, "line": p.line,
+             "paragraph": p.paragraph, "pretokenized": p.pretokenized or "", "presegmented": p.presegmented,
+             "paragraph_lines": p.paragraph_lines, "char": p.char}
+            for i, entry in enumerate(todo) for k, p in enumerate(entry.parts) if k in entry.pending]
     by_key = {}
     if rows:
         results = ray.data.from_items(rows, override_num_blocks=len(rows)).map_batches(
@@ -359,19 +415,57 @@ def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir:
             # Ray Data restarts a dead actor and retries its file (its defaults: no limit)
             batch_size=1, compute=ray.data.ActorPoolStrategy(size=min(workers, len(rows))), num_cpus=1).take_all()
         by_key = {row["key"]: row for row in results}
-    for i, (job, parts, pending) in enumerate(todo):  # in input order, as the one-process path reports them
+    for i, entry in enumerate(todo):  # in input order, as the one-process path reports them
+        job, parts = entry.job, entry.parts
         rows_of = [by_key.get(f"{i}/{k}") for k in range(len(parts))]
-        failures = [row["message"] for row in rows_of if row is not None and not row["written"]]
-        if failures:
-            report.failed.append((job.source, failures[0]))
+        failure = entry.failure or next((row["message"] for row in rows_of if row is not None and not row["written"]),
+                                        None)
+        if failure is not None:
+            report.failed.append((job.source, failure))
             if len(parts) > 1:  # no output for a failed input, as in the one-process path
-                for part in parts:
-                    _remove(part.target)
+                try:
+                    remove_sharded(job.target)
+                except OSError:  # (the failure may be this very directory)
+                    pass
             continue
         report.written.append(job.source)
         report.words += sum(int(row["words"]) for row in rows_of if row is not None)
         if len(parts) > 1:
             write_manifest(job, parts, {k: int(row["words"]) for k, row in enumerate(rows_of) if row is not None},
                            settings)
+            if entry.whole:  # --overwrite, cut now and not before: the earlier whole output goes
+                _remove(job.target)
+        elif entry.sharded:  # and the other way round, the earlier shards
+            remove_sharded(job.target)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def connect(address: str | None, workers: int | None) -> None:
+    """Join the cluster at `address`; without one, as `ray.init()` does, the cluster RAY_ADDRESS
+    names or the one `ray start` left on this machine, and else start a Ray of its own here
+    with `workers` CPUs (so that more workers than cores still run). Only that Ray is given
+    its CPUs: a cluster that exists refuses num_cpus. A cluster that cannot be reached raises
+    ConnectionError."""
+    import ray
+
+    options = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+    if address is not None:
+        ray.init(address=address, **options)
+        return
+    try:
+        ray.init(address="auto", **options)
+    except ConnectionError:  # no cluster here: a Ray of its own
+        ray.init(address="local", num_cpus=workers, **options)
+
+
+@dataclasses.dataclass
+class _Input:
+    """An input of `parse`: its shards (or itself) and those to parse, or why it failed before
+    Ray; whether its output existed, sharded or whole (replaced with --overwrite)."""
+    job: Job
+    sharded: bool = False
+    whole: bool = False
+    parts: list = dataclasses.field(default_factory=list)
+    pending: set = dataclasses.field(default_factory=set)
+    failure: str | None = None
