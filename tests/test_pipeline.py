@@ -933,3 +933,39 @@ def test_weights_are_read_and_made_on_cache_lines(tmp_path):
     path.write_bytes(path.read_bytes()[:-8])
     with pytest.raises(ModelError, match="cannot read weights"):
         load(tmp_path / "m")
+
+
+def test_the_python_api_refuses_what_it_cannot_take_with_clear_errors(quickstart, dev_set, tmp_path):
+    """From a review of the Python API: a str where a list goes was taken character by
+    character, a list of words or None where a Sentence goes raised AttributeError deep inside,
+    confidence=-1 numpy's "negative dimensions", batch_size=0 read everything into one batch,
+    and a lone surrogate UnicodeEncodeError from the hashing."""
+    from arborist.sentence import Sentence
+
+    model, pipeline = quickstart
+    with pytest.raises(TypeError, match="not a str"):
+        pipeline.tokenize("Hello world.")
+    for wrong in ("Hello world", ["Hello", "world"], None):
+        with pytest.raises(TypeError, match="Sentence"):
+            pipeline.annotate(wrong)
+    with pytest.raises(TypeError, match="Sentence"):
+        pipeline.annotate_many(["Hello world"])
+    with pytest.raises(TypeError, match="Sentence"):
+        pipeline.annotate_many([dev_set[0], None])
+    with pytest.raises(TypeError, match="list of str"):
+        Sentence.from_columns("Hello")
+    with pytest.raises(TypeError, match="got None"):
+        Sentence.from_columns(["a", None])
+    with pytest.raises(ValueError, match="U\\+D800"):
+        Sentence.from_columns(["abc", "\ud800"])
+    with pytest.raises(ValueError, match="U\\+D800"):
+        Sentence.from_forms([["abc", "x\ud800"]])
+    with pytest.raises(ValueError, match="confidence"):
+        pipeline.annotate(dev_set[0], confidence=-1)
+    for size in (0, -1):
+        with pytest.raises(ValueError, match="batch_size"):
+            list(pipeline.parse(dev_set, batch_size=size))
+    with pytest.raises(ModelError, match="a model is a directory"):
+        load(model / "model-best" / "meta.json")
+    # what is right still works
+    assert pipeline.annotate(dev_set[0]).heads is not None and Sentence.from_columns(["a", "b"]).n == 2

@@ -567,3 +567,46 @@ def test_a_paragraph_past_the_reader_s_limit_stays_one_paragraph(run, tiny_model
     if mode == "text":
         assert all(re.fullmatch(r"1\.\d+(\.\d+)?", i) for i in ids[:-1]) and any(i.count(".") == 2 for i in ids)
     assert surface_of(output).split() == text.split()  # no space added, none lost
+
+
+def test_wrapped_lines_read_as_the_command_reads_them(run, tmp_path):
+    """`arborist parse` reads a paragraph's lines joined by one space; `Pipeline.tokenize` and
+    the spaCy tokenizer tagged the line breaks, and a line ending in a space ("judge \\nof") cut
+    a sentence there (a review: wrapped en_ewt text, 61 sentences against the command's 38).
+    Now all three give the command's sentences and words, with offsets into the text given."""
+    import textwrap
+
+    from arborist.batch import spacy_pipeline
+
+    texts = [line[len("# text = "):].strip() for line in (SAMPLE / "sample-dev.conllu").read_text().splitlines()
+             if line.startswith("# text = ")][:40]
+    # wrapped as `fold -s` wraps, the space before each break kept; one paragraph of them
+    wrapped = " \n".join(textwrap.wrap(" ".join(texts), 30)) + "\n"
+    (tmp_path / "wrapped.txt").write_text(wrapped, encoding="utf-8")
+    result = CliRunner().invoke(app, ["parse", str(run / "run"), str(tmp_path / "wrapped.txt"), "-d",
+                                      str(tmp_path / "out"), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    command = [[line.split("\t")[1] for line in block.splitlines() if line[:1].isdigit() and "-" not in
+                line.split("\t")[0]] for block in (tmp_path / "out" / "wrapped.conllu").read_text().split("\n\n")
+               if block.strip()]
+    pipeline = load(run / "run")
+    (doc, sentences), = pipeline.tokenize([wrapped])
+    assert [s.forms[1:] for s in sentences] == command and len(command) > 5
+    assert all(wrapped[t.start:t.end] == t.form for s in doc.sentences for t in s.tokens)
+    assert all("\n" not in s.text for s in doc.sentences)
+    nlp = spacy_pipeline(pipeline)
+    spacy_doc = nlp(wrapped)
+    assert spacy_doc.text == wrapped
+    assert [[t.text for t in s if not t.is_space] for s in spacy_doc.sents] == command
+
+
+def test_a_byte_order_mark_and_a_str_for_a_list(run):
+    """A text read from a file with a byte-order mark gave the word U+FEFF (`arborist parse`
+    drops it); `Tokenizer.tokenize("text")` tokenized each character as a text."""
+    pipeline = load(run / "run")
+    text = "\ufeffHello world. It is here.\n"
+    (doc, sentences), = pipeline.tokenize([text])
+    assert "\ufeff" not in [f for s in sentences for f in s.forms]
+    assert all(text[t.start:t.end] == t.form for s in doc.sentences for t in s.tokens)
+    with pytest.raises(TypeError, match="not a str"):
+        pipeline.writer("form").tokenize("Hello world.")  # (the component's: `Tokenizer.tokenize`)

@@ -112,6 +112,24 @@ class Parsed:
         return 3
 
 
+_NOT_A_SENTENCE = ("annotate takes arborist Sentences (from read_conllu, Sentence.from_columns or "
+                   "Pipeline.tokenize), got {}")
+
+
+def _checked(sentences, confidence) -> list[Sentence]:
+    """The sentences as a list, checked, with the `confidence` setting: a str or a list of
+    words was an AttributeError deep inside, confidence=-1 numpy's "negative dimensions"."""
+    if isinstance(sentences, (str, Sentence)):
+        raise TypeError("annotate_many takes a list of Sentences, got one " + type(sentences).__name__)
+    sentences = list(sentences)
+    bad = [s for s in sentences if not isinstance(s, Sentence)]
+    if bad:
+        raise TypeError(_NOT_A_SENTENCE.format(type(bad[0]).__name__))
+    if confidence is not None and (isinstance(confidence, bool) or not isinstance(confidence, int) or confidence < 0):
+        raise ValueError(f"confidence is the number of best values per word, an int >= 0 (or None), got {confidence!r}")
+    return sentences
+
+
 def annotate(components: list[Component], sentences: list[Sentence], confidence: int | None = None
              ) -> list[Parsed]:
     """Run the components in order on the sentences, as one batch: each component's batch
@@ -236,7 +254,7 @@ class Pipeline:
                       confidence: int | None = None) -> list[Parsed]:
         """`annotate` of each sentence, computed as one batch (`confidence=k`: with each
         word's probabilities and k best values, see `Parsed.confidences`)."""
-        sentences = list(sentences)
+        sentences = _checked(sentences, confidence)
         components = self.stage(gold_tags, tag_only)
         # A component that reads HEAD with none writing it labels the input's tree: sentences
         # without one are annotated by the others only.
@@ -254,11 +272,15 @@ class Pipeline:
         """(the sentence with predicted tags, predicted heads or None without a parser,
         DEPREL strings (n+1, '' for the root) or None without a labeler), with every
         component's prediction in `.values` and the token columns in `.columns`."""
+        if not isinstance(sentence, Sentence):
+            raise TypeError(_NOT_A_SENTENCE.format(type(sentence).__name__))
         return self.annotate_many([sentence], gold_tags, confidence=confidence)[0]
 
     def parse(self, sentences: Iterable[Sentence], gold_tags: bool = False, batch_size: int = 64,
               confidence: int | None = None):
         """`annotate` of each sentence, `batch_size` sentences at a time."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")  # (0 read all into one batch)
         batch = []
         for sentence in sentences:
             batch.append(sentence)
@@ -273,6 +295,9 @@ class Pipeline:
         text stage (the component that writes FORM); a multiword token's words are words of
         the sentence. `presegmented`: each line of a text is one sentence (tokenized, not split).
         None when the pipeline has no text stage."""
+        if isinstance(texts, str):
+            raise TypeError("tokenize takes a list of texts, not a str (its characters were tokenized as texts): "
+                            "give [text]")
         tokenizer = self.writer("form")
         if tokenizer is None:
             return None
@@ -450,6 +475,8 @@ def read_meta(path: Path) -> tuple[Path, dict, list[dict]]:
             aside += [(old, path / BEST_MODEL) for old in sorted(path.glob(f".{BEST_MODEL}.old*"))]
         hint = (f"; a write killed midway left the previous model in {aside[-1][0]} (move it back to "
                 f"{aside[-1][1]})" if aside else "")
+        if path.is_file():
+            hint = f"; a model is a directory{f' (this file is in {path.parent})' if path.name == 'meta.json' else ''}"
         raise ModelError(f"{path}: not an arborist model (no meta.json){hint}")
     meta = read_json(meta_path, "meta.json")
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:

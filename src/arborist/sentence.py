@@ -25,6 +25,30 @@ MAX_SENTENCE_LENGTH = 256
 _ROOT_HASH, _MISSING_HASH = hash_strings([ROOT, "_"])
 
 
+
+def _forms(forms) -> list:
+    """A sentence's forms as given, checked: a str (split into its characters), a None or a
+    number among them was an AttributeError deep inside (a review of the Python API)."""
+    if isinstance(forms, str):
+        raise TypeError(f"a sentence's forms are a list of str (one per word), not the str {forms[:40]!r}")
+    forms = list(forms)
+    bad = [f for f in forms if not isinstance(f, str)]
+    if bad:
+        raise TypeError(f"a sentence's forms are str, got {bad[0]!r} ({type(bad[0]).__name__})")
+    return forms
+
+
+def _not_utf8(words: list[str]) -> str:
+    """The message for words that cannot be UTF-8 (a lone surrogate: text decoded with
+    errors="surrogateescape", or from JSON's \\ud800)."""
+    for word in words:
+        try:
+            word.encode("utf-8")
+        except UnicodeEncodeError as e:
+            return (f"the word {word!r} holds {word[e.start]!r} (U+{ord(word[e.start]):04X}), a lone surrogate: "
+                    "not text UTF-8 can hold (decode the input strictly, or replace such characters)")
+    return "a word cannot be encoded as UTF-8"
+
 @dataclass
 class Sentence:
     """One sentence: token attribute hashes, gold (or unknown) heads, provenance.
@@ -70,6 +94,7 @@ class Sentence:
         **provenance,
     ) -> "Sentence":
         """Build from per-word columns (without the root); '_' marks a missing value."""
+        forms = _forms(forms)
         n = len(forms)
         all_forms = [ROOT] + list(forms)
         lower = [f.lower() for f in forms]
@@ -77,7 +102,10 @@ class Sentence:
         # comes here once per sentence with only its forms (Pipeline.tokenize).
         attrs = np.empty((len(ATTR_NAMES), n + 1), dtype=np.uint64)
         attrs[:, 0] = _ROOT_HASH
-        attrs[FORM, 1:] = hash_strings(forms)
+        try:
+            attrs[FORM, 1:] = hash_strings(forms)
+        except UnicodeEncodeError:
+            raise ValueError(_not_utf8(forms)) from None
         attrs[LOWER, 1:] = hash_strings(lower)
         attrs[PREFIX, 1:] = hash_strings([f[:PREFIX_LENGTH] for f in lower])
         for row, column in ((LEMMA, lemmas), (UPOS, upos), (XPOS, xpos), (FEATS, feats)):
@@ -104,9 +132,12 @@ class Sentence:
     def from_forms(cls, sentences: list[list[str]]) -> list["Sentence"]:
         """`from_columns(forms)` of each sentence's forms, the strings of all of them hashed
         in one call (raw text: Pipeline.tokenize makes every sentence this way)."""
-        words = [f for forms in sentences for f in forms]
+        words = [f for forms in sentences for f in _forms(forms)]
         lower = [f.lower() for f in words]
-        hashed = hash_strings(words + lower + [f[:PREFIX_LENGTH] for f in lower]).reshape(3, len(words))
+        try:
+            hashed = hash_strings(words + lower + [f[:PREFIX_LENGTH] for f in lower]).reshape(3, len(words))
+        except UnicodeEncodeError:
+            raise ValueError(_not_utf8(words)) from None
         out, at = [], 0
         for forms in sentences:
             n = len(forms)

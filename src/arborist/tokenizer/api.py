@@ -65,7 +65,9 @@ class Token:
 
 @dataclass(slots=True)
 class Sentence:
-    text: str                # the document text from the first token's start to the last token's end
+    # the document text from the first token's start to the last token's end, with each line
+    # break and the whitespace around it one space (`joined_lines`: as `arborist parse` reads it)
+    text: str
     start: int
     end: int
     tokens: list[Token]
@@ -114,15 +116,43 @@ def split_lines(text: str, a: int, b: int) -> list[tuple[int, int]]:
 
 
 def _trimmed(text: str, spans) -> list[tuple[int, int]]:
-    """The spans of text without their surrounding whitespace, the blank ones left out."""
+    """The spans of text without their surrounding whitespace (and byte-order marks: a text read
+    from a file with one, which `arborist parse` drops, gave the word U+FEFF), the blank ones
+    left out."""
     out = []
     for a, b in spans:
         piece = text[a:b]
         stripped = piece.strip()
+        if stripped[:1] == "\ufeff" or stripped[-1:] == "\ufeff":
+            stripped = _EDGES.sub("", stripped)
         if stripped:
-            lead = len(piece) - len(piece.lstrip())
+            lead = piece.find(stripped)  # (it starts with a character the edges do not hold)
             out.append((a + lead, a + lead + len(stripped)))
     return out
+
+
+_EDGES = re.compile(r"^[\s\ufeff]+|[\s\ufeff]+$")
+# A line break inside a paragraph, with the whitespace around it: `arborist parse` reads a
+# paragraph's lines stripped and joined by one space, and the chain tags what it reads.
+LINE_BREAK = re.compile(r"\s*\n\s*")
+
+
+def joined_lines(text: str) -> tuple[str, np.ndarray | None]:
+    """The text with each line break and the whitespace around it one space, as `arborist parse`
+    joins a paragraph's lines, and the offset in `text` of each of its characters and of its
+    end (None: no line break, the text itself). Without it, a line ending in a space split the
+    sentence there in `Pipeline.tokenize` and spaCy (a review: wrapped en_ewt text, 61
+    sentences against the command's 38)."""
+    if "\n" not in text:
+        return text, None
+    pieces, where, at = [], [], 0
+    for m in LINE_BREAK.finditer(text):
+        pieces += [text[at:m.start()], " "]
+        where += [np.arange(at, m.start() + 1)]  # the kept characters, and the run's first as the space
+        at = m.end()
+    pieces.append(text[at:])
+    where += [np.arange(at, len(text) + 1)]
+    return "".join(pieces), np.concatenate(where)
 
 
 # Each design's tags with their sentence boundaries taken out (`tokenize(presegmented=True)`):
@@ -181,6 +211,9 @@ class Tokenizer:
         presegmented`): each non-blank line of a paragraph is tokenized on its own and is one
         sentence, cut only past `max_sentence_tokens` tokens (a line of nothing but control
         characters has no token, so no sentence)."""
+        if isinstance(texts, str):
+            raise TypeError("tokenize takes a list of texts, not a str (its characters were tokenized as texts): "
+                            "give [text]")
         docs = []
         pending: list[tuple[Document, int, int, tuple[int, int] | None]] = []
         size = 0
@@ -216,7 +249,11 @@ class Tokenizer:
                 gc.enable()
 
     def _tokenize_paragraphs_gc_off(self, pending, presegmented: bool) -> None:
-        texts = [doc.text[a:b] for doc, a, b, _ in pending]
+        texts, maps = [], []
+        for doc, a, b, _ in pending:
+            text, where = joined_lines(doc.text[a:b])
+            texts.append(text)
+            maps.append(where)
         tags, starts = self.chain.tag_concat(texts, self.weights)
         if presegmented:  # each text is a sentence: its tags' token boundaries, none of their sentence ones
             tags = NO_SENTENCE[self.chain.design][tags]
@@ -246,7 +283,14 @@ class Tokenizer:
                 previous = "<s>" if sent_l[k] else forms[k - 1]
                 following = "</s>" if k + 1 == n or sent_l[k + 1] else forms[k + 1]
                 words[k] = in_context(forms[k], previous, following)
-        tokens = list(map(Token, forms, (ts + shift).tolist(), (te + shift).tolist(), after.tolist(), words))
+        token_starts, token_ends = ts + shift, te + shift
+        for p, where in enumerate(maps):  # a paragraph read with its lines joined: offsets in its text
+            if where is not None:
+                k0, k1 = first[p], first[p + 1]
+                token_starts[k0:k1] = pending[p][1] + where[ts[k0:k1] - starts[p]]
+                token_ends[k0:k1] = pending[p][1] + where[te[k0:k1] - starts[p] - 1] + 1
+        token_starts, token_ends = token_starts.tolist(), token_ends.tolist()
+        tokens = list(map(Token, forms, token_starts, token_ends, after.tolist(), words))
         sentence_starts = np.flatnonzero(sent).tolist()
         first_l = first.tolist()
         s = 0  # index into sentence_starts
@@ -255,12 +299,11 @@ class Tokenizer:
                 doc.paragraphs.append(Paragraph(*opens))
             paragraph = doc.paragraphs[-1]  # a later line of a presegmented paragraph adds to it
             k1 = first_l[p + 1]
-            shift_p = int(shifts[p])
             while s < len(sentence_starts) and sentence_starts[s] < k1:
                 s0 = sentence_starts[s]
                 s1 = sentence_starts[s + 1] if s + 1 < len(sentence_starts) and sentence_starts[s + 1] < k1 else k1
-                paragraph.sentences.append(Sentence(joined[ts_l[s0]:te_l[s1 - 1]], ts_l[s0] + shift_p,
-                                                    te_l[s1 - 1] + shift_p, tokens[s0:s1]))
+                paragraph.sentences.append(Sentence(joined[ts_l[s0]:te_l[s1 - 1]], token_starts[s0],
+                                                    token_ends[s1 - 1], tokens[s0:s1]))
                 s += 1
 
     # -- state ----------------------------------------------------------------
