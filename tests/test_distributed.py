@@ -362,29 +362,26 @@ def test_failures_on_either_side_are_a_file_each_in_input_order(cluster, tiny_mo
         parse_on_ray([source / "b_ok.txt"], tiny_model, source / "b_ok.txt", workers=2)
 
 
-def test_without_an_address_ray_is_joined_as_ray_init_joins_it(monkeypatch):
-    """A cluster `ray start` left here (or RAY_ADDRESS) is joined without num_cpus, which it
-    refuses ("When connecting to an existing cluster, num_cpus ... must not be provided");
-    without one, Ray starts here with the workers' CPUs."""
-    import arborist.distributed as distributed
+def test_without_an_address_ray_is_found_as_ray_init_finds_it(cluster):
+    """Another process's `connect(None, 3)`: with RAY_ADDRESS naming this cluster it joins it (a
+    cluster that exists refused num_cpus); without, it starts a Ray of its own with 3 CPUs and
+    does not join this one, which is another program's (address "auto" joined any Ray running
+    here: a review of the session's diff)."""
+    import json
+    import subprocess
+    import sys
 
-    calls = []
-
-    def init(address=None, **options):
-        calls.append((address, options.get("num_cpus")))
-        if address == "auto" and not running:
-            raise ConnectionError("Could not find any running Ray instance.")
-
-    monkeypatch.setattr(ray, "init", init)
-    running = True
-    distributed.connect(None, 3)
-    assert calls == [("auto", None)]
-    running, calls[:] = False, []
-    distributed.connect(None, 3)
-    assert calls == [("auto", None), ("local", 3)]
-    calls.clear()
-    distributed.connect("ray://head:10001", 3)
-    assert calls == [("ray://head:10001", None)]
+    script = ("import json, ray\nfrom arborist.distributed import connect\nconnect(None, 3)\n"
+              "print(json.dumps([ray.get_runtime_context().gcs_address, ray.cluster_resources().get('CPU')]))\n"
+              "ray.shutdown()\n")
+    ours = ray.get_runtime_context().gcs_address
+    found = []
+    for env in ({**os.environ, "RAY_ADDRESS": ours}, {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}):
+        run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-2000:]
+        found.append(json.loads(run.stdout.strip().splitlines()[-1]))
+    assert found[0][0] == ours
+    assert found[1][0] != ours and found[1][1] == 3
 
 
 def test_one_input_given_as_a_str_is_refused(tmp_path, monkeypatch):

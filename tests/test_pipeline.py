@@ -967,5 +967,7 @@ def test_the_python_api_refuses_what_it_cannot_take_with_clear_errors(quickstart
             list(pipeline.parse(dev_set, batch_size=size))
     with pytest.raises(ModelError, match="a model is a directory"):
         load(model / "model-best" / "meta.json")
-    # what is right still works
+    # what is right still works, numpy's integers too (the first checks refused them)
     assert pipeline.annotate(dev_set[0]).heads is not None and Sentence.from_columns(["a", "b"]).n == 2
+    assert len(list(pipeline.parse(dev_set[:3], batch_size=np.int64(2)))) == 3
+    assert pipeline.annotate(dev_set[0], confidence=np.int64(2)).confidences["head"].top.shape[1] == 2

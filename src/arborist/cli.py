@@ -105,8 +105,9 @@ def evaluate(
 
     try:
         pipeline = load(model)
-        scores = evaluate_pipeline(pipeline, read_conllu(gold, require_heads=True), gold_tags)
-        official = evaluate_gold_tokens(pipeline, model, gold, gold_tags=gold_tags)
+        sentences = list(read_conllu(gold, require_heads=True))
+        scores, parsed = evaluate_pipeline(pipeline, sentences, gold_tags, with_parsed=True)
+        official = evaluate_gold_tokens(pipeline, gold, sentences, parsed, gold_tags)  # (the same parse)
     except (CorpusError, ModelError, OSError, ValueError) as e:
         _fail(str(e))
     if as_json:
@@ -123,8 +124,8 @@ def evaluate(
                 typer.echo(f"{metric_label(missing, tagged):<24}{'-':>8}  (model predicts no labels)")
     unseen = f" ({scores['unseen_words']} unseen in training)" if 'unseen_words' in scores else ""
     typer.echo(f"{scores['words']} words{unseen}, {scores['sentences']} sentences")
-    typer.echo(f"\nthe CoNLL 2018 scorer, on the output of `arborist parse` of the gold tokens "
-               f"({'the file' if gold_tags else 'predicted'} tags):")
+    typer.echo(f"\nthe CoNLL 2018 scorer, on the gold tokens as the model annotates them ({'the file' if gold_tags else 'predicted'} "
+               "tags; a column it does not predict is empty):")
     _echo_conll18(official)
 
 
@@ -152,16 +153,19 @@ def metric_label(key: str, tagged: str) -> str:
         else key
 
 
-def evaluate_pipeline(pipeline, sentences, gold_tags: bool = False) -> dict:
+def evaluate_pipeline(pipeline, sentences, gold_tags: bool = False, with_parsed: bool = False):
     """Every component's scores on gold sentences (`Component.score`), merged (see
-    `Pipeline.score`): tag accuracy of the taggers, attachment scores of the parser..."""
+    `Pipeline.score`): tag accuracy of the taggers, attachment scores of the parser...
+    `with_parsed`: (scores, the annotated sentences)."""
     sentences = list(sentences)
     if not sentences:
         raise ValueError("nothing to evaluate: the gold file has no sentences")
     components = pipeline.stage(gold_tags)
     if not components:
         raise ValueError("nothing to evaluate: the model has no parser and --gold-tags skips its taggers")
-    return pipeline.score(sentences, list(pipeline.parse(sentences, gold_tags)), components)
+    parsed = list(pipeline.parse(sentences, gold_tags))
+    scores = pipeline.score(sentences, parsed, components)
+    return (scores, parsed) if with_parsed else scores
 
 
 @app.command()
@@ -332,11 +336,10 @@ def parse(
             if asked:
                 _fail(f"{needs}: " + (f"--no-parse leaves {what} out" if pipeline.writer("head") else
                                       f"{model} has no parser"))
-    local_inputs = [p for p in inputs if p != "-" and "://" not in p]
-    for given in local_inputs:  # (a directory's files are below it; hidden ones are left out)
-        if Path(given).is_dir() and not directory_files(Path(given)):
-            typer.echo(f"warning: {given}: no files to parse", err=True)
     if engine == "ray":
+        for given in inputs:  # (the local engine tells it from its plan, below)
+            if "://" not in given and Path(given).is_dir() and not directory_files(Path(given)):
+                typer.echo(f"warning: {given}: no files to parse", err=True)
         if confidence is not None:
             _fail("--probs and --min-prob run with --engine local for now")
         if n_process > 1:
@@ -363,6 +366,10 @@ def parse(
             jobs = plan([STDIN if p == "-" else Path(p) for p in inputs], output_dir, fmt, input_format)
         except ValueError as e:
             _fail(str(e))
+        for given in inputs:  # (a directory's files are below it; hidden ones are left out)
+            if given != "-" and Path(given).is_dir() and not any(
+                    job.source != STDIN and Path(given) in Path(job.source).parents for job in jobs):
+                typer.echo(f"warning: {given}: no files to parse", err=True)
         if gold_tags:
             text = next((job.source for job in jobs if not job.conllu), None)
             if text is not None:

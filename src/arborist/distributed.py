@@ -442,11 +442,12 @@ def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir:
 
 
 def connect(address: str | None, workers: int | None) -> None:
-    """Join the cluster at `address`; without one, as `ray.init()` does, the cluster RAY_ADDRESS
-    names or the one `ray start` left on this machine, and else start a Ray of its own here
-    with `workers` CPUs (so that more workers than cores still run). Only that Ray is given
-    its CPUs: a cluster that exists refuses num_cpus. A cluster that cannot be reached raises
-    ConnectionError."""
+    """Join the cluster at `address`; without one, as `ray.init()` does: the cluster RAY_ADDRESS
+    names or the one `ray start` left on this machine, else a Ray of its own here with
+    `workers` CPUs (so that more workers than cores still run). A cluster that exists refuses
+    num_cpus ("When connecting to an existing cluster, num_cpus ... must not be provided"):
+    then it is joined as it is. A cluster that cannot be reached raises ConnectionError, as
+    `ray.init()` does. (Not "auto", which joins any Ray running here, another program's too.)"""
     import ray
 
     options = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
@@ -454,9 +455,11 @@ def connect(address: str | None, workers: int | None) -> None:
         ray.init(address=address, **options)
         return
     try:
-        ray.init(address="auto", **options)
-    except ConnectionError:  # no cluster here: a Ray of its own
-        ray.init(address="local", num_cpus=workers, **options)
+        ray.init(num_cpus=workers, **options)
+    except ValueError as e:
+        if "existing cluster" not in str(e):
+            raise
+        ray.init(**options)
 
 
 @dataclasses.dataclass

@@ -24,6 +24,7 @@ from __future__ import annotations
 import errno
 import functools
 import json
+import operator
 import os
 import re
 import shutil
@@ -125,9 +126,20 @@ def _checked(sentences, confidence) -> list[Sentence]:
     bad = [s for s in sentences if not isinstance(s, Sentence)]
     if bad:
         raise TypeError(_NOT_A_SENTENCE.format(type(bad[0]).__name__))
-    if confidence is not None and (isinstance(confidence, bool) or not isinstance(confidence, int) or confidence < 0):
+    if confidence is not None and _integer(confidence, 0) is None:
         raise ValueError(f"confidence is the number of best values per word, an int >= 0 (or None), got {confidence!r}")
     return sentences
+
+
+def _integer(value, least: int) -> int | None:
+    """`value` as an int (numpy's integers too) if it is one and at least `least`, else None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        value = operator.index(value)
+    except TypeError:
+        return None
+    return value if value >= least else None
 
 
 def annotate(components: list[Component], sentences: list[Sentence], confidence: int | None = None
@@ -279,8 +291,9 @@ class Pipeline:
     def parse(self, sentences: Iterable[Sentence], gold_tags: bool = False, batch_size: int = 64,
               confidence: int | None = None):
         """`annotate` of each sentence, `batch_size` sentences at a time."""
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        if _integer(batch_size, 1) is None:
             raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")  # (0 read all into one batch)
+        batch_size = operator.index(batch_size)
         batch = []
         for sentence in sentences:
             batch.append(sentence)

@@ -84,31 +84,39 @@ def evaluate_raw_text(pipeline, model_path: Path, gold: Path, lang: str | None =
                       gold_sentences: bool = False) -> dict:
     """Parse the gold file's own text as `arborist parse` would and score it (see `score`);
     `gold_sentences`: a sentence per line, parsed as presegmented text."""
-    with tempfile.TemporaryDirectory() as tmp:
-        text = Path(tmp) / f"{gold.stem}.txt"
-        text.write_text(raw_text(gold, gold_sentences), encoding="utf-8")
-        return _parse_and_score(pipeline, model_path, text, "presegmented" if gold_sentences else "text", gold,
-                                lang)
-
-
-def evaluate_gold_tokens(pipeline, model_path: Path, gold: Path, lang: str | None = None,
-                         gold_tags: bool = False) -> dict:
-    """Parse the gold file's own tokens as `arborist parse GOLD.conllu` would (`gold_tags`:
-    with its UPOS and XPOS, as `--gold-tags`) and score it (see `score`): the CoNLL 2018
-    figures with gold tokenization, as UDPipe reports them beside the raw-text ones."""
-    return _parse_and_score(pipeline, model_path, gold, "conllu", gold, lang, gold_tags)
-
-
-def _parse_and_score(pipeline, model_path: Path, source: Path, input_format: str, gold: Path,
-                     lang: str | None = None, gold_tags: bool = False) -> dict:
     from .batch import parse_files, plan
 
     with tempfile.TemporaryDirectory() as tmp:
+        text = Path(tmp) / f"{gold.stem}.txt"
+        text.write_text(raw_text(gold, gold_sentences), encoding="utf-8")
         output = Path(tmp) / "out"
         output.mkdir()
-        jobs = plan([source], output, "conllu", input_format)
-        report = parse_files(pipeline, jobs, "conllu", model_path=model_path, lang=lang, gold_tags=gold_tags,
-                             progress=False, quiet=True)  # its files are temporary: no line about them
+        jobs = plan([text], output, "conllu", "presegmented" if gold_sentences else "text")
+        report = parse_files(pipeline, jobs, "conllu", model_path=model_path, lang=lang, progress=False,
+                             quiet=True)  # its files are temporary: no line about them
         if report.failed:
             raise ValueError(report.failed[0][1])
         return score(gold, jobs[0].target, trees=pipeline.writer("head") is not None)
+
+
+def evaluate_gold_tokens(pipeline, gold: Path, sentences: list, parsed: list, gold_tags: bool = False) -> dict:
+    """The official scorer's table (see `score`) of gold sentences as the pipeline annotated them
+    (`parsed`, of `Pipeline.parse(sentences, gold_tags)`): the CoNLL 2018 figures with gold
+    tokenization, as UDPipe reports them beside the raw-text ones. The system file is what
+    `arborist parse GOLD.conllu` writes, but for the columns the model predicts none of: they
+    are "_" (kept, `arborist parse` would score the gold file's own lemmas, FEATS or labels),
+    except the tags, lemmas and FEATS `gold_tags` keeps and parses with."""
+    from .corpus import TAG_COLS, format_sentence
+
+    written = {column for component in pipeline.stage(gold_tags) for column in component.writes}
+    blank = [c for c in TAG_COLS if c not in written and not gold_tags]
+    with tempfile.TemporaryDirectory() as tmp:
+        system = Path(tmp) / "system.conllu"
+        with open(system, "w", encoding="utf-8", newline="") as f:
+            for sentence, annotated in zip(sentences, parsed):
+                tags = {**annotated.columns, **{c: ["_"] * sentence.n for c in blank}}
+                deprels = annotated.deprels
+                if annotated.heads is not None and deprels is None:  # a parser without a labeler
+                    deprels = ["_"] * (sentence.n + 1)
+                f.write(format_sentence(sentence, annotated.heads, deprels, tags))
+        return score(gold, system, trees=pipeline.writer("head") is not None)

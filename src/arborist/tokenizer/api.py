@@ -152,7 +152,7 @@ def joined_lines(text: str) -> tuple[str, np.ndarray | None]:
         at = m.end()
     pieces.append(text[at:])
     where += [np.arange(at, len(text) + 1)]
-    return "".join(pieces), np.concatenate(where)
+    return "".join(pieces), np.concatenate(where).astype(np.int32 if len(text) < 2**31 else np.int64)
 
 
 # Each design's tags with their sentence boundaries taken out (`tokenize(presegmented=True)`):
@@ -286,9 +286,9 @@ class Tokenizer:
         token_starts, token_ends = ts + shift, te + shift
         for p, where in enumerate(maps):  # a paragraph read with its lines joined: offsets in its text
             if where is not None:
-                k0, k1 = first[p], first[p + 1]
-                token_starts[k0:k1] = pending[p][1] + where[ts[k0:k1] - starts[p]]
-                token_ends[k0:k1] = pending[p][1] + where[te[k0:k1] - starts[p] - 1] + 1
+                k0, k1, a = first[p], first[p + 1], np.int64(pending[p][1])  # (int64 sums: where is int32)
+                token_starts[k0:k1] = a + where[ts[k0:k1] - starts[p]]
+                token_ends[k0:k1] = a + where[te[k0:k1] - starts[p] - 1] + 1
         token_starts, token_ends = token_starts.tolist(), token_ends.tolist()
         tokens = list(map(Token, forms, token_starts, token_ends, after.tolist(), words))
         sentence_starts = np.flatnonzero(sent).tolist()
