@@ -967,6 +967,19 @@ def test_the_python_api_refuses_what_it_cannot_take_with_clear_errors(quickstart
             list(pipeline.parse(dev_set, batch_size=size))
     with pytest.raises(ModelError, match="a model is a directory"):
         load(model / "model-best" / "meta.json")
+    # gold tags asked for on sentences without any: parsed, with a warning, as the command warns
+    # (from Python it was silent); none with tags, or without gold_tags
+    from arborist.model import UntaggedInputWarning
+
+    untagged = Sentence.from_columns(["I", "saw", "it", "."])
+    with pytest.warns(UntaggedInputWarning, match="no UPOS"):
+        pipeline.annotate(untagged, gold_tags=True)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UntaggedInputWarning)
+        pipeline.annotate(untagged)
+        pipeline.annotate(dev_set[0], gold_tags=True)
     # what is right still works, numpy's integers too (the first checks refused them)
     assert pipeline.annotate(dev_set[0]).heads is not None and Sentence.from_columns(["a", "b"]).n == 2
     assert len(list(pipeline.parse(dev_set[:3], batch_size=np.int64(2)))) == 3

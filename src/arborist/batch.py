@@ -63,7 +63,7 @@ import numpy as np
 
 from .confidence import ARC, LOW, NO_MISC_CANDIDATES, confidence_keys, format_prob, misc_items, misc_key
 from .corpus import STDIN, CorpusError, StandardInput, format_sentence, merge_misc, read_conllu
-from .model import Pipeline
+from .model import Pipeline, UntaggedInputWarning  # (re-exported: it was defined here)
 from .sentence import Sentence
 from .tokenizer.chars import CONTROL
 
@@ -1012,8 +1012,6 @@ def without_trees(pipeline: Pipeline) -> Pipeline:
     return pipeline.subset(lambda c: c.tagging or "text" in c.reads)
 
 
-class UntaggedInputWarning(UserWarning):
-    """--gold-tags on CoNLL-U without tags."""
 
 
 class Annotator:
@@ -1113,7 +1111,10 @@ class Annotator:
         out, words = [], 0
         options = self.confidence
         k = options.k_best if options is not None else None
-        for sentence, parsed in zip(sentences, self.pipeline.annotate_many(sentences, self.gold_tags, confidence=k)):
+        with warnings.catch_warnings():  # (the pipeline's own warning of it, without the file's name)
+            warnings.simplefilter("ignore", UntaggedInputWarning)
+            annotated = self.pipeline.annotate_many(sentences, self.gold_tags, confidence=k)
+        for sentence, parsed in zip(sentences, annotated):
             heads, deprels, tags = parsed.heads, parsed.deprels, parsed.columns
             words += sentence.n
             if self.fmt == "conllu":

@@ -29,6 +29,7 @@ import os
 import re
 import shutil
 import tempfile
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable
@@ -36,7 +37,8 @@ from typing import Callable, Iterable
 import numpy as np
 
 from .component import Component, Confidence, ModelError
-from .sentence import FORM, Sentence, SentenceBatch
+from .sentence import FORM, UPOS, Sentence, SentenceBatch
+from .strings import hash_strings
 
 FORMAT = "arborist-model"
 FORMAT_VERSION = 3
@@ -113,6 +115,11 @@ class Parsed:
         return 3
 
 
+class UntaggedInputWarning(UserWarning):
+    """Gold tags asked for (`gold_tags`, `--gold-tags`) on sentences without any."""
+
+
+_MISSING = hash_strings(["_"])[0]
 _NOT_A_SENTENCE = ("annotate takes arborist Sentences (from read_conllu, Sentence.from_columns or "
                    "Pipeline.tokenize), got {}")
 
@@ -268,6 +275,11 @@ class Pipeline:
         word's probabilities and k best values, see `Parsed.confidences`)."""
         sentences = _checked(sentences, confidence)
         components = self.stage(gold_tags, tag_only)
+        if gold_tags and sentences and any("upos" in c.reads for c in components) and all(
+                (s.attrs[UPOS, 1:] == _MISSING).all() for s in sentences):
+            warnings.warn(f"{sentences[0].source}: gold_tags, and the sentences have no UPOS (every one '_'): the "
+                          "parser reads no tags (leave gold_tags out to predict them)", UntaggedInputWarning,
+                          stacklevel=2)
         # A component that reads HEAD with none writing it labels the input's tree: sentences
         # without one are annotated by the others only.
         needs_tree = [c for c in components if "head" in c.reads] if not any(
