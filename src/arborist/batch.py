@@ -1104,16 +1104,11 @@ class Annotator:
         return nlp.memory_zone() if len(nlp.vocab) >= VOCAB_LIMIT else contextlib.nullcontext()
 
     def conllu(self, sentences, name: str | None = None) -> tuple[str, int]:
-        if self.gold_tags and sentences and all(u == "_" for x in sentences for u in x.upos[1:]):
-            warnings.warn(f"{name or '<stdin>'}: --gold-tags, and the input has no UPOS (every one '_'): "
-                          "the parser reads no tags (leave --gold-tags out to predict them)", UntaggedInputWarning,
-                          stacklevel=2)
         out, words = [], 0
         options = self.confidence
         k = options.k_best if options is not None else None
-        with warnings.catch_warnings():  # (the pipeline's own warning of it, without the file's name)
-            warnings.simplefilter("ignore", UntaggedInputWarning)
-            annotated = self.pipeline.annotate_many(sentences, self.gold_tags, confidence=k)
+        # (gold tags on sentences without any: the pipeline warns, naming the file they come from)
+        annotated = self.pipeline.annotate_many(sentences, self.gold_tags, confidence=k)
         for sentence, parsed in zip(sentences, annotated):
             heads, deprels, tags = parsed.heads, parsed.deprels, parsed.columns
             words += sentence.n

@@ -277,9 +277,9 @@ class Pipeline:
         components = self.stage(gold_tags, tag_only)
         if gold_tags and sentences and any("upos" in c.reads for c in components) and all(
                 (s.attrs[UPOS, 1:] == _MISSING).all() for s in sentences):
-            warnings.warn(f"{sentences[0].source}: gold_tags, and the sentences have no UPOS (every one '_'): the "
-                          "parser reads no tags (leave gold_tags out to predict them)", UntaggedInputWarning,
-                          stacklevel=2)
+            warnings.warn(f"{sentences[0].source}: gold tags asked for (gold_tags, --gold-tags), and the sentences "
+                          "have no UPOS (every one '_'): the parser reads no tags (leave that out to predict them)",
+                          UntaggedInputWarning, stacklevel=2)
         # A component that reads HEAD with none writing it labels the input's tree: sentences
         # without one are annotated by the others only.
         needs_tree = [c for c in components if "head" in c.reads] if not any(
