@@ -172,6 +172,16 @@ def directory_files(directory: Path) -> list[Path]:
                   and (p.is_file() or (p.is_symlink() and not p.exists())))
 
 
+def text_job_error(jobs: list[Job]) -> str | None:
+    """Why --gold-tags cannot run on these jobs (one of them is read as text, which has no tags
+    to keep), or None."""
+    text = next((job.source for job in jobs if not job.conllu), None)
+    if text is None:
+        return None
+    return (f"--gold-tags keeps the tags of CoNLL-U input; {text} is read as text, which has none (-i conllu reads "
+            "it as CoNLL-U)")
+
+
 def plan(inputs: list[Path | StandardInput], output_dir: Path | None, fmt: str,
          input_format: str = "auto") -> list[Job]:
     """One job per input file (a directory contributes its files, recursively, in sorted
@@ -1012,8 +1022,6 @@ def without_trees(pipeline: Pipeline) -> Pipeline:
     return pipeline.subset(lambda c: c.tagging or "text" in c.reads)
 
 
-
-
 class Annotator:
     """Turns a chunk into output text; one per worker process. `trees=False` leaves the tree
     stage out (`--no-parse`); a model without a parser has none either: HEAD and DEPREL are
@@ -1040,7 +1048,7 @@ class Annotator:
 
         kind, items = payload[:2]
         if kind == "conllu":
-            return self.conllu(items, name)
+            return self.conllu(items)
         first = payload[2]  # the paragraph that opens the document
         # (paragraph, (line, piece) or None, places, text): a text chunk's items are paragraphs
         # (or pieces of long ones: `pieces`, (piece, glued) of each), a "lines" chunk's
@@ -1103,7 +1111,7 @@ class Annotator:
         nlp = nlp or self.nlp
         return nlp.memory_zone() if len(nlp.vocab) >= VOCAB_LIMIT else contextlib.nullcontext()
 
-    def conllu(self, sentences, name: str | None = None) -> tuple[str, int]:
+    def conllu(self, sentences) -> tuple[str, int]:
         out, words = [], 0
         options = self.confidence
         k = options.k_best if options is not None else None

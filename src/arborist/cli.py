@@ -296,7 +296,7 @@ def parse(
     and --min-prob add the model's calibrated probabilities (off by default: the output is
     then unchanged)."""
     from .batch import (FORMATS, INPUT_FORMATS, PRETOKENIZED, ConfidenceOptions, WorkerLost, directory_files,
-                        parse_files, plan)
+                        parse_files, plan, text_job_error)
     from .corpus import STDIN
     from .model import ModelError, load
 
@@ -370,11 +370,8 @@ def parse(
             if given != "-" and Path(given).is_dir() and not any(
                     job.source != STDIN and Path(given) in Path(job.source).parents for job in jobs):
                 typer.echo(f"warning: {given}: no files to parse", err=True)
-        if gold_tags:
-            text = next((job.source for job in jobs if not job.conllu), None)
-            if text is not None:
-                _fail(f"--gold-tags keeps the tags of CoNLL-U input; {text} is read as text, which has none "
-                      "(-i conllu reads it as CoNLL-U)")
+        if gold_tags and text_job_error(jobs):
+            _fail(text_job_error(jobs))
         if output_dir is not None:
             try:
                 output_dir.mkdir(parents=True, exist_ok=True)

@@ -51,7 +51,8 @@ import uuid
 from pathlib import Path
 
 from .batch import (FORMATS, INPUT_FORMATS, Job, Report, input_kind, location_name, location_size,
-                    paragraph_boundaries, parse_files, plan, pretokenized_boundaries, sentence_line_boundaries)
+                    paragraph_boundaries, parse_files, plan, pretokenized_boundaries, sentence_line_boundaries,
+                    text_job_error)
 from .corpus import conllu_boundaries
 
 SHARD_BYTES = 256 * 2 ** 20  # inputs larger than this are cut into shards of about this size
@@ -132,15 +133,8 @@ def remove_sharded(target) -> None:
     shards' directory when that is left empty (a local one)."""
     directory, manifest = shard_paths(target)
     location = _join(directory, "plan.json")
-    try:
-        old = json.loads(_read_text(location)) if _exists(location) else None
-    except (OSError, ValueError):
-        old = None
-    if isinstance(old, dict) and isinstance(old.get("shards"), list):
-        for entry in old["shards"]:
-            name = str(entry.get("path", "")).rsplit("/", 1)[-1] if isinstance(entry, dict) else ""
-            if name:
-                _remove(_join(directory, name))
+    for shard_output in _planned_shards(directory, _read_plan(location)):
+        _remove(shard_output)
     _remove(location)
     _remove(manifest)
     if not is_url(directory):
@@ -217,20 +211,31 @@ def keep_shards(original: Job, shards: list[Job], overwrite: bool = False, setti
     directory, _ = shard_paths(original.target)
     location = _join(directory, "plan.json")
     plan = shard_plan(original, shards, settings)
-    try:
-        old = json.loads(_read_text(location)) if _exists(location) else None
-    except (OSError, ValueError):
-        old = None
+    old = _read_plan(location)
     if old == plan and not overwrite:
         return True
     stale = {str(s.target): s.target for s in shards}
-    if isinstance(old, dict) and isinstance(old.get("shards"), list):
-        names = {str(entry.get("path", "")).rsplit("/", 1)[-1] for entry in old["shards"] if isinstance(entry, dict)}
-        stale.update((str(target), target) for target in (_join(directory, name) for name in names if name))
+    stale.update((str(target), target) for target in _planned_shards(directory, old))
     for target in stale.values():
         _remove(target)
     _write_text(location, json.dumps(plan, indent=1, ensure_ascii=False) + "\n")
     return False
+
+
+def _read_plan(location) -> dict | None:
+    """A shard plan (`shard_plan`) an earlier run wrote, or None (none, or not readable)."""
+    try:
+        return json.loads(_read_text(location)) if _exists(location) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _planned_shards(directory, plan: dict | None) -> list:
+    """The shard outputs a plan lists, in `directory` (none for a plan that is not one)."""
+    if not isinstance(plan, dict) or not isinstance(plan.get("shards"), list):
+        return []
+    names = {str(entry.get("path", "")).rsplit("/", 1)[-1] for entry in plan["shards"] if isinstance(entry, dict)}
+    return [_join(directory, name) for name in sorted(names) if name]
 
 
 def _read_text(location) -> str:
@@ -362,11 +367,8 @@ def parse(inputs: list[str | os.PathLike], model: str | os.PathLike, output_dir:
                     [p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in model_dir.iterdir() if p.is_file()),
                 "input_format": input_format, "gold_tags": gold_tags, "lang": lang, "trees": trees, "ranges": ranges}
     jobs = plan_any(inputs, output_dir, fmt, input_format)
-    if gold_tags:
-        text = next((job.source for job in jobs if not job.conllu), None)
-        if text is not None:
-            raise ValueError(f"--gold-tags keeps the tags of CoNLL-U input; {text} is read as text, which has none "
-                             "(-i conllu reads it as CoNLL-U)")
+    if gold_tags and text_job_error(jobs):
+        raise ValueError(text_job_error(jobs))
     if not is_url(output_dir):
         output_dir.mkdir(parents=True, exist_ok=True)  # a file of that name fails here, before Ray starts
     todo: list[_Input] = []

@@ -37,8 +37,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from .component import Component, Confidence, ModelError
-from .sentence import FORM, UPOS, Sentence, SentenceBatch
-from .strings import hash_strings
+from .sentence import FORM, MISSING_HASH, UPOS, Sentence, SentenceBatch
 
 FORMAT = "arborist-model"
 FORMAT_VERSION = 3
@@ -119,7 +118,6 @@ class UntaggedInputWarning(UserWarning):
     """Gold tags asked for (`gold_tags`, `--gold-tags`) on sentences without any."""
 
 
-_MISSING = hash_strings(["_"])[0]
 _NOT_A_SENTENCE = ("annotate takes arborist Sentences (from read_conllu, Sentence.from_columns or "
                    "Pipeline.tokenize), got {}")
 
@@ -276,7 +274,7 @@ class Pipeline:
         sentences = _checked(sentences, confidence)
         components = self.stage(gold_tags, tag_only)
         if gold_tags and sentences and any("upos" in c.reads for c in components) and all(
-                (s.attrs[UPOS, 1:] == _MISSING).all() for s in sentences):
+                (s.attrs[UPOS, 1:] == MISSING_HASH).all() for s in sentences):
             warnings.warn(f"{sentences[0].source}: gold tags asked for (gold_tags, --gold-tags), and the sentences "
                           "have no UPOS (every one '_'): the parser reads no tags (leave that out to predict them)",
                           UntaggedInputWarning, stacklevel=2)
@@ -320,9 +318,9 @@ class Pipeline:
         text stage (the component that writes FORM); a multiword token's words are words of
         the sentence. `presegmented`: each line of a text is one sentence (tokenized, not split).
         None when the pipeline has no text stage."""
-        if isinstance(texts, str):
-            raise TypeError("tokenize takes a list of texts, not a str (its characters were tokenized as texts): "
-                            "give [text]")
+        from .tokenizer.api import check_texts
+
+        check_texts(texts)  # (here too: a pipeline without a text stage returns None)
         tokenizer = self.writer("form")
         if tokenizer is None:
             return None

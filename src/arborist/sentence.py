@@ -22,8 +22,7 @@ ROOT = "<ROOT>"
 # A longer sentence is parsed in pieces of this many words (`Parser.predict_batch`): parsing
 # time grows with the cube of the length, memory with its square.
 MAX_SENTENCE_LENGTH = 256
-_ROOT_HASH, _MISSING_HASH = hash_strings([ROOT, "_"])
-
+_ROOT_HASH, MISSING_HASH = hash_strings([ROOT, "_"])  # MISSING_HASH: a column's "_", no value
 
 
 def _forms(forms) -> list:
@@ -48,6 +47,7 @@ def _not_utf8(words: list[str]) -> str:
             return (f"the word {word!r} holds {word[e.start]!r} (U+{ord(word[e.start]):04X}), a lone surrogate: "
                     "not text UTF-8 can hold (decode the input strictly, or replace such characters)")
     return "a word cannot be encoded as UTF-8"
+
 
 @dataclass
 class Sentence:
@@ -111,7 +111,7 @@ class Sentence:
         for row, column in ((LEMMA, lemmas), (UPOS, upos), (XPOS, xpos), (FEATS, feats)):
             if column and len(column) != n:
                 raise ValueError(f"{ATTR_NAMES[row]}: {len(column)} values for {n} words")
-            attrs[row, 1:] = hash_strings(column) if column else _MISSING_HASH
+            attrs[row, 1:] = hash_strings(column) if column else MISSING_HASH
         upos = upos or ["_"] * n
         xpos = xpos or ["_"] * n
         head_arr = np.full(n + 1, -1, dtype=np.int32)
@@ -144,7 +144,7 @@ class Sentence:
             attrs = np.empty((len(ATTR_NAMES), n + 1), dtype=np.uint64)
             attrs[:, 0] = _ROOT_HASH
             attrs[(FORM, LOWER, PREFIX), 1:] = hashed[:, at:at + n]
-            attrs[(LEMMA, UPOS, XPOS, FEATS), 1:] = _MISSING_HASH
+            attrs[(LEMMA, UPOS, XPOS, FEATS), 1:] = MISSING_HASH
             at += n
             missing = ["_"] * n
             out.append(cls(forms=[ROOT, *forms], attrs=attrs, heads=np.full(n + 1, -1, dtype=np.int32),

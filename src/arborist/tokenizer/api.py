@@ -94,6 +94,13 @@ class Document:
         return [s for p in self.paragraphs for s in p.sentences]
 
 
+def check_texts(texts) -> None:
+    """A list of texts, not one text: a str was tokenized character by character, each a text."""
+    if isinstance(texts, str):
+        raise TypeError("tokenize takes a list of texts, not a str (its characters were tokenized as texts): "
+                        "give [text]")
+
+
 def split_paragraphs(text: str) -> list[tuple[int, int]]:
     """(start, end) of the non-blank paragraphs of text (separated by blank lines), trimmed of
     surrounding whitespace."""
@@ -211,9 +218,7 @@ class Tokenizer:
         presegmented`): each non-blank line of a paragraph is tokenized on its own and is one
         sentence, cut only past `max_sentence_tokens` tokens (a line of nothing but control
         characters has no token, so no sentence)."""
-        if isinstance(texts, str):
-            raise TypeError("tokenize takes a list of texts, not a str (its characters were tokenized as texts): "
-                            "give [text]")
+        check_texts(texts)
         docs = []
         pending: list[tuple[Document, int, int, tuple[int, int] | None]] = []
         size = 0
